@@ -1,0 +1,104 @@
+"""Opaque, signed, keyset pagination cursors (sans-IO).
+
+A cursor names the list kind and the public key of the last item returned.
+The next page is every item after that key in sort order, in whatever
+snapshot is current: so a walk never repeats an item and never skips one
+that was present for the whole walk, while backends come and go between
+pages. No state is kept; any replica with the same secret can continue a
+walk.
+
+Wire form: ``base64url(json(payload)) "." base64url(hmac_sha256(secret, payload))[:22]``
+(128 bits of tag). Anything else decodes to a ``LocalProtocolError`` with
+code -32602 and a message saying what was wrong, never an exception of
+another type.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import secrets
+from typing import Final
+
+import msgspec
+
+from gateway.errors import INVALID_PARAMS, LocalProtocolError
+
+_TAG_CHARS: Final = 22  # 22 base64url chars = 132 bits of the SHA-256 tag
+MAX_CURSOR_CHARS: Final = 4096
+
+
+class CursorPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What a cursor remembers: the list and where the last page ended."""
+
+    kind: str
+    after: str
+
+
+_encoder: Final = msgspec.json.Encoder()
+_decoder: Final = msgspec.json.Decoder(CursorPayload)
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class CursorCodec:
+    """Makes and checks cursors with one secret.
+
+    Args:
+        secret: the HMAC key; empty means a random key for this process
+            (cursors then die with the process, which is safe, just not
+            shareable between replicas).
+    """
+
+    def __init__(self, secret: str | bytes = "") -> None:
+        if isinstance(secret, str):
+            secret = secret.encode("utf-8")
+        self._key = secret or secrets.token_bytes(32)
+
+    def _tag(self, body: bytes) -> str:
+        return _b64(hmac.new(self._key, body, hashlib.sha256).digest())[:_TAG_CHARS]
+
+    def encode(self, kind: str, after: str) -> str:
+        """A cursor that continues ``kind`` after the item keyed ``after``."""
+        body = _encoder.encode(CursorPayload(kind=kind, after=after))
+        return f"{_b64(body)}.{self._tag(body)}"
+
+    def decode(self, cursor: object, kind: str) -> str:
+        """The key to continue after, for a cursor the client sent back.
+
+        Raises:
+            LocalProtocolError: -32602 for anything that is not a cursor we
+                issued for this kind of list.
+        """
+
+        def invalid(why: str) -> LocalProtocolError:
+            return LocalProtocolError(f"invalid cursor: {why}", INVALID_PARAMS)
+
+        if not isinstance(cursor, str):
+            raise invalid(f"expected a string, got {type(cursor).__name__}")
+        if len(cursor) > MAX_CURSOR_CHARS:
+            raise invalid("too long")
+        body_text, dot, tag = cursor.partition(".")
+        if not dot or not body_text or not tag:
+            raise invalid("malformed")
+        try:
+            body = _unb64(body_text)
+        except (binascii.Error, ValueError):
+            raise invalid("malformed") from None
+        if not hmac.compare_digest(self._tag(body), tag):
+            raise invalid("signature does not match (tampered, truncated or from another gateway)")
+        try:
+            payload = _decoder.decode(body)
+        except msgspec.DecodeError:  # pragma: no cover - only our own signed bodies get here
+            raise invalid("malformed") from None
+        if payload.kind != kind:
+            raise invalid(f"issued for {payload.kind}, not {kind}")
+        return payload.after

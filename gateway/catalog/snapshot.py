@@ -1,0 +1,245 @@
+"""The merged, namespaced catalog as one immutable value.
+
+Build-then-swap: ``build_snapshot`` makes a new ``Snapshot`` from every
+backend's listing; the router swaps the reference. A list walk or a call in
+progress keeps the snapshot it started with and never waits for a refresh.
+
+Each item is encoded once, at build time, in its public form: serving a page
+is joining pre-encoded bytes, with no per-request JSON work.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Final
+
+import msgspec
+
+from gateway.catalog.naming import NamingRules, public_name, public_uri, split_uri
+
+_encoder: Final = msgspec.json.Encoder()
+
+
+class Kind(Enum):
+    """The four lists a server offers; values are the result keys."""
+
+    TOOLS = "tools"
+    PROMPTS = "prompts"
+    RESOURCES = "resources"
+    TEMPLATES = "resourceTemplates"
+
+    @property
+    def identity_key(self) -> str:
+        """The item field that identifies it (and that we namespace)."""
+        return _IDENTITY[self]
+
+
+_IDENTITY: Final = {
+    Kind.TOOLS: "name",
+    Kind.PROMPTS: "name",
+    Kind.RESOURCES: "uri",
+    Kind.TEMPLATES: "uriTemplate",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One public item: where it came from and its encoded public form."""
+
+    key: str
+    backend: str
+    original: str
+    encoded: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class BackendListing:
+    """What one live backend contributes: its prefix and raw list items.
+
+    Items are the backend's own JSON objects, already filtered by the
+    backend's include/exclude rules.
+    """
+
+    backend: str
+    prefix: str
+    tools: tuple[dict[str, Any], ...] = ()
+    prompts: tuple[dict[str, Any], ...] = ()
+    resources: tuple[dict[str, Any], ...] = ()
+    templates: tuple[dict[str, Any], ...] = ()
+
+    def items(self, kind: Kind) -> tuple[dict[str, Any], ...]:
+        """The listing's items of one kind."""
+        if kind is Kind.TOOLS:
+            return self.tools
+        if kind is Kind.PROMPTS:
+            return self.prompts
+        if kind is Kind.RESOURCES:
+            return self.resources
+        return self.templates
+
+
+@dataclass(frozen=True, slots=True)
+class KindView:
+    """All public items of one kind, sorted by public key."""
+
+    entries: tuple[Entry, ...] = ()
+    keys: tuple[str, ...] = ()
+    by_key: Mapping[str, Entry] = field(default_factory=dict)
+
+    def after(self, key: str | None) -> int:
+        """Index of the first entry strictly after ``key`` (keyset paging)."""
+        return 0 if key is None else bisect.bisect_right(self.keys, key)
+
+    def backends(self) -> frozenset[str]:
+        """Names of backends contributing at least one item."""
+        return frozenset(e.backend for e in self.entries)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The catalog at one moment. Never mutated; replaced whole."""
+
+    views: Mapping[Kind, KindView]
+    prefixes: Mapping[str, str]
+    unprefixed: tuple[str, ...]
+    problems: tuple[str, ...] = ()
+
+    def view(self, kind: Kind) -> KindView:
+        """The sorted view of one kind."""
+        return self.views[kind]
+
+    def resolve(self, kind: Kind, public: str) -> Entry | None:
+        """The entry behind a public tool or prompt name, or None."""
+        return self.views[kind].by_key.get(public)
+
+    def resolve_uri(self, public: str) -> tuple[str, str] | None:
+        """(backend, original URI) for a public resource URI, or None.
+
+        Resources are routed by prefix, not by list membership: a URI that
+        matches a backend's template is valid though never listed.
+        """
+        prefix, original = split_uri(public, frozenset(self.prefixes))
+        if prefix:
+            return self.prefixes[prefix], original
+        if not self.unprefixed:
+            return None
+        listed = self.views[Kind.RESOURCES].by_key.get(public)
+        if listed is not None:
+            return listed.backend, listed.original
+        return self.unprefixed[0], public
+
+    def public_uri_of(self, backend_prefix: str, uri: str) -> str:
+        """The public form of a URI coming from a backend with this prefix."""
+        return public_uri(backend_prefix, uri)
+
+
+EMPTY_SNAPSHOT: Final = Snapshot(
+    views={kind: KindView() for kind in Kind}, prefixes={}, unprefixed=()
+)
+
+
+def _public_key(kind: Kind, prefix: str, original: str, rules: NamingRules) -> str:
+    if kind in (Kind.TOOLS, Kind.PROMPTS):
+        return public_name(prefix, original, rules)
+    return public_uri(prefix, original)
+
+
+def build_snapshot(
+    listings: Iterable[BackendListing],
+    rules: NamingRules,
+    *,
+    prefixes: Mapping[str, str] | None = None,
+) -> Snapshot:
+    """Merge backend listings into a new snapshot.
+
+    Args:
+        listings: one per backend that is up.
+        rules: naming rules from config.
+        prefixes: every configured non-empty prefix → backend name, including
+            backends that are down, so their URIs still resolve (to an
+            "unavailable" error rather than "unknown resource").
+
+    Items without a string identity, duplicates within a backend and public
+    names that would collide are left out and described in ``problems``; a
+    misbehaving backend costs its own bad items, never the catalog.
+    """
+    listings = list(listings)
+    problems: list[str] = []
+    views: dict[Kind, KindView] = {}
+    for kind in Kind:
+        id_key = kind.identity_key
+        found: dict[str, Entry] = {}
+        for listing in listings:
+            for item in listing.items(kind):
+                original = item.get(id_key) if isinstance(item, dict) else None
+                if not isinstance(original, str) or not original:
+                    problems.append(
+                        f"{listing.backend}: {kind.value} item without a valid {id_key!r} skipped"
+                    )
+                    continue
+                key = _public_key(kind, listing.prefix, original, rules)
+                clash = found.get(key)
+                if clash is not None:
+                    problems.append(
+                        f"{listing.backend}: {kind.value} {original!r} skipped: public name "
+                        f"{key!r} already taken by {clash.backend}:{clash.original!r}"
+                    )
+                    continue
+                public_item = dict(item)
+                public_item[id_key] = key
+                found[key] = Entry(key, listing.backend, original, _encoder.encode(public_item))
+        keys = tuple(sorted(found))
+        views[kind] = KindView(tuple(found[k] for k in keys), keys, found)
+    all_prefixes = dict(prefixes or {})
+    for listing in listings:
+        if listing.prefix:
+            all_prefixes.setdefault(listing.prefix, listing.backend)
+    unprefixed = tuple(sorted(lst.backend for lst in listings if not lst.prefix))
+    return Snapshot(
+        views=views, prefixes=all_prefixes, unprefixed=unprefixed, problems=tuple(problems)
+    )
+
+
+class Catalog:
+    """The current snapshot and the listings it was built from.
+
+    Backends publish and withdraw listings; each change builds a whole new
+    snapshot and reports which kinds of list actually changed, so the
+    gateway sends ``list_changed`` only when a host would see a difference.
+    """
+
+    def __init__(self, rules: NamingRules, prefixes: Mapping[str, str] | None = None) -> None:
+        self._rules = rules
+        self._prefixes = dict(prefixes or {})
+        self._listings: dict[str, BackendListing] = {}
+        self.snapshot: Snapshot = EMPTY_SNAPSHOT
+        self._rebuild()
+
+    def set_prefixes(self, prefixes: Mapping[str, str]) -> None:
+        """Replace the configured prefix table (on reload)."""
+        self._prefixes = dict(prefixes)
+        self._rebuild()
+
+    def publish(self, listing: BackendListing) -> frozenset[Kind]:
+        """Add or replace one backend's listing; returns the kinds that changed."""
+        self._listings[listing.backend] = listing
+        return self._rebuild()
+
+    def withdraw(self, backend: str) -> frozenset[Kind]:
+        """Remove a backend's items (it went down); returns the kinds that changed."""
+        if self._listings.pop(backend, None) is None:
+            return frozenset()
+        return self._rebuild()
+
+    def _rebuild(self) -> frozenset[Kind]:
+        old = self.snapshot
+        new = build_snapshot(
+            (self._listings[name] for name in sorted(self._listings)),
+            self._rules,
+            prefixes=self._prefixes,
+        )
+        self.snapshot = new
+        return frozenset(kind for kind in Kind if old.view(kind).entries != new.view(kind).entries)

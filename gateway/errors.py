@@ -1,0 +1,124 @@
+"""The gateway's exceptions and JSON-RPC error codes.
+
+Every failure the gateway reasons about is one of these, mapped from foreign
+exceptions at the boundary where it happens (a transport maps trio/httpx
+errors; the session maps a backend's JSON-RPC error; the frontend maps all of
+them to a JSON-RPC error or an HTTP status)::
+
+    GatewayError
+    ├── ConfigError                 the file and the place inside it
+    ├── TransportError
+    │   ├── ConnectError            could not reach or start the peer
+    │   ├── TransportClosed         we closed it
+    │   └── TransportBroken         the world broke it (EOF, reset, oversize line)
+    ├── ProtocolError               abstract; carries a JSON-RPC ``code``
+    │   ├── LocalProtocolError      *we* were sent something invalid
+    │   └── RemoteProtocolError     the peer answered with a JSON-RPC error
+    ├── BackendUnavailable          the backend is down, starting or gone
+    └── RequestTimeout              a forwarded request ran out of time
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+# JSON-RPC 2.0 codes (https://www.jsonrpc.org/specification#error_object).
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+# MCP: resources/read of a URI that does not exist (2025-06-18 and later;
+# older revisions say -32602, see router).
+RESOURCE_NOT_FOUND: Final = -32002
+# Implementation-defined range -32000..-32099: ours.
+REQUEST_TIMEOUT_CODE: Final = -32001
+REQUEST_CANCELLED_CODE: Final = -32800
+
+
+class GatewayError(Exception):
+    """Root of everything the gateway raises on purpose."""
+
+
+class ConfigError(GatewayError):
+    """A configuration that cannot be used.
+
+    Args:
+        problems: one line per problem, each starting with its place
+            (``backends[2].command: required field missing``).
+        path: the file the problems were found in, when there is one.
+    """
+
+    def __init__(self, problems: list[str], path: str | None = None) -> None:
+        self.problems = problems
+        self.path = path
+        where = f"{path}: " if path else ""
+        super().__init__(where + "; ".join(problems))
+
+
+class TransportError(GatewayError):
+    """A link to a peer failed."""
+
+
+class ConnectError(TransportError):
+    """The peer could not be reached or started."""
+
+
+class TransportClosed(TransportError):
+    """The link was closed by us; further use is a bug or a race."""
+
+
+class TransportBroken(TransportError):
+    """The link was broken from outside: EOF, reset, an oversize frame."""
+
+
+class ProtocolError(GatewayError):
+    """A JSON-RPC level failure; ``code`` is the JSON-RPC error code to use.
+
+    Args:
+        message: human text, sent to the peer as the error's ``message``.
+        code: the JSON-RPC error code.
+        data: optional structured ``data`` for the error object.
+    """
+
+    def __init__(self, message: str, code: int = INTERNAL_ERROR, data: Any = None) -> None:
+        self.message = message
+        self.code = code
+        self.data = data
+        super().__init__(message)
+
+
+class LocalProtocolError(ProtocolError):
+    """The peer sent us something invalid; we answer with ``code``."""
+
+
+class RemoteProtocolError(ProtocolError):
+    """The peer answered one of our requests with a JSON-RPC error."""
+
+
+class BackendUnavailable(GatewayError):
+    """A call was routed to a backend that is not serving right now.
+
+    Args:
+        backend: the backend's configured name.
+        reason: short human text (``"starting"``, ``"exited with code 1"``).
+    """
+
+    def __init__(self, backend: str, reason: str) -> None:
+        self.backend = backend
+        self.reason = reason
+        super().__init__(f"backend {backend!r} is unavailable: {reason}")
+
+
+class RequestTimeout(GatewayError):
+    """A forwarded request got no answer in time.
+
+    Args:
+        backend: the backend's configured name.
+        seconds: how long the gateway waited.
+    """
+
+    def __init__(self, backend: str, seconds: float) -> None:
+        self.backend = backend
+        self.seconds = seconds
+        super().__init__(f"backend {backend!r} did not answer within {seconds:g} s")

@@ -1,0 +1,74 @@
+"""The gateway's ASGI application: the MCP endpoint plus operations paths.
+
+``/healthz`` says the process answers; ``/readyz`` says whether every
+backend marked ``required`` is up, and names the ones that are not;
+``/metrics`` is the Prometheus exposition of the gateway's registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from gateway.frontend import http_util as h
+from gateway.frontend.streamable_http import McpEndpoint
+
+
+class GatewayApp:
+    """Routes HTTP paths; everything else is 404.
+
+    Args:
+        mcp_path: where the MCP endpoint lives (``/mcp``).
+        endpoint: the MCP endpoint.
+        readiness: returns (ready, details) for ``/readyz``.
+        registry: the metrics registry served at ``/metrics``.
+    """
+
+    def __init__(
+        self,
+        mcp_path: str,
+        endpoint: McpEndpoint,
+        readiness: Callable[[], tuple[bool, dict[str, Any]]],
+        registry: CollectorRegistry,
+    ) -> None:
+        self._mcp_path = mcp_path.rstrip("/") or "/"
+        self._endpoint = endpoint
+        self._readiness = readiness
+        self._registry = registry
+
+    async def __call__(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
+        """The ASGI entry point."""
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        path = scope["path"].rstrip("/") or "/"
+        if path == self._mcp_path:
+            await self._endpoint(scope, receive, send)
+        elif path == "/healthz":
+            await h.respond_json(send, 200, {"status": "ok"})
+        elif path == "/readyz":
+            ready, details = self._readiness()
+            await h.respond_json(send, 200 if ready else 503, {"ready": ready, **details})
+        elif path == "/metrics":
+            await h.respond(
+                send,
+                200,
+                generate_latest(self._registry),
+                content_type=CONTENT_TYPE_LATEST.encode(),
+            )
+        else:
+            await h.respond_json(send, 404, {"error": f"no such path: {path[:100]}"})
+
+
+async def _lifespan(receive: h.Receive, send: h.Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return

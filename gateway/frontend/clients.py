@@ -1,0 +1,153 @@
+"""Client sessions: who is connected, on what revision, with what in flight.
+
+A client session is created by a host's ``initialize`` and ends on DELETE,
+on idle expiry, or when the gateway stops. It owns:
+
+- the negotiated protocol revision and the host's declared capabilities;
+- the cancel scopes of its requests in flight, so that ending the session
+  (or a ``notifications/cancelled``) stops exactly its own calls;
+- an outbox for messages the gateway starts on its own (list_changed),
+  read by the session's GET stream. The outbox is a bounded ring with event
+  ids so that a reconnecting stream can resume with ``Last-Event-ID``; when
+  the ring is full the oldest message is dropped, never the gateway.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import trio
+
+from gateway.protocol.jsonrpc import RequestId
+
+# Messages kept for a GET stream that is slow or reconnecting. At ~200
+# bytes a notification this bounds a session's outbox to tens of KiB.
+OUTBOX_CAPACITY: Final = 128
+SESSION_ID_BYTES: Final = 24  # 192 bits; token_urlsafe gives 32 visible ASCII chars
+MAX_SESSION_ID_CHARS: Final = 128
+
+
+class Outbox:
+    """A bounded ring of (event id, message) with a wakeup for readers."""
+
+    def __init__(self, capacity: int = OUTBOX_CAPACITY) -> None:
+        self._ring: deque[tuple[int, bytes]] = deque(maxlen=capacity)
+        self._next_id = 1
+        self._changed = trio.Event()
+
+    def put_nowait(self, message: bytes) -> int:
+        """Append a message; returns its event id. Never blocks."""
+        event_id = self._next_id
+        self._next_id += 1
+        self._ring.append((event_id, message))
+        self._changed.set()
+        self._changed = trio.Event()
+        return event_id
+
+    def after(self, last_id: int) -> list[tuple[int, bytes]]:
+        """Messages with an id greater than ``last_id`` still in the ring."""
+        return [(i, m) for i, m in self._ring if i > last_id]
+
+    @property
+    def last_id(self) -> int:
+        """The id of the newest message ever put (0 when none)."""
+        return self._next_id - 1
+
+    async def wait_after(self, last_id: int) -> list[tuple[int, bytes]]:
+        """Wait until there is something newer than ``last_id``, then return it."""
+        while True:
+            pending = self.after(last_id)
+            if pending:
+                return pending
+            await self._changed.wait()
+
+
+@dataclass(eq=False)
+class ClientSession:
+    """One host's session with the gateway."""
+
+    session_id: str
+    protocol_version: str
+    client_info: dict[str, Any] = field(default_factory=dict)
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    initialized: bool = False
+    last_seen: float = 0.0
+    outbox: Outbox = field(default_factory=Outbox)
+    inflight: dict[RequestId, trio.CancelScope] = field(default_factory=dict)
+    stream_open: bool = False
+    closed: bool = False
+
+    def cancel_all(self) -> None:
+        """Cancel every request this session has in flight."""
+        for scope in self.inflight.values():
+            scope.cancel()
+
+
+class ClientRegistry:
+    """All open client sessions, by id.
+
+    Args:
+        max_sessions: beyond this many, new sessions are refused (503).
+    """
+
+    def __init__(self, max_sessions: int = 10_000) -> None:
+        self._sessions: dict[str, ClientSession] = {}
+        self.max_sessions = max_sessions
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def __iter__(self) -> Iterator[ClientSession]:
+        return iter(list(self._sessions.values()))
+
+    def open(
+        self, protocol_version: str, client_info: dict[str, Any], capabilities: dict[str, Any]
+    ) -> ClientSession:
+        """Create a session with a fresh, unguessable id."""
+        session = ClientSession(
+            session_id=secrets.token_urlsafe(SESSION_ID_BYTES),
+            protocol_version=protocol_version,
+            client_info=client_info,
+            capabilities=capabilities,
+            last_seen=trio.current_time(),
+        )
+        self._sessions[session.session_id] = session
+        return session
+
+    def get(self, session_id: str) -> ClientSession | None:
+        """The session for a header value, or None (unknown, expired, malformed)."""
+        if len(session_id) > MAX_SESSION_ID_CHARS:
+            return None
+        return self._sessions.get(session_id)
+
+    def close(self, session: ClientSession) -> None:
+        """End a session: cancel its calls and forget it."""
+        session.closed = True
+        session.cancel_all()
+        self._sessions.pop(session.session_id, None)
+        # Wake a GET stream waiting on the outbox so it notices the close.
+        session.outbox.put_nowait(b"")
+
+    def broadcast(self, message: bytes) -> int:
+        """Queue a message for every initialized session; returns how many."""
+        count = 0
+        for session in self._sessions.values():
+            if session.initialized:
+                session.outbox.put_nowait(message)
+                count += 1
+        return count
+
+    def expire_idle(self, now: float, idle_timeout: float) -> list[ClientSession]:
+        """Close sessions idle longer than ``idle_timeout`` with no open stream."""
+        expired = [
+            s
+            for s in self._sessions.values()
+            if not s.stream_open and not s.inflight and now - s.last_seen > idle_timeout
+        ]
+        for session in expired:
+            self.close(session)
+        return expired

@@ -1,0 +1,104 @@
+"""Small raw-ASGI helpers: headers, bodies, plain responses.
+
+The frontend speaks raw ASGI (no framework): the MCP endpoint needs control
+over when response headers go out (JSON first, SSE when needed), and every
+layer between hypercorn and the router costs time on every call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import Any, Final
+
+import msgspec
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+JSON: Final = b"application/json"
+EVENT_STREAM: Final = b"text/event-stream"
+
+_encoder: Final = msgspec.json.Encoder()
+
+
+class BodyTooLarge(Exception):
+    """The request body passed the configured limit."""
+
+
+def header(scope: Scope, name: bytes) -> bytes | None:
+    """The first value of a header (names compared lower-case), or None."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return bytes(value)
+    return None
+
+
+def media_types(value: bytes | None) -> set[str]:
+    """The media types in an Accept or Content-Type value, without parameters."""
+    if not value:
+        return set()
+    text = value.decode("latin-1")
+    return {part.split(";", 1)[0].strip().lower() for part in text.split(",") if part.strip()}
+
+
+def accepts(scope: Scope, wanted: str) -> bool:
+    """Whether the Accept header admits ``wanted`` (wildcards count)."""
+    types = media_types(header(scope, b"accept"))
+    major = wanted.split("/", 1)[0]
+    return bool(types & {wanted, f"{major}/*", "*/*"})
+
+
+async def read_body(receive: Receive, limit: int) -> bytes:
+    """The whole request body, refusing to buffer more than ``limit`` bytes.
+
+    Raises:
+        BodyTooLarge: the body (chunked or not) grew past the limit.
+    """
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+async def respond(
+    send: Send,
+    status: int,
+    body: bytes = b"",
+    *,
+    content_type: bytes | None = JSON,
+    headers: Iterable[tuple[bytes, bytes]] = (),
+) -> None:
+    """Send a complete response with a body."""
+    out = [(b"content-length", str(len(body)).encode())]
+    if content_type is not None and body:
+        out.append((b"content-type", content_type))
+    out.extend(headers)
+    await send({"type": "http.response.start", "status": status, "headers": out})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def respond_json(
+    send: Send, status: int, value: Any, headers: Iterable[tuple[bytes, bytes]] = ()
+) -> None:
+    """Send a JSON document."""
+    await respond(send, status, _encoder.encode(value), headers=headers)
+
+
+def sse_event(data: bytes, event_id: int | None = None) -> bytes:
+    """One SSE ``message`` event carrying a JSON-RPC message."""
+    head = b"event: message\n"
+    if event_id is not None:
+        head += b"id: " + str(event_id).encode() + b"\n"
+    return head + b"data: " + data + b"\n\n"

@@ -1,0 +1,132 @@
+"""The parts of MCP payloads the gateway reads or rewrites; nothing more.
+
+Payloads arrive as ``msgspec.Raw``. A function here decodes one to plain
+dicts only when it must change it, patches the known keys in place and
+re-encodes: every field it does not know survives untouched, whatever
+revision added it. Each rewrite first checks cheaply whether there is
+anything to rewrite at all and, if not, returns the Raw it was given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final, TypeAlias
+
+import msgspec
+
+from gateway.errors import INVALID_PARAMS, LocalProtocolError
+
+UriMap: TypeAlias = Callable[[str], str]
+
+_encoder: Final = msgspec.json.Encoder()
+_decoder: Final = msgspec.json.Decoder()
+_object_decoder: Final = msgspec.json.Decoder(dict[str, Any])
+
+# Rewrites look for this before decoding: only content carrying a "uri"
+# (embedded resources, resource links, read contents) needs a rewrite.
+_URI_MARKER: Final = b'"uri"'
+
+
+def decode_params(params: msgspec.Raw | None) -> dict[str, Any]:
+    """Decode request params to a dict; absent params are ``{}``.
+
+    Raises:
+        LocalProtocolError: -32602 when params are not a JSON object.
+    """
+    if params is None:
+        return {}
+    try:
+        return _object_decoder.decode(params)
+    except msgspec.DecodeError:
+        raise LocalProtocolError("invalid params: expected a JSON object", INVALID_PARAMS) from None
+
+
+def decode_object(raw: msgspec.Raw) -> dict[str, Any]:
+    """Decode a result object; a non-object result decodes to ``{}``."""
+    try:
+        return _object_decoder.decode(raw)
+    except msgspec.DecodeError:
+        return {}
+
+
+def encode(value: Any) -> msgspec.Raw:
+    """Re-encode a patched payload."""
+    return msgspec.Raw(_encoder.encode(value))
+
+
+def require_str(params: dict[str, Any], key: str, what: str) -> str:
+    """A required string param, or -32602 that says which and why."""
+    value = params.get(key)
+    if not isinstance(value, str):
+        problem = "missing" if value is None else f"must be a string, not {type(value).__name__}"
+        raise LocalProtocolError(f"invalid params: {what} {key!r} {problem}", INVALID_PARAMS)
+    return value
+
+
+def _rewrite_block(block: Any, map_uri: UriMap) -> None:
+    """Rewrite the URI(s) inside one content block, in place."""
+    if not isinstance(block, dict):
+        return
+    kind = block.get("type")
+    if kind == "resource_link" and isinstance(block.get("uri"), str):
+        block["uri"] = map_uri(block["uri"])
+    elif kind == "resource":
+        inner = block.get("resource")
+        if isinstance(inner, dict) and isinstance(inner.get("uri"), str):
+            inner["uri"] = map_uri(inner["uri"])
+
+
+def _rewrite_blocks(blocks: Any, map_uri: UriMap) -> None:
+    if isinstance(blocks, list):
+        for block in blocks:
+            _rewrite_block(block, map_uri)
+    else:
+        _rewrite_block(blocks, map_uri)
+
+
+def rewrite_call_result(result: msgspec.Raw, map_uri: UriMap) -> msgspec.Raw:
+    """Namespace URIs in a tools/call result's content blocks."""
+    if _URI_MARKER not in bytes(result):
+        return result
+    body = decode_object(result)
+    _rewrite_blocks(body.get("content"), map_uri)
+    return encode(body)
+
+
+def rewrite_read_result(result: msgspec.Raw, map_uri: UriMap) -> msgspec.Raw:
+    """Namespace the URIs of a resources/read result's contents."""
+    if _URI_MARKER not in bytes(result):
+        return result
+    body = decode_object(result)
+    contents = body.get("contents")
+    if isinstance(contents, list):
+        for item in contents:
+            if isinstance(item, dict) and isinstance(item.get("uri"), str):
+                item["uri"] = map_uri(item["uri"])
+    return encode(body)
+
+
+def rewrite_prompt_result(result: msgspec.Raw, map_uri: UriMap) -> msgspec.Raw:
+    """Namespace URIs in a prompts/get result's message contents."""
+    if _URI_MARKER not in bytes(result):
+        return result
+    body = decode_object(result)
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        for message in messages:
+            if isinstance(message, dict):
+                _rewrite_blocks(message.get("content"), map_uri)
+    return encode(body)
+
+
+def list_items(result: msgspec.Raw, key: str) -> tuple[list[dict[str, Any]], str | None]:
+    """The items and ``nextCursor`` of one page of a backend's list result.
+
+    Items that are not objects are dropped here; the catalog reports items
+    without a usable identity.
+    """
+    body = decode_object(result)
+    items = body.get(key)
+    cursor = body.get("nextCursor")
+    page = [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+    return page, cursor if isinstance(cursor, str) else None

@@ -1,0 +1,216 @@
+"""A backend as a child process speaking newline-delimited JSON on stdio.
+
+The child runs in its own process group (``start_new_session``) so that the
+gateway can signal everything it spawned, grandchildren included (``npx``
+starts ``node``, shells start tools). Shutdown follows the spec: close
+stdin and wait; then SIGTERM to the group; then SIGKILL. stderr is drained
+continuously into the log, a line at a time and truncated, so a chatty child
+can never fill the pipe and stall its own stdout (robustness D3).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections import deque
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Final
+
+import structlog
+import trio
+
+from gateway.errors import ConnectError, TransportBroken, TransportClosed
+from gateway.transports.base import map_exceptions
+from gateway.transports.framing import DEFAULT_MAX_LINE_BYTES, LineFramer
+
+# How long each shutdown step waits before the next, harsher one.
+STDIN_CLOSE_GRACE: Final = 2.0
+SIGTERM_GRACE: Final = 2.0
+# Reads from the child's pipes; large enough that a 1 MiB message is a few
+# dozen reads, small enough not to matter per backend.
+READ_CHUNK_BYTES: Final = 256 * 1024
+# stderr is for humans: keep a log line readable and bounded.
+STDERR_LINE_LIMIT: Final = 2000
+STDERR_BUFFER_LIMIT: Final = 64 * 1024
+
+logger = structlog.get_logger("gateway.transports.stdio")
+
+_SEND_ERRORS: Final = {
+    trio.ClosedResourceError: TransportClosed,
+    trio.BrokenResourceError: TransportBroken,
+    OSError: TransportBroken,
+}
+
+
+class StdioChannel:
+    """The MessageChannel of one child process."""
+
+    def __init__(self, process: trio.Process, max_line_bytes: int) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self._process = process
+        self._stdin = process.stdin
+        self._stdout = process.stdout
+        self._framer = LineFramer(max_line_bytes)
+        self._lines: deque[bytes] = deque()
+        self._send_lock = trio.Lock()
+        self._closed = False
+
+    @property
+    def pid(self) -> int:
+        """The child's pid, which is also its process group id."""
+        return self._process.pid
+
+    async def send(self, message: bytes) -> None:
+        """Write one message and its newline; concurrent senders take turns."""
+        if self._closed:
+            raise TransportClosed("stdio channel closed")
+        async with self._send_lock:
+            with map_exceptions(_SEND_ERRORS):
+                await self._stdin.send_all(message + b"\n")
+
+    async def receive(self) -> bytes:
+        """The next non-blank line from the child's stdout."""
+        while not self._lines:
+            if self._closed:
+                raise TransportClosed("stdio channel closed")
+            with map_exceptions(
+                {trio.ClosedResourceError: TransportClosed, OSError: TransportBroken}
+            ):
+                chunk = await self._stdout.receive_some(READ_CHUNK_BYTES)
+            if not chunk:
+                raise TransportBroken(await self._exit_description())
+            self._lines.extend(self._framer.feed(chunk))
+        return self._lines.popleft()
+
+    async def _exit_description(self) -> str:
+        # EOF usually means the process is exiting: give it a moment so the
+        # message can say how it ended, which is what an operator wants.
+        with trio.move_on_after(0.5):
+            await self._process.wait()
+        code = self._process.returncode
+        if code is None:
+            return "process closed its stdout"
+        if code < 0:
+            return f"process killed by signal {-code}"
+        return f"process exited with code {code}"
+
+    async def aclose(self) -> None:
+        """Mark closed; the owning ``open_stdio`` ends the process."""
+        self._closed = True
+
+
+def _signal_group(pid: int, signum: int) -> None:
+    try:
+        os.killpg(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+async def terminate(process: trio.Process, stdin_grace: float, term_grace: float) -> None:
+    """End a child the way the spec asks: stdin close, SIGTERM, SIGKILL.
+
+    The whole process group gets the signals, so nothing the child spawned
+    outlives it. Runs shielded: shutdown must finish even while the owner is
+    being cancelled.
+    """
+    with trio.CancelScope(shield=True):
+        if process.stdin is not None:
+            with trio.move_on_after(0.1):
+                await process.stdin.aclose()
+        with trio.move_on_after(stdin_grace):
+            await process.wait()
+        if process.returncode is None:
+            _signal_group(process.pid, signal.SIGTERM)
+            with trio.move_on_after(term_grace):
+                await process.wait()
+        # Whatever is left in the group (grandchildren, or a leader that
+        # ignored SIGTERM) is killed; the leader is reaped either way.
+        _signal_group(process.pid, signal.SIGKILL)
+        await process.wait()
+
+
+async def _drain_stderr(
+    stream: trio.abc.ReceiveStream, log: structlog.typing.FilteringBoundLogger
+) -> None:
+    buffer = bytearray()
+    while True:
+        try:
+            chunk = await stream.receive_some(READ_CHUNK_BYTES)
+        except (trio.ClosedResourceError, trio.BrokenResourceError, OSError):
+            return
+        if not chunk:
+            if buffer.strip():
+                log.info("backend.stderr", line=_printable(bytes(buffer)))
+            return
+        buffer += chunk
+        *lines, rest = buffer.split(b"\n")
+        for line in lines:
+            if line.strip():
+                log.info("backend.stderr", line=_printable(line))
+        buffer = bytearray(rest)
+        if len(buffer) > STDERR_BUFFER_LIMIT:
+            log.info("backend.stderr", line=_printable(bytes(buffer)), truncated=True)
+            buffer.clear()
+
+
+def _printable(line: bytes) -> str:
+    text = line.rstrip(b"\r").decode("utf-8", "backslashreplace")
+    if len(text) > STDERR_LINE_LIMIT:
+        return text[:STDERR_LINE_LIMIT] + f"... [{len(text) - STDERR_LINE_LIMIT} more chars]"
+    return text
+
+
+@asynccontextmanager
+async def open_stdio(
+    command: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    backend: str = "",
+) -> AsyncIterator[StdioChannel]:
+    """Start a child and yield its channel; end the child on exit.
+
+    Args:
+        command: program and arguments.
+        env: the child's complete environment (None: inherit ours).
+        cwd: working directory for the child.
+        max_line_bytes: the longest stdout line accepted (robustness D2).
+        backend: the backend's name, for logs.
+
+    Raises:
+        ConnectError: the program could not be started.
+    """
+    log = logger.bind(backend=backend)
+    try:
+        process = await trio.lowlevel.open_process(
+            list(command),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise ConnectError(f"cannot start {command[0]!r}: {exc.strerror or exc}") from exc
+    log.debug("backend.process.started", pid=process.pid)
+    try:
+        async with trio.open_nursery() as nursery:
+            assert process.stderr is not None
+            nursery.start_soon(_drain_stderr, process.stderr, log)
+            channel = StdioChannel(process, max_line_bytes)
+            try:
+                yield channel
+            finally:
+                await channel.aclose()
+                await terminate(process, STDIN_CLOSE_GRACE, SIGTERM_GRACE)
+                nursery.cancel_scope.cancel()
+    finally:
+        if process.returncode is None:  # pragma: no cover - terminate() reaps; belt and braces
+            with trio.CancelScope(shield=True):
+                _signal_group(process.pid, signal.SIGKILL)
+                await process.wait()
+        log.debug("backend.process.ended", pid=process.pid, returncode=process.returncode)
