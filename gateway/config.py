@@ -314,6 +314,8 @@ class StdioBackend(BackendBase, tag="stdio", frozen=True, kw_only=True):
             transport instead of growing memory without bound.
         inherit_env: whether the child starts from the gateway's environment
             (False passes only ``env``, to keep secrets away from it).
+        stop_grace: seconds to wait after closing stdin, and again after
+            SIGTERM, before the next step of shutdown.
     """
 
     command: str
@@ -322,6 +324,7 @@ class StdioBackend(BackendBase, tag="stdio", frozen=True, kw_only=True):
     cwd: str | None = None
     max_line_bytes: int = 16 * MIB
     inherit_env: bool = True
+    stop_grace: float = 2.0
 
 
 class NetworkBackend(BackendBase, frozen=True, kw_only=True):
@@ -373,6 +376,7 @@ _BACKEND_TYPES: Final[dict[str, type[BackendBase]]] = {
     "sse": SseBackend,
     "websocket": WebSocketBackend,
 }
+# The valid values of a backend's `transport`, in the order messages list them.
 TRANSPORTS: Final = tuple(_BACKEND_TYPES)
 
 
@@ -645,8 +649,11 @@ def _readable_type(name: str) -> str:
 
 
 def _convert(tp: Any, value: object, place: str, problems: _Problems) -> object:
-    """Convert a scalar (containers and Structs are walked by ``_decode_value``,
-    so msgspec's message never carries a ``- at `$...``` path of its own)."""
+    """Convert one scalar with msgspec, rewording its error for a config reader.
+
+    Containers and Structs are walked by ``_decode_value``, so the message never
+    carries a ``- at `$...``` path of its own: the place is already exact.
+    """
     try:
         return msgspec.convert(value, type=tp, strict=False)
     except msgspec.ValidationError as exc:
@@ -904,6 +911,7 @@ def _check_backend(backend: BackendBase, place: str, problems: _Problems) -> Non
         if not backend.command:
             problems.add(_join(place, "command"), "must not be empty")
         _positive(backend, "max_line_bytes", place, problems)
+        _positive(backend, "stop_grace", place, problems)
     elif isinstance(backend, NetworkBackend):
         schemes = _WS_SCHEMES if isinstance(backend, WebSocketBackend) else _HTTP_SCHEMES
         if not backend.url.lower().startswith(schemes):

@@ -136,6 +136,7 @@ async def open_channel(cfg: BackendConfig) -> AsyncIterator[MessageChannel]:
             env=_stdio_environment(cfg),
             cwd=cfg.cwd,
             max_line_bytes=cfg.max_line_bytes,
+            stop_grace=cfg.stop_grace,
             backend=cfg.name,
         ) as channel:
             yield channel
@@ -237,15 +238,13 @@ class Backend:
         try:
             while True:
                 self._log.info("backend.connect.started", attempt=attempt)
-                try:
-                    await self._serve_once()
-                    reason = self._peer_reason or "session ended"
-                    state = BackendState.DOWN
-                except IncompatibleBackend as exc:
-                    reason, state = str(exc), BackendState.INCOMPATIBLE
-                except (GatewayError, trio.TooSlowError) as exc:
-                    reason = _describe(exc)
-                    state = BackendState.DOWN
+                failure = await self._attempt()
+                if isinstance(failure, IncompatibleBackend):
+                    reason, state = str(failure), BackendState.INCOMPATIBLE
+                elif failure is not None:
+                    reason, state = _describe(failure), BackendState.DOWN
+                else:
+                    reason, state = self._peer_reason or "session ended", BackendState.DOWN
                 went_up = self.state is BackendState.UP
                 self._peer = None
                 self.listing = None
@@ -271,6 +270,24 @@ class Backend:
             self._on_change(self)
 
     _peer_reason: str | None = None
+
+    async def _attempt(self) -> Exception | None:
+        """One connect-to-close cycle; returns the failure that ended it, if any.
+
+        The contexts of one attempt are nested nurseries, so a failure
+        arrives wrapped in exception groups; only groups made entirely of
+        expected failures are unwrapped, anything else propagates.
+        """
+        try:
+            await self._serve_once()
+        except (GatewayError, trio.TooSlowError) as exc:
+            return exc
+        except BaseExceptionGroup as group:
+            expected, rest = group.split((GatewayError, trio.TooSlowError))
+            if rest is not None or expected is None:
+                raise
+            return _first_leaf(expected)
+        return None
 
     async def _serve_once(self) -> None:
         self._peer_reason = None
@@ -423,6 +440,13 @@ class Backend:
         if self._on_request is None:
             raise LocalProtocolError(f"method not found: {method}", -32601)
         return await self._on_request(method, params)
+
+
+def _first_leaf(group: BaseExceptionGroup[Exception]) -> Exception:
+    first = group.exceptions[0]
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    return first
 
 
 def _describe(exc: BaseException) -> str:

@@ -26,8 +26,7 @@ from gateway.transports.base import map_exceptions
 from gateway.transports.framing import DEFAULT_MAX_LINE_BYTES, LineFramer
 
 # How long each shutdown step waits before the next, harsher one.
-STDIN_CLOSE_GRACE: Final = 2.0
-SIGTERM_GRACE: Final = 2.0
+STOP_GRACE: Final = 2.0
 # Reads from the child's pipes; large enough that a 1 MiB message is a few
 # dozen reads, small enough not to matter per backend.
 READ_CHUNK_BYTES: Final = 256 * 1024
@@ -169,6 +168,7 @@ async def open_stdio(
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    stop_grace: float = STOP_GRACE,
     backend: str = "",
 ) -> AsyncIterator[StdioChannel]:
     """Start a child and yield its channel; end the child on exit.
@@ -178,6 +178,7 @@ async def open_stdio(
         env: the child's complete environment (None: inherit ours).
         cwd: working directory for the child.
         max_line_bytes: the longest stdout line accepted (robustness D2).
+        stop_grace: how long each shutdown step waits for the child to exit.
         backend: the backend's name, for logs.
 
     Raises:
@@ -206,7 +207,7 @@ async def open_stdio(
                 yield channel
             finally:
                 await channel.aclose()
-                await terminate(process, STDIN_CLOSE_GRACE, SIGTERM_GRACE)
+                await terminate(process, stop_grace, stop_grace)
                 nursery.cancel_scope.cancel()
     finally:
         if process.returncode is None:  # pragma: no cover - terminate() reaps; belt and braces

@@ -1,0 +1,50 @@
+# The two commands a newcomer needs:
+#   make run    install into .venv and serve config/gateway.yaml
+#   make test   install everything the tests need and run the whole suite
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CONFIG ?= config/gateway.yaml
+NODE_DIR := tests/node
+
+.PHONY: run test install install-dev node-deps lint typecheck pytest bench clean
+
+$(BIN)/mcp-gateway: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	@touch $@
+
+install: $(BIN)/mcp-gateway
+
+$(VENV)/.dev-installed: pyproject.toml $(BIN)/mcp-gateway
+	$(BIN)/pip install --quiet -e ".[dev]"
+	@touch $@
+
+install-dev: $(VENV)/.dev-installed
+
+$(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package-lock.json
+	npm ci --prefix $(NODE_DIR) --no-audit --no-fund --loglevel=error
+
+node-deps: $(NODE_DIR)/node_modules/.package-lock.json
+
+run: install
+	$(BIN)/mcp-gateway serve -c $(CONFIG)
+
+lint: install-dev
+	$(BIN)/ruff check gateway tests benchmarks
+	$(BIN)/ruff format --check gateway tests benchmarks
+
+typecheck: install-dev
+	$(BIN)/mypy
+
+pytest: install-dev node-deps
+	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+test: lint typecheck pytest
+
+bench: install-dev
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) $(NODE_DIR)/node_modules

@@ -1,0 +1,105 @@
+"""Run a real gateway in-process, on loopback, with real backend processes.
+
+``start_gateway`` starts ``gateway.app.serve`` in the caller's nursery on
+port 0 with the given backends and waits until the named ones are up. The
+official ``mcp`` client (``open_client``) then talks to it over Streamable
+HTTP, exactly as a host would.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import trio
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from prometheus_client import CollectorRegistry
+
+from gateway.app import Gateway, serve
+from gateway.backends.backend import BackendState
+from gateway.config import GatewayConfig, parse
+from tests.servers.paths import EVERYTHING_INSTALL_HINT, everything_command, python_server_command
+
+READY_TIMEOUT = 30.0
+
+
+def stdio_backend(name: str, argv: Sequence[str], **extra: Any) -> dict[str, Any]:
+    """A backend config entry for a stdio child."""
+    entry = {"name": name, "transport": "stdio", "command": argv[0], "args": list(argv[1:])}
+    # Tests stop many backends; the reference server ignores stdin EOF, so
+    # keep the wait before SIGTERM short.
+    return {"stop_grace": 0.3, **entry, **extra}
+
+
+def sdk_backend(server: str, name: str | None = None, **extra: Any) -> dict[str, Any]:
+    """A backend entry for one of the official-SDK test servers in tests/servers."""
+    return stdio_backend(name or server, python_server_command(server), **extra)
+
+
+def everything_backend(name: str = "everything", **extra: Any) -> dict[str, Any]:
+    """The official reference server over stdio (installed by ``make test``)."""
+    argv = everything_command()
+    if argv is None:
+        raise RuntimeError(f"reference server not installed; run: {EVERYTHING_INSTALL_HINT}")
+    return stdio_backend(name, argv, **extra)
+
+
+def gateway_config(backends: list[dict[str, Any]], **sections: Any) -> GatewayConfig:
+    """A config on 127.0.0.1:0 with these backends; extra top-level sections merge in."""
+    document: dict[str, Any] = {"server": {"host": "127.0.0.1", "port": 0}, "backends": backends}
+    for key, value in sections.items():
+        document[key] = {**document.get(key, {}), **value}
+    return parse(json.dumps(document), env={})
+
+
+@dataclass
+class Running:
+    """A gateway started by ``start_gateway``."""
+
+    gateway: Gateway
+    base_url: str
+
+    @property
+    def url(self) -> str:
+        """The MCP endpoint."""
+        return self.base_url + self.gateway.config.server.path
+
+
+async def wait_for_states(gateway: Gateway, wanted: dict[str, BackendState]) -> None:
+    """Wait (bounded) until each named backend is in the wanted state."""
+    with trio.fail_after(READY_TIMEOUT):
+        while True:
+            changed = gateway.pool.state_changed
+            states = {name: gateway.pool.backends[name].state for name in wanted}
+            if states == wanted:
+                return
+            await changed.wait()
+
+
+async def start_gateway(
+    nursery: trio.Nursery,
+    config: GatewayConfig,
+    *,
+    wait_up: Sequence[str] | None = None,
+) -> Running:
+    """Serve ``config`` in ``nursery``; wait for ``wait_up`` (default: all) to be up."""
+    gateway, binds = await nursery.start(partial(serve, config, registry=CollectorRegistry()))
+    names = [b.name for b in config.backends] if wait_up is None else list(wait_up)
+    await wait_for_states(gateway, dict.fromkeys(names, BackendState.UP))
+    return Running(gateway, binds[0])
+
+
+@asynccontextmanager
+async def open_client(url: str, **session_kwargs: Any) -> AsyncIterator[ClientSession]:
+    """The official MCP client, initialized, over Streamable HTTP."""
+    async with (
+        streamable_http_client(url) as (read, write, _),
+        ClientSession(read, write, **session_kwargs) as session,
+    ):
+        await session.initialize()
+        yield session
