@@ -8,29 +8,33 @@ all of them, backends last, so that no child process outlives the gateway.
 from __future__ import annotations
 
 import signal
-from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import hypercorn.config
 import hypercorn.trio
 import structlog
 import trio
-from prometheus_client import CollectorRegistry
 
 from gateway.backends.backend import Backend, BackendState
 from gateway.backends.pool import Pool, open_pool
 from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
 from gateway.catalog.snapshot import Kind, Snapshot
-from gateway.config import GatewayConfig
 from gateway.frontend.asgi import GatewayApp
 from gateway.frontend.clients import ClientRegistry
 from gateway.frontend.streamable_http import McpEndpoint, OriginPolicy
 from gateway.observability import Metrics
 from gateway.protocol import jsonrpc
 from gateway.router import Router
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from prometheus_client import CollectorRegistry
+
+    from gateway.config import GatewayConfig
 
 logger = structlog.get_logger("gateway.app")
 

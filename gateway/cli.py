@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
 
@@ -17,6 +16,9 @@ from gateway import __version__
 from gateway.config import GatewayConfig, format_problems, load
 from gateway.errors import ConfigError
 from gateway.observability import configure_logging
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 EXIT_CONFIG: Final = 2
 DEFAULT_CONFIG: Final = "config/gateway.yaml"

@@ -26,15 +26,13 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
 import structlog
 
 from gateway import __version__
 from gateway.backends.backend import Backend, BackendState
-from gateway.backends.pool import Pool
-from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import public_uri
 from gateway.catalog.snapshot import Kind, Snapshot
 from gateway.errors import (
@@ -48,8 +46,12 @@ from gateway.errors import (
     RequestTimeout,
 )
 from gateway.protocol import jsonrpc, mcp
-from gateway.protocol.jsonrpc import Request
 from gateway.protocol.versions import resource_not_found_code
+
+if TYPE_CHECKING:
+    from gateway.backends.pool import Pool
+    from gateway.catalog.cursor import CursorCodec
+    from gateway.protocol.jsonrpc import Request
 
 logger = structlog.get_logger("gateway.router")
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
 import structlog
@@ -50,7 +50,9 @@ from gateway.protocol.jsonrpc import (
     RequestId,
     Response,
 )
-from gateway.transports.base import MessageChannel
+
+if TYPE_CHECKING:
+    from gateway.transports.base import MessageChannel
 
 logger = structlog.get_logger("gateway.session")
 
@@ -179,10 +181,8 @@ class Peer:
         # is gone at once and the notice still goes out.
         params = jsonrpc.to_raw({"requestId": msg_id, "reason": "cancelled by the gateway"})
         with trio.move_on_after(CLEANUP_SEND_TIMEOUT):
-            try:
+            with suppress(TransportError):
                 await self.notify("notifications/cancelled", params)
-            except TransportError:
-                pass
 
     def _fail_all(self, error: TransportError) -> None:
         self.close_reason = error
@@ -270,10 +270,8 @@ class Peer:
                 reply = jsonrpc.encode_error(request.id, exc.code, exc.message, exc.data)
             except GatewayError as exc:
                 reply = jsonrpc.encode_error(request.id, INTERNAL_ERROR, str(exc))
-        try:
+        with suppress(TransportError):
             await self.send_raw(reply)
-        except TransportError:
-            pass
 
 
 @asynccontextmanager

@@ -24,12 +24,10 @@ from __future__ import annotations
 import enum
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import msgspec
 import structlog
 import trio
 
@@ -49,8 +47,14 @@ from gateway.errors import (
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.versions import LATEST_VERSION, accept_as_client
 from gateway.session import NotificationHandler, Peer, RequestHandler, open_session
-from gateway.transports.base import MessageChannel
 from gateway.transports.stdio import open_stdio
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
+    import msgspec
+
+    from gateway.transports.base import MessageChannel
 
 logger = structlog.get_logger("gateway.backends")
 
@@ -189,23 +193,20 @@ class Backend:
             raise BackendUnavailable(self.name, self.reason)
         return peer
 
-    async def request(
-        self,
-        method: str,
-        params: msgspec.Raw | None = None,
-        *,
-        timeout: float | None = None,
-    ) -> msgspec.Raw:
+    async def request(self, method: str, params: msgspec.Raw | None = None) -> msgspec.Raw:
         """Forward one request and return the backend's result.
+
+        The deadline is the backend's ``timeouts.request``: the one place
+        that knows it sets it, as a cancel scope around the wait.
 
         Raises:
             BackendUnavailable: the backend is not up, or went down mid-call.
-            RequestTimeout: no answer within ``timeout`` (default: the
-                backend's ``timeouts.request``); the backend is told.
+            RequestTimeout: no answer in time; the backend is told
+                (``notifications/cancelled``).
             RemoteProtocolError: the backend answered with an error.
         """
         peer = self._live_peer()
-        limit = self.config.timeouts.request if timeout is None else timeout
+        limit = self.config.timeouts.request
         with trio.move_on_after(limit) as scope:
             try:
                 return await peer.request(method, params)
@@ -219,10 +220,8 @@ class Backend:
         peer = self._peer
         if peer is None:
             return
-        try:
+        with suppress(TransportError):
             await peer.notify(method, params)
-        except TransportError:
-            pass
 
     # -- supervision -----------------------------------------------------
 

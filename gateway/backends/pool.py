@@ -9,17 +9,20 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 import msgspec
 import structlog
 import trio
 
 from gateway.backends.backend import Backend, BackendState
-from gateway.catalog.naming import NamingRules
 from gateway.catalog.snapshot import Catalog, Kind, Snapshot
-from gateway.config import BackendConfig
 from gateway.errors import METHOD_NOT_FOUND, LocalProtocolError
-from gateway.session import RequestHandler
+
+if TYPE_CHECKING:
+    from gateway.catalog.naming import NamingRules
+    from gateway.config import BackendConfig
+    from gateway.session import RequestHandler
 
 logger = structlog.get_logger("gateway.backends.pool")
 

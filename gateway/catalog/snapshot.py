@@ -11,14 +11,16 @@ is joining pre-encoded bytes, with no per-request JSON work.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
 from gateway.catalog.naming import NamingRules, public_name, public_uri, split_uri
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
 
 _encoder: Final = msgspec.json.Encoder()
 
@@ -174,7 +176,7 @@ def build_snapshot(
         found: dict[str, Entry] = {}
         for listing in listings:
             for item in listing.items(kind):
-                original = item.get(id_key) if isinstance(item, dict) else None
+                original = item.get(id_key)
                 if not isinstance(original, str) or not original:
                     problems.append(
                         f"{listing.backend}: {kind.value} item without a valid {id_key!r} skipped"

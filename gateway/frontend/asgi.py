@@ -7,13 +7,16 @@ backend marked ``required`` is up, and names the ones that are not;
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from gateway.frontend import http_util as h
-from gateway.frontend.streamable_http import McpEndpoint
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from gateway.frontend.streamable_http import McpEndpoint
 
 
 class GatewayApp:

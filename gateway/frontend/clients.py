@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import secrets
 from collections import deque
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from gateway.protocol.jsonrpc import RequestId
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from gateway.protocol.jsonrpc import RequestId
 
 # Messages kept for a GET stream that is slow or reconnecting. At ~200
 # bytes a notification this bounds a session's outbox to tens of KiB.

@@ -15,8 +15,7 @@ half the CPU of SSE (DESIGN.md, "JSON first").
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Awaitable, Callable
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
 import structlog
@@ -28,7 +27,6 @@ from gateway.errors import (
     LocalProtocolError,
 )
 from gateway.frontend import http_util as h
-from gateway.frontend.clients import ClientRegistry, ClientSession
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.jsonrpc import ErrorResponse, Notification, Request, Response
 from gateway.protocol.versions import (
@@ -36,7 +34,12 @@ from gateway.protocol.versions import (
     negotiate_as_server,
     supports_batches,
 )
-from gateway.router import Router
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from gateway.frontend.clients import ClientRegistry, ClientSession
+    from gateway.router import Router
 
 logger = structlog.get_logger("gateway.frontend")
 
@@ -299,7 +302,8 @@ class McpEndpoint:
                 _error_body(
                     None,
                     INVALID_REQUEST,
-                    f"invalid request: JSON-RPC batches are not part of protocol {session.protocol_version}",
+                    "invalid request: JSON-RPC batches are not part of protocol "
+                    + session.protocol_version,
                 ),
             )
             return

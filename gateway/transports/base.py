@@ -8,11 +8,13 @@ httpx or websocket exception.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gateway.errors import TransportError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
 
 
 class MessageChannel(Protocol):

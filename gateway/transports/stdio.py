@@ -14,16 +14,18 @@ import os
 import signal
 import subprocess
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
-from typing import Final
+from contextlib import asynccontextmanager, suppress
+from typing import TYPE_CHECKING, Final
 
 import structlog
 import trio
 
-from gateway.errors import ConnectError, TransportBroken, TransportClosed
+from gateway.errors import ConnectError, TransportBroken, TransportClosed, TransportError
 from gateway.transports.base import map_exceptions
 from gateway.transports.framing import DEFAULT_MAX_LINE_BYTES, LineFramer
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Mapping, Sequence
 
 # How long each shutdown step waits before the next, harsher one.
 STOP_GRACE: Final = 2.0
@@ -36,7 +38,7 @@ STDERR_BUFFER_LIMIT: Final = 64 * 1024
 
 logger = structlog.get_logger("gateway.transports.stdio")
 
-_SEND_ERRORS: Final = {
+_SEND_ERRORS: Final[dict[type[BaseException], type[TransportError]]] = {
     trio.ClosedResourceError: TransportClosed,
     trio.BrokenResourceError: TransportBroken,
     OSError: TransportBroken,
@@ -47,7 +49,8 @@ class StdioChannel:
     """The MessageChannel of one child process."""
 
     def __init__(self, process: trio.Process, max_line_bytes: int) -> None:
-        assert process.stdin is not None and process.stdout is not None
+        assert process.stdin is not None
+        assert process.stdout is not None
         self._process = process
         self._stdin = process.stdin
         self._stdout = process.stdout
@@ -80,7 +83,7 @@ class StdioChannel:
                 chunk = await self._stdout.receive_some(READ_CHUNK_BYTES)
             if not chunk:
                 raise TransportBroken(await self._exit_description())
-            self._lines.extend(self._framer.feed(chunk))
+            self._lines.extend(self._framer.feed(bytes(chunk)))
         return self._lines.popleft()
 
     async def _exit_description(self) -> str:
@@ -101,10 +104,8 @@ class StdioChannel:
 
 
 def _signal_group(pid: int, signum: int) -> None:
-    try:
+    with suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 async def terminate(process: trio.Process, stdin_grace: float, term_grace: float) -> None:
@@ -147,7 +148,7 @@ async def _drain_stderr(
         *lines, rest = buffer.split(b"\n")
         for line in lines:
             if line.strip():
-                log.info("backend.stderr", line=_printable(line))
+                log.info("backend.stderr", line=_printable(bytes(line)))
         buffer = bytearray(rest)
         if len(buffer) > STDERR_BUFFER_LIMIT:
             log.info("backend.stderr", line=_printable(bytes(buffer)), truncated=True)
