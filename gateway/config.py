@@ -225,6 +225,19 @@ class ItemFilter(Base, frozen=True, kw_only=True):
         )
 
 
+class ResourceFilter(ItemFilter, frozen=True, kw_only=True):
+    """Which resources are exposed, and whether their list is cached.
+
+    Attributes:
+        list_mode: ``cached`` (default) lists the backend's resources once
+            and on list_changed; ``passthrough`` never caches them and fetches
+            the backend's own pages during each host's walk, for servers
+            whose resource lists are huge or change fast.
+    """
+
+    list_mode: Literal["cached", "passthrough"] = "cached"
+
+
 class RestartPolicy(Base, frozen=True, kw_only=True):
     """Exponential backoff (with jitter) between restarts of a failed backend.
 
@@ -258,9 +271,12 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
         restart: backoff between restarts.
         tools: which tools to expose.
         prompts: which prompts to expose.
-        resources: which resources and templates to expose.
+        resources: which resources and templates to expose, and the
+            resource list mode (``list_mode``).
         max_list_pages: most pages followed when listing, so a backend whose
             ``nextCursor`` never ends cannot stall the catalog.
+        max_list_items: most items kept from one list, so a backend that
+            lists a million tools costs a bounded amount of memory.
     """
 
     name: str
@@ -272,8 +288,9 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
     restart: RestartPolicy = msgspec.field(default_factory=RestartPolicy)
     tools: ItemFilter = msgspec.field(default_factory=ItemFilter)
     prompts: ItemFilter = msgspec.field(default_factory=ItemFilter)
-    resources: ItemFilter = msgspec.field(default_factory=ItemFilter)
+    resources: ResourceFilter = msgspec.field(default_factory=ResourceFilter)
     max_list_pages: int = 100
+    max_list_items: int = 100_000
 
     @property
     def transport(self) -> str:
@@ -907,6 +924,7 @@ def _check_backend(backend: BackendBase, place: str, problems: _Problems) -> Non
             "and '-', starting with a letter or digit)",
         )
     _positive(backend, "max_list_pages", place, problems)
+    _positive(backend, "max_list_items", place, problems)
     if isinstance(backend, StdioBackend):
         if not backend.command:
             problems.add(_join(place, "command"), "must not be empty")

@@ -34,6 +34,7 @@ import structlog
 from gateway import __version__
 from gateway.backends.backend import Backend, BackendState
 from gateway.catalog.naming import public_uri
+from gateway.catalog.pages import after_passthrough, plan_page, render_page
 from gateway.catalog.snapshot import Kind, Snapshot
 from gateway.errors import (
     INTERNAL_ERROR,
@@ -211,39 +212,83 @@ class Router:
 
     # -- lists -----------------------------------------------------------
 
-    def _page(self, kind: Kind, params: dict[str, Any], snapshot: Snapshot) -> msgspec.Raw:
-        view = snapshot.view(kind)
+    def _unavailable_backends(self) -> list[str]:
+        return sorted(
+            b.name for b in self._pool.backends.values() if b.state is not BackendState.UP
+        )
+
+    def _passthrough(self, kind: Kind) -> list[str]:
+        if kind is not Kind.RESOURCES:
+            return []
+        return sorted(
+            b.name
+            for b in self._pool.backends.values()
+            if b.config.resources.list_mode == "passthrough"
+        )
+
+    async def _page(self, kind: Kind, params: dict[str, Any], snapshot: Snapshot) -> msgspec.Raw:
         cursor = params.get("cursor")
-        after = None if cursor is None else self._cursors.decode(cursor, kind.value)
-        start = view.after(after)
-        stop = len(view.entries) if self._page_size == 0 else start + self._page_size
-        page = view.entries[start:stop]
-        body = b",".join(entry.encoded for entry in page)
-        out = b'{"' + kind.value.encode() + b'":[' + body + b"]"
-        if stop < len(view.entries) and page:
-            next_cursor = self._cursors.encode(kind.value, page[-1].key)
-            out += b',"nextCursor":"' + next_cursor.encode("ascii") + b'"'
-        return msgspec.Raw(out + b"}")
+        position = None if cursor is None else self._cursors.decode(cursor, kind.value)
+        passthrough = self._passthrough(kind)
+        plan = plan_page(kind.value, snapshot.view(kind), position, self._page_size, passthrough)
+        items = [entry.encoded for entry in plan.entries]
+        unavailable = self._unavailable_backends()
+        following = plan.next
+        fetch, fetch_cursor = plan.fetch, plan.fetch_cursor
+        while fetch:
+            backend = self._pool.get(fetch)
+            if backend is None or backend.state is not BackendState.UP:
+                # Down or removed mid-walk: skip it, say so in _meta.
+                following = after_passthrough(kind.value, fetch, None, passthrough)
+            else:
+                page, backend_next = await self._fetch_passthrough(backend, fetch_cursor)
+                items.extend(page)
+                if backend_next == fetch_cursor and backend_next is not None:
+                    logger.warning("backend.list.cursor_repeated", backend=fetch, passthrough=True)
+                    backend_next = None
+                following = after_passthrough(kind.value, fetch, backend_next, passthrough)
+            if items or following is None:
+                break
+            # An empty page from one backend: go straight on to the next
+            # rather than hand the host an empty page.
+            fetch, fetch_cursor = following.backend, following.backend_cursor
+        next_cursor = None if following is None else self._cursors.encode(following)
+        return render_page(kind.value, items, next_cursor, unavailable)
+
+    async def _fetch_passthrough(
+        self, backend: Backend, cursor: str | None
+    ) -> tuple[list[bytes], str | None]:
+        params = None if cursor is None else mcp.encode({"cursor": cursor})
+        result = await backend.request("resources/list", params)
+        page, backend_next = mcp.list_items(result, Kind.RESOURCES.value)
+        rules = backend.config.resources
+        encoded = []
+        for item in page:
+            uri = item.get("uri")
+            if isinstance(uri, str) and rules.allows(uri):
+                item["uri"] = public_uri(backend.prefix, uri)
+                encoded.append(mcp.encode(item))
+        return [bytes(raw) for raw in encoded], backend_next
 
     async def _list_tools(
         self, client: ClientPeer, params: dict[str, Any], snap: Snapshot
     ) -> msgspec.Raw:
-        return self._page(Kind.TOOLS, params, snap)
+        return await self._page(Kind.TOOLS, params, snap)
 
     async def _list_prompts(
         self, client: ClientPeer, params: dict[str, Any], snap: Snapshot
     ) -> msgspec.Raw:
-        return self._page(Kind.PROMPTS, params, snap)
+        return await self._page(Kind.PROMPTS, params, snap)
 
     async def _list_resources(
         self, client: ClientPeer, params: dict[str, Any], snap: Snapshot
     ) -> msgspec.Raw:
-        return self._page(Kind.RESOURCES, params, snap)
+        return await self._page(Kind.RESOURCES, params, snap)
 
     async def _list_templates(
         self, client: ClientPeer, params: dict[str, Any], snap: Snapshot
     ) -> msgspec.Raw:
-        return self._page(Kind.TEMPLATES, params, snap)
+        return await self._page(Kind.TEMPLATES, params, snap)
 
     # -- calls -----------------------------------------------------------
 

@@ -356,6 +356,8 @@ class Backend:
     async def _list_kind(self, peer: Peer, kind: Kind) -> tuple[dict[str, Any], ...]:
         if not self.offers(_CAPABILITY_OF[kind]):
             return ()
+        if kind is Kind.RESOURCES and self.config.resources.list_mode == "passthrough":
+            return ()  # fetched page by page during each host's walk (router)
         method = _LIST_METHODS[kind]
         items: list[dict[str, Any]] = []
         seen_cursors: set[str] = set()
@@ -366,6 +368,15 @@ class Backend:
                 result = await peer.request(method, params)
             page, cursor = mcp.list_items(result, kind.value)
             items.extend(page)
+            if len(items) >= self.config.max_list_items:
+                self._log.warning(
+                    "backend.list.max_items",
+                    method=method,
+                    items=len(items),
+                    limit=self.config.max_list_items,
+                )
+                del items[self.config.max_list_items :]
+                break
             if cursor is None:
                 break
             if cursor in seen_cursors:

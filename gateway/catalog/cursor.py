@@ -31,10 +31,18 @@ MAX_CURSOR_CHARS: Final = 4096
 
 
 class CursorPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """What a cursor remembers: the list and where the last page ended."""
+    """What a cursor remembers: the list and where the last page ended.
+
+    ``after`` is the public key of the last cached item returned. When the
+    walk has reached the backends listed in passthrough mode, ``backend``
+    names the one being walked and ``backend_cursor`` is that backend's own
+    cursor (None: its first page).
+    """
 
     kind: str
-    after: str
+    after: str = ""
+    backend: str = ""
+    backend_cursor: str | None = None
 
 
 _encoder: Final = msgspec.json.Encoder()
@@ -66,13 +74,13 @@ class CursorCodec:
     def _tag(self, body: bytes) -> str:
         return _b64(hmac.new(self._key, body, hashlib.sha256).digest())[:_TAG_CHARS]
 
-    def encode(self, kind: str, after: str) -> str:
-        """A cursor that continues ``kind`` after the item keyed ``after``."""
-        body = _encoder.encode(CursorPayload(kind=kind, after=after))
+    def encode(self, payload: CursorPayload) -> str:
+        """The opaque, signed form of a position in a walk."""
+        body = _encoder.encode(payload)
         return f"{_b64(body)}.{self._tag(body)}"
 
-    def decode(self, cursor: object, kind: str) -> str:
-        """The key to continue after, for a cursor the client sent back.
+    def decode(self, cursor: object, kind: str) -> CursorPayload:
+        """The position a cursor the client sent back names.
 
         Raises:
             LocalProtocolError: -32602 for anything that is not a cursor we
@@ -101,4 +109,4 @@ class CursorCodec:
             raise invalid("malformed") from None
         if payload.kind != kind:
             raise invalid(f"issued for {payload.kind}, not {kind}")
-        return payload.after
+        return payload
