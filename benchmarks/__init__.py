@@ -1,0 +1,1 @@
+"""Benchmarks: scripts that print figures as ratios to a same-run baseline."""

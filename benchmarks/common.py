@@ -1,0 +1,180 @@
+"""Shared helpers for the benchmark scripts: start a gateway, speak lean HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+BENCH_SERVER = [sys.executable, str(ROOT / "benchmarks" / "bench_server.py")]
+HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def bench_backend(name: str, tools: int = 1, **env: str) -> dict[str, Any]:
+    """A config entry for one bench_server child."""
+    return {
+        "name": name,
+        "transport": "stdio",
+        "command": BENCH_SERVER[0],
+        "args": BENCH_SERVER[1:],
+        "env": {"BENCH_TOOLS": str(tools), **env},
+        "required": True,
+        "stop_grace": 0.5,
+    }
+
+
+@contextmanager
+def running_gateway(
+    backends: Sequence[dict[str, Any]], **sections: Any
+) -> Iterator[tuple[str, subprocess.Popen[bytes], float]]:
+    """Run ``mcp-gateway serve`` in a child; yields (url, process, seconds to ready)."""
+    port = free_port()
+    config = {"server": {"host": "127.0.0.1", "port": port}, "backends": list(backends)}
+    config["logging"] = {"level": "warning", "format": "json"}
+    config.update(sections)
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as handle:
+        json.dump(config, handle)  # JSON is YAML
+        path = handle.name
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gateway", "serve", "-c", path],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        with httpx.Client() as client:
+            while True:
+                try:
+                    if client.get(base + "/readyz").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("gateway did not become ready")
+                time.sleep(0.005)
+        ready = time.perf_counter() - started
+        yield base + "/mcp", proc, ready
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        os.unlink(path)
+
+
+class LeanClient:
+    """A minimal Streamable HTTP client: JSON bodies, one session."""
+
+    def __init__(self, url: str, client: httpx.Client | None = None) -> None:
+        self.url = url
+        self.http = client or httpx.Client(timeout=60)
+        self.headers = dict(HEADERS)
+        self._id = 0
+        result = self.call(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"},
+            },
+            raw_response=True,
+        )
+        self.headers["mcp-session-id"] = result.headers["mcp-session-id"]
+        self.headers["mcp-protocol-version"] = "2025-11-25"
+        self.http.post(
+            url,
+            headers=self.headers,
+            content=b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        )
+
+    def call(
+        self, method: str, params: dict[str, Any] | None = None, *, raw_response: bool = False
+    ) -> Any:
+        """One request; returns the result (or the httpx response)."""
+        self._id += 1
+        body = {"jsonrpc": "2.0", "id": self._id, "method": method}
+        if params is not None:
+            body["params"] = params
+        response = self.http.post(self.url, headers=self.headers, content=json.dumps(body))
+        if raw_response:
+            return response
+        message = response.json()
+        if "error" in message:
+            raise RuntimeError(message["error"])
+        return message["result"]
+
+
+class StdioClient:
+    """Talks to one stdio MCP server directly: the baseline of every figure."""
+
+    def __init__(self, argv: Sequence[str], env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, **(env or {})},
+        )
+        self._id = 0
+        self.call(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"},
+            },
+        )
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """One request over the pipes; returns the result."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._id += 1
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": self._id, "method": method}
+        if params is not None:
+            body["params"] = params
+        self.proc.stdin.write(json.dumps(body).encode() + b"\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())["result"]
+
+    def close(self) -> None:
+        """Close stdin and reap."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=10)
+
+
+def median_seconds(samples: Sequence[float]) -> float:
+    """The median of a list of timings."""
+    return statistics.median(samples)
+
+
+def write_results(name: str, data: dict[str, Any]) -> Path:
+    """Write a JSON result file under benchmarks/results/."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(data, indent=2))
+    return path
