@@ -203,7 +203,7 @@ class Router:
         finally:
             logger.debug(
                 "request.routed",
-                client_session=client.session_id,
+                client_session=client.session_id[:8],
                 method=request.method,
                 outcome=outcome,
                 duration_ms=round((time.perf_counter() - started) * 1000, 3),
