@@ -23,7 +23,7 @@ from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
 from gateway.catalog.snapshot import Kind, Snapshot
 from gateway.frontend.asgi import GatewayApp
-from gateway.frontend.clients import ClientRegistry
+from gateway.frontend.clients import ClientRegistry, ClientSession
 from gateway.frontend.streamable_http import McpEndpoint, OriginPolicy
 from gateway.observability import Metrics
 from gateway.protocol import jsonrpc
@@ -76,11 +76,24 @@ async def open_gateway(
     """Start the backends and build the frontend; stop everything on exit."""
     metrics = Metrics(registry)
     rules = NamingRules(config.naming.separator, config.naming.max_length)
-    async with open_pool(config.backends, rules) as pool:
+    async with open_pool(config.backends, rules) as pool, trio.open_nursery() as housekeeping:
         router = Router(
-            pool, CursorCodec(config.pagination.cursor_secret), config.pagination.page_size
+            pool,
+            CursorCodec(config.pagination.cursor_secret),
+            config.pagination.page_size,
+            metrics,
         )
-        clients = ClientRegistry(config.server.max_sessions)
+
+        def opened(session: ClientSession) -> None:
+            router.client_opened(session)
+            metrics.client_sessions_opened.inc()
+            metrics.client_sessions_open.inc()
+
+        def closed(session: ClientSession) -> None:
+            router.client_closed(session.session_id, housekeeping)
+            metrics.client_sessions_open.dec()
+
+        clients = ClientRegistry(config.server.max_sessions, on_open=opened, on_close=closed)
         server = config.server
         gateway: Gateway
         endpoint = McpEndpoint(
@@ -109,7 +122,12 @@ async def open_gateway(
 
         pool.on_catalog_change(fan_out)
         pool.on_state_change(track_state)
-        yield gateway
+        try:
+            yield gateway
+        finally:
+            for session in clients:
+                clients.close(session)
+            housekeeping.cancel_scope.cancel()
 
 
 def _hypercorn_config(host: str, port: int) -> hypercorn.config.Config:

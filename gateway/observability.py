@@ -79,7 +79,9 @@ def configure_logging(level: str = "info", fmt: str = "auto", stream: TextIO | N
 class Metrics:
     """Every metric the gateway exports, on one registry."""
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self, registry: CollectorRegistry | None = None, *, tool_label_cap: int = 1000
+    ) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
         self.requests = Counter(
@@ -122,9 +124,39 @@ class Metrics:
             ["kind"],
             registry=r,
         )
+        self.pages_served = Counter(
+            PREFIX + "list_pages_served_total",
+            "List pages served to hosts, by list kind.",
+            ["kind"],
+            registry=r,
+        )
+        self.tool_calls = Counter(
+            PREFIX + "tool_calls_total",
+            "tools/call requests by backend and tool "
+            '(tools past the cap are counted as tool="_other").',
+            ["backend", "tool"],
+            registry=r,
+        )
+        self._tool_label_cap = tool_label_cap
+        self._tool_labels: set[tuple[str, str]] = set()
         self.rejected = Counter(
             PREFIX + "rejected_requests_total",
             "Requests refused before routing, by reason.",
             ["reason"],
             registry=r,
         )
+
+    def observe_request(self, method: str, outcome: str, seconds: float, backend: str = "") -> None:
+        """Count one routed host request and record its duration."""
+        self.requests.labels(backend=backend, method=method, outcome=outcome).inc()
+        self.request_duration.labels(backend=backend, method=method).observe(seconds)
+
+    def count_tool_call(self, backend: str, tool: str) -> None:
+        """Count a tool call; distinct (backend, tool) labels are capped."""
+        key = (backend, tool)
+        if key not in self._tool_labels:
+            if len(self._tool_labels) >= self._tool_label_cap:
+                key = (backend, "_other")
+            else:
+                self._tool_labels.add(key)
+        self.tool_calls.labels(backend=key[0], tool=key[1]).inc()

@@ -1,4 +1,4 @@
-"""Where each message from a host goes, and what comes back.
+"""Where each message goes, in both directions.
 
 Rules:
 
@@ -11,18 +11,31 @@ Rules:
 3. A request for an item of a backend that is down fails at once with
    -32603 and ``data.reason = "backend_unavailable"`` naming the backend.
 4. Payloads are forwarded as Raw bytes; the router decodes params only to
-   swap a public name or URI for the original, and results only when they
-   carry URIs to namespace.
-5. Backend errors pass through with their own code, message and data: the
-   host should see what the server said.
+   swap a public name, URI or progress token for the backend's, and results
+   only when they carry URIs to namespace.
+5. Backend errors pass through with their own code, message and data.
+6. Progress reaches only the client whose request asked for it, under that
+   client's own token, with ``progress`` strictly increasing, and never
+   after the response (the session drops it once the answer is in).
+7. A backend's own request (sampling, elicitation, roots) goes to the one
+   client that owns it: the client of a per-client backend session, else the
+   only client with calls in flight to that backend. No owner, several
+   owners, or an owner without the capability: the backend gets an error at
+   once, never a guess and never a hang.
+8. Notifications fan out only to the clients they concern: list_changed to
+   all, resources/updated to subscribers, log messages to clients whose
+   level admits them.
 
 Theory of operation: ``handle_request`` looks the method up in a table of
 handlers. Each handler returns a Raw result or raises; ``handle_request``
 turns every outcome into exactly one encoded response for the client's id.
+A handler that forwards registers the call in ``Owners`` for its duration,
+which is what rule 7 consults.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -30,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
 import structlog
+import trio
 
 from gateway import __version__
 from gateway.backends.backend import Backend, BackendState
@@ -42,31 +56,35 @@ from gateway.errors import (
     METHOD_NOT_FOUND,
     REQUEST_TIMEOUT_CODE,
     BackendUnavailable,
+    GatewayError,
     LocalProtocolError,
     ProtocolError,
     RequestTimeout,
 )
 from gateway.protocol import jsonrpc, mcp
+from gateway.protocol.tables import LOG_LEVELS, LogLevels, Owners, Subscriptions
 from gateway.protocol.versions import resource_not_found_code
 
 if TYPE_CHECKING:
     from gateway.backends.pool import Pool
     from gateway.catalog.cursor import CursorCodec
+    from gateway.observability import Metrics
     from gateway.protocol.jsonrpc import Request
 
 logger = structlog.get_logger("gateway.router")
 
 SERVER_NAME: Final = "mcp-gateway"
-LOG_LEVELS: Final = (
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-)
+# Server-to-client requests a backend may send, and the client capability
+# each needs (spec: client features).
+_CLIENT_FEATURES: Final = {
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+    "roots/list": "roots",
+}
+
+# Sends a message on the related request's stream; False when it could not
+# (stream gone or full), so the caller can fall back to the GET stream.
+Emit = Callable[[bytes], bool]
 
 
 class ClientPeer(Protocol):
@@ -74,7 +92,7 @@ class ClientPeer(Protocol):
 
     @property
     def session_id(self) -> str:
-        """Opaque id, for logs only."""
+        """Opaque, unguessable id."""
         ...
 
     @property
@@ -82,8 +100,38 @@ class ClientPeer(Protocol):
         """The revision negotiated with this client."""
         ...
 
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """What the client declared in initialize."""
+        ...
 
-Handler = Callable[[ClientPeer, dict[str, Any], Snapshot], Awaitable[msgspec.Raw]]
+    def notify_nowait(self, message: bytes) -> None:
+        """Queue an unsolicited message (its GET stream or stdio peer)."""
+        ...
+
+    async def request(
+        self, method: str, params: msgspec.Raw | None, emit: Emit | None
+    ) -> msgspec.Raw:
+        """Ask the client something (server-to-client request) and wait for its answer.
+
+        ``emit`` is the related request's stream, when there is one.
+
+        Raises:
+            RemoteProtocolError: the client answered with an error.
+        """
+        ...
+
+
+@dataclass(eq=False, slots=True)
+class Call:
+    """One host request while the router handles it."""
+
+    client: ClientPeer
+    snapshot: Snapshot
+    emit: Emit | None = None
+
+
+Handler = Callable[[Call, dict[str, Any]], Awaitable[msgspec.Raw]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,25 +148,55 @@ def _unavailable(exc: BackendUnavailable) -> LocalProtocolError:
 
 def _timed_out(exc: RequestTimeout) -> LocalProtocolError:
     return LocalProtocolError(
-        str(exc),
+        f"backend {exc.backend!r} did not answer within {exc.seconds:.3g} s",
         REQUEST_TIMEOUT_CODE,
-        data={"reason": "timeout", "backend": exc.backend, "seconds": exc.seconds},
+        data={"reason": "timeout", "backend": exc.backend, "seconds": round(exc.seconds, 3)},
     )
 
 
+class _Progress:
+    """Relays one call's progress to its client under the client's token."""
+
+    def __init__(self, token: Any, emit: Emit) -> None:
+        self._token = token
+        self._emit = emit
+        self._last: float | None = None
+
+    def __call__(self, body: dict[str, Any]) -> None:
+        progress = body.get("progress")
+        if isinstance(progress, bool) or not isinstance(progress, int | float):
+            return
+        if self._last is not None and progress <= self._last:
+            return  # spec: progress increases; a backend that goes back is dropped (D8)
+        self._last = progress
+        body["progressToken"] = self._token
+        if not self._emit(jsonrpc.encode_notification("notifications/progress", mcp.encode(body))):
+            logger.debug("progress.dropped", reason="stream full or gone")
+
+
 class Router:
-    """Routes host requests to backends through the catalog.
+    """Routes host requests to backends and backend messages to hosts.
 
     Args:
         pool: the live backends and their catalog.
         cursors: signs and checks pagination cursors.
         page_size: items per list page; 0 means everything in one page.
+        metrics: where request counts and latencies go.
     """
 
-    def __init__(self, pool: Pool, cursors: CursorCodec, page_size: int) -> None:
+    def __init__(
+        self, pool: Pool, cursors: CursorCodec, page_size: int, metrics: Metrics | None = None
+    ) -> None:
         self._pool = pool
         self._cursors = cursors
         self._page_size = page_size
+        self._metrics = metrics
+        self._clients: dict[str, ClientPeer] = {}
+        self._owners: Owners[Call] = Owners()
+        self._subscriptions = Subscriptions()
+        self._log_levels = LogLevels()
+        self._backend_levels: dict[str, str] = {}
+        self._tokens = itertools.count(1)
         self._handlers: dict[str, Handler] = {
             "ping": self._ping,
             "tools/list": self._list_tools,
@@ -131,8 +209,43 @@ class Router:
             "completion/complete": self._complete,
             "logging/setLevel": self._set_level,
             "resources/subscribe": self._subscribe,
-            "resources/unsubscribe": self._subscribe,
+            "resources/unsubscribe": self._unsubscribe,
         }
+        pool.request_handler = self.backend_request
+        pool.on_notification(self.backend_notification)
+        pool.on_state_change(self._backend_state_changed)
+
+    # -- clients -----------------------------------------------------------
+
+    def client_opened(self, client: ClientPeer) -> None:
+        """A client session was created."""
+        self._clients[client.session_id] = client
+
+    def client_closed(self, session_id: str, nursery: trio.Nursery) -> None:
+        """A client session ended: release what it held at the backends.
+
+        Its calls in flight are cancelled by the frontend; here its
+        subscriptions, its log level and its per-client backend sessions go.
+        Unsubscribes that must reach backends run in ``nursery``.
+        """
+        self._clients.pop(session_id, None)
+        for backend_name, uri in self._subscriptions.drop_client(session_id):
+            backend = self._pool.get(backend_name)
+            if backend is not None:
+                nursery.start_soon(self._forward_unsubscribe, backend, uri)
+        self._log_levels.drop_client(session_id)
+        nursery.start_soon(self._apply_log_levels)
+        for backend in self._pool.backends.values():
+            backend.close_client(session_id)
+
+    async def client_notification(
+        self, client: ClientPeer, method: str, params: msgspec.Raw | None
+    ) -> None:
+        """A notification from a host other than initialized/cancelled."""
+        if method == "notifications/roots/list_changed":
+            for backend in self._pool.backends.values():
+                if backend.state is BackendState.UP:
+                    await backend.notify(method, params, client=client.session_id)
 
     # -- initialize ------------------------------------------------------
 
@@ -144,10 +257,13 @@ class Router:
         the live backends offer at the time of the host's initialize.
         """
         live = [b for b in self._pool.backends.values() if b.state is BackendState.UP]
+        resources: dict[str, Any] = {"listChanged": True}
+        if any(_subscribable(b) for b in live):
+            resources["subscribe"] = True
         caps: dict[str, Any] = {
             "tools": {"listChanged": True},
             "prompts": {"listChanged": True},
-            "resources": {"listChanged": True},
+            "resources": resources,
         }
         if any(b.offers("completions") for b in live):
             caps["completions"] = {}
@@ -180,16 +296,27 @@ class Router:
 
     # -- dispatch --------------------------------------------------------
 
-    async def handle_request(self, client: ClientPeer, request: Request) -> bytes:
-        """Answer one host request; always returns exactly one encoded response."""
+    async def handle_request(
+        self, client: ClientPeer, request: Request, emit: Emit | None = None
+    ) -> bytes:
+        """Answer one host request; always returns exactly one encoded response.
+
+        Args:
+            client: the client session it came from.
+            request: the decoded request.
+            emit: where messages related to this request go before its
+                response (progress, server-to-client requests): the POST's
+                SSE stream. None when there is no such stream.
+        """
         started = time.perf_counter()
         handler = self._handlers.get(request.method)
         outcome = "ok"
+        call = Call(client, self._pool.snapshot, emit)
         try:
             if handler is None:
                 raise LocalProtocolError(f"method not found: {request.method}", METHOD_NOT_FOUND)
             params = mcp.decode_params(request.params)
-            result = await handler(client, params, self._pool.snapshot)
+            result = await handler(call, params)
             return jsonrpc.encode_response(request.id, result)
         except BackendUnavailable as exc:
             outcome = "unavailable"
@@ -201,14 +328,53 @@ class Router:
             outcome = "error"
             err = exc
         finally:
+            elapsed = time.perf_counter() - started
+            if self._metrics is not None:
+                self._metrics.observe_request(request.method, outcome, elapsed)
             logger.debug(
                 "request.routed",
                 client_session=client.session_id[:8],
                 method=request.method,
                 outcome=outcome,
-                duration_ms=round((time.perf_counter() - started) * 1000, 3),
+                duration_ms=round(elapsed * 1000, 3),
             )
         return jsonrpc.encode_error(request.id, err.code, err.message, err.data)
+
+    async def _forward(
+        self,
+        call: Call,
+        backend: Backend,
+        method: str,
+        params: dict[str, Any],
+    ) -> msgspec.Raw:
+        """Send one request to a backend on behalf of a host request.
+
+        Swaps the client's progress token for one unique on the backend's
+        link, and records the call as in flight for rule 7.
+        """
+        progress: _Progress | None = None
+        token: str | None = None
+        meta = params.get("_meta")
+        if isinstance(meta, dict) and "progressToken" in meta:
+            client_token = meta["progressToken"]
+            if call.emit is not None:
+                token = f"gw-{next(self._tokens)}"
+                progress = _Progress(client_token, call.emit)
+                params["_meta"] = {**meta, "progressToken": token}
+            else:
+                params["_meta"] = {k: v for k, v in meta.items() if k != "progressToken"}
+        client_id = call.client.session_id
+        self._owners.add(backend.name, client_id, call)
+        try:
+            return await backend.request(
+                method,
+                mcp.encode(params),
+                client=client_id,
+                progress_token=token,
+                on_progress=progress,
+            )
+        finally:
+            self._owners.remove(backend.name, client_id, call)
 
     # -- lists -----------------------------------------------------------
 
@@ -226,11 +392,13 @@ class Router:
             if b.config.resources.list_mode == "passthrough"
         )
 
-    async def _page(self, kind: Kind, params: dict[str, Any], snapshot: Snapshot) -> msgspec.Raw:
+    async def _page(self, kind: Kind, call: Call, params: dict[str, Any]) -> msgspec.Raw:
         cursor = params.get("cursor")
         position = None if cursor is None else self._cursors.decode(cursor, kind.value)
         passthrough = self._passthrough(kind)
-        plan = plan_page(kind.value, snapshot.view(kind), position, self._page_size, passthrough)
+        plan = plan_page(
+            kind.value, call.snapshot.view(kind), position, self._page_size, passthrough
+        )
         items = [entry.encoded for entry in plan.entries]
         unavailable = self._unavailable_backends()
         following = plan.next
@@ -253,6 +421,8 @@ class Router:
             # rather than hand the host an empty page.
             fetch, fetch_cursor = following.backend, following.backend_cursor
         next_cursor = None if following is None else self._cursors.encode(following)
+        if self._metrics is not None:
+            self._metrics.pages_served.labels(kind=kind.value).inc()
         return render_page(kind.value, items, next_cursor, unavailable)
 
     async def _fetch_passthrough(
@@ -267,28 +437,20 @@ class Router:
             uri = item.get("uri")
             if isinstance(uri, str) and rules.allows(uri):
                 item["uri"] = public_uri(backend.prefix, uri)
-                encoded.append(mcp.encode(item))
-        return [bytes(raw) for raw in encoded], backend_next
+                encoded.append(bytes(mcp.encode(item)))
+        return encoded, backend_next
 
-    async def _list_tools(
-        self, client: ClientPeer, params: dict[str, Any], snap: Snapshot
-    ) -> msgspec.Raw:
-        return await self._page(Kind.TOOLS, params, snap)
+    async def _list_tools(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
+        return await self._page(Kind.TOOLS, call, params)
 
-    async def _list_prompts(
-        self, client: ClientPeer, params: dict[str, Any], snap: Snapshot
-    ) -> msgspec.Raw:
-        return await self._page(Kind.PROMPTS, params, snap)
+    async def _list_prompts(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
+        return await self._page(Kind.PROMPTS, call, params)
 
-    async def _list_resources(
-        self, client: ClientPeer, params: dict[str, Any], snap: Snapshot
-    ) -> msgspec.Raw:
-        return await self._page(Kind.RESOURCES, params, snap)
+    async def _list_resources(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
+        return await self._page(Kind.RESOURCES, call, params)
 
-    async def _list_templates(
-        self, client: ClientPeer, params: dict[str, Any], snap: Snapshot
-    ) -> msgspec.Raw:
-        return await self._page(Kind.TEMPLATES, params, snap)
+    async def _list_templates(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
+        return await self._page(Kind.TEMPLATES, call, params)
 
     # -- calls -----------------------------------------------------------
 
@@ -304,24 +466,23 @@ class Router:
             raise LocalProtocolError(f"Unknown {what}: {public}", INVALID_PARAMS)
         return _Target(self._backend(entry.backend), entry.original)
 
-    def _uri_target(self, public: str, snap: Snapshot, client: ClientPeer) -> _Target:
-        resolved = snap.resolve_uri(public)
+    def _uri_target(self, public: str, call: Call) -> _Target:
+        resolved = call.snapshot.resolve_uri(public)
         if resolved is None:
             raise LocalProtocolError(
                 f"Resource not found: {public}",
-                resource_not_found_code(client.protocol_version),
+                resource_not_found_code(call.client.protocol_version),
                 data={"uri": public},
             )
         backend_name, original = resolved
         return _Target(self._backend(backend_name), original)
 
-    def _uri_mapper(self, backend: Backend) -> mcp.UriMap:
+    @staticmethod
+    def _uri_mapper(backend: Backend) -> mcp.UriMap:
         prefix = backend.prefix
         return lambda uri: public_uri(prefix, uri)
 
-    async def _call_tool(
-        self, client: ClientPeer, params: dict[str, Any], snap: Snapshot
-    ) -> msgspec.Raw:
+    async def _call_tool(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
         name = mcp.require_str(params, "name", "tool")
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
@@ -329,45 +490,42 @@ class Router:
                 f"invalid params: tool arguments must be an object, not {type(arguments).__name__}",
                 INVALID_PARAMS,
             )
-        target = self._named_target(Kind.TOOLS, name, snap, "tool")
+        target = self._named_target(Kind.TOOLS, name, call.snapshot, "tool")
         params["name"] = target.original
-        result = await target.backend.request("tools/call", mcp.encode(params))
+        if self._metrics is not None:
+            self._metrics.count_tool_call(target.backend.name, target.original)
+        result = await self._forward(call, target.backend, "tools/call", params)
         return mcp.rewrite_call_result(result, self._uri_mapper(target.backend))
 
-    async def _get_prompt(
-        self, client: ClientPeer, params: dict[str, Any], snap: Snapshot
-    ) -> msgspec.Raw:
+    async def _get_prompt(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
         name = mcp.require_str(params, "name", "prompt")
-        target = self._named_target(Kind.PROMPTS, name, snap, "prompt")
+        target = self._named_target(Kind.PROMPTS, name, call.snapshot, "prompt")
         params["name"] = target.original
-        result = await target.backend.request("prompts/get", mcp.encode(params))
+        result = await self._forward(call, target.backend, "prompts/get", params)
         return mcp.rewrite_prompt_result(result, self._uri_mapper(target.backend))
 
-    async def _read_resource(
-        self, client: ClientPeer, params: dict[str, Any], snap: Snapshot
-    ) -> msgspec.Raw:
+    async def _read_resource(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
         uri = mcp.require_str(params, "uri", "resource")
-        target = self._uri_target(uri, snap, client)
+        target = self._uri_target(uri, call)
         params["uri"] = target.original
-        result = await target.backend.request("resources/read", mcp.encode(params))
+        result = await self._forward(call, target.backend, "resources/read", params)
         return mcp.rewrite_read_result(result, self._uri_mapper(target.backend))
 
-    async def _complete(
-        self, client: ClientPeer, params: dict[str, Any], snap: Snapshot
-    ) -> msgspec.Raw:
+    async def _complete(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
         ref = params.get("ref")
         if not isinstance(ref, dict):
             raise LocalProtocolError("invalid params: completion 'ref' missing", INVALID_PARAMS)
         ref_type = ref.get("type")
         if ref_type == "ref/prompt":
             target = self._named_target(
-                Kind.PROMPTS, mcp.require_str(ref, "name", "prompt reference"), snap, "prompt"
+                Kind.PROMPTS,
+                mcp.require_str(ref, "name", "prompt reference"),
+                call.snapshot,
+                "prompt",
             )
             ref["name"] = target.original
         elif ref_type == "ref/resource":
-            target = self._uri_target(
-                mcp.require_str(ref, "uri", "resource reference"), snap, client
-            )
+            target = self._uri_target(mcp.require_str(ref, "uri", "resource reference"), call)
             ref["uri"] = target.original
         else:
             raise LocalProtocolError(
@@ -376,30 +534,190 @@ class Router:
         if not target.backend.offers("completions"):
             # Nothing to complete is an answer, not an error (spec: completion).
             return mcp.encode({"completion": {"values": [], "hasMore": False}})
-        return await target.backend.request("completion/complete", mcp.encode(params))
+        return await self._forward(call, target.backend, "completion/complete", params)
 
-    async def _set_level(
-        self, client: ClientPeer, params: dict[str, Any], snap: Snapshot
-    ) -> msgspec.Raw:
+    async def _ping(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
+        return jsonrpc.EMPTY_OBJECT
+
+    # -- logging ---------------------------------------------------------
+
+    async def _set_level(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
         level = params.get("level")
-        if level not in LOG_LEVELS:
+        if not isinstance(level, str) or level not in LOG_LEVELS:
             raise LocalProtocolError(
                 f"invalid params: level must be one of {', '.join(LOG_LEVELS)}", INVALID_PARAMS
             )
+        client_id = call.client.session_id
+        self._log_levels.set(client_id, level)
         for backend in self._pool.backends.values():
-            if backend.state is BackendState.UP and backend.offers("logging"):
-                try:
-                    await backend.request("logging/setLevel", mcp.encode({"level": level}))
-                except (BackendUnavailable, RequestTimeout, ProtocolError) as exc:
-                    logger.warning("logging.set_level.failed", backend=backend.name, error=str(exc))
+            if backend.per_client and backend.has_link(client_id) and backend.offers("logging"):
+                await self._send_level(backend, level, client_id)
+        await self._apply_log_levels()
         return jsonrpc.EMPTY_OBJECT
 
-    async def _subscribe(
-        self, client: ClientPeer, params: dict[str, Any], snap: Snapshot
-    ) -> msgspec.Raw:
-        raise LocalProtocolError("resource subscriptions are not offered", METHOD_NOT_FOUND)
+    async def _apply_log_levels(self) -> None:
+        """Set each shared backend to the most verbose level any client wants."""
+        wanted = self._log_levels.most_verbose()
+        if wanted is None:
+            return
+        for backend in self._pool.backends.values():
+            if (
+                backend.state is BackendState.UP
+                and backend.offers("logging")
+                and self._backend_levels.get(backend.name) != wanted
+            ):
+                self._backend_levels[backend.name] = wanted
+                await self._send_level(backend, wanted, None)
 
-    async def _ping(
-        self, client: ClientPeer, params: dict[str, Any], snap: Snapshot
-    ) -> msgspec.Raw:
+    async def _send_level(self, backend: Backend, level: str, client: str | None) -> None:
+        try:
+            await backend.request("logging/setLevel", mcp.encode({"level": level}), client=client)
+        except (GatewayError, ProtocolError) as exc:
+            logger.warning("logging.set_level.failed", backend=backend.name, error=str(exc))
+
+    # -- subscriptions ---------------------------------------------------
+
+    def _subscription_target(self, call: Call, params: dict[str, Any]) -> _Target:
+        target = self._uri_target(mcp.require_str(params, "uri", "resource"), call)
+        if not _subscribable(target.backend):
+            raise LocalProtocolError(
+                f"backend {target.backend.name!r} does not offer resource subscriptions",
+                METHOD_NOT_FOUND,
+            )
+        return target
+
+    async def _subscribe(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
+        target = self._subscription_target(call, params)
+        client_id = call.client.session_id
+        if target.backend.per_client:
+            return await self._forward(
+                call, target.backend, "resources/subscribe", {"uri": target.original}
+            )
+        if self._subscriptions.subscribe(target.backend.name, target.original, client_id):
+            try:
+                await target.backend.request(
+                    "resources/subscribe", mcp.encode({"uri": target.original})
+                )
+            except BaseException:
+                self._subscriptions.unsubscribe(target.backend.name, target.original, client_id)
+                raise
         return jsonrpc.EMPTY_OBJECT
+
+    async def _unsubscribe(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
+        target = self._subscription_target(call, params)
+        client_id = call.client.session_id
+        if target.backend.per_client:
+            return await self._forward(
+                call, target.backend, "resources/unsubscribe", {"uri": target.original}
+            )
+        if self._subscriptions.unsubscribe(target.backend.name, target.original, client_id):
+            await self._forward_unsubscribe(target.backend, target.original)
+        return jsonrpc.EMPTY_OBJECT
+
+    async def _forward_unsubscribe(self, backend: Backend, uri: str) -> None:
+        try:
+            await backend.request("resources/unsubscribe", mcp.encode({"uri": uri}))
+        except (GatewayError, ProtocolError) as exc:
+            logger.info("subscription.release_failed", backend=backend.name, error=str(exc))
+
+    def _backend_state_changed(self, backend: Backend) -> None:
+        if backend.state is not BackendState.UP:
+            self._backend_levels.pop(backend.name, None)
+
+    # -- from backends ---------------------------------------------------
+
+    def backend_notification(
+        self, backend: Backend, method: str, params: msgspec.Raw | None, client: str | None
+    ) -> None:
+        """Fan a backend's notification out to the clients it concerns."""
+        if method == "notifications/resources/updated":
+            self._resource_updated(backend, params, client)
+        elif method == "notifications/message":
+            self._log_message(backend, params, client)
+        elif method == "notifications/cancelled":
+            pass  # cancels of server-to-client requests are handled by their waiters' timeouts
+        else:
+            logger.debug("backend.notification.dropped", backend=backend.name, method=method)
+
+    def _resource_updated(
+        self, backend: Backend, params: msgspec.Raw | None, client: str | None
+    ) -> None:
+        try:
+            body = mcp.decode_params(params)
+        except LocalProtocolError:
+            return
+        uri = body.get("uri")
+        if not isinstance(uri, str):
+            return
+        holders = (
+            {client} if client is not None else self._subscriptions.subscribers(backend.name, uri)
+        )
+        body["uri"] = public_uri(backend.prefix, uri)
+        message = jsonrpc.encode_notification("notifications/resources/updated", mcp.encode(body))
+        for holder in holders:
+            peer = self._clients.get(holder)
+            if peer is not None:
+                peer.notify_nowait(message)
+
+    def _log_message(
+        self, backend: Backend, params: msgspec.Raw | None, client: str | None
+    ) -> None:
+        try:
+            body = mcp.decode_params(params)
+        except LocalProtocolError:
+            return
+        level = body.get("level")
+        source = body.get("logger")
+        body["logger"] = (
+            f"{backend.name}/{source}" if isinstance(source, str) and source else backend.name
+        )
+        message = jsonrpc.encode_notification("notifications/message", mcp.encode(body))
+        targets = [client] if client is not None else list(self._clients)
+        for target in targets:
+            peer = self._clients.get(target)
+            if peer is not None and self._log_levels.wants(target, level):
+                peer.notify_nowait(message)
+
+    async def backend_request(
+        self, backend: Backend, method: str, params: msgspec.Raw | None, client: str | None
+    ) -> msgspec.Raw:
+        """Relay a backend's own request to the client that owns it (rule 7)."""
+        feature = _CLIENT_FEATURES.get(method)
+        if feature is None:
+            raise LocalProtocolError(f"method not found: {method}", METHOD_NOT_FOUND)
+        related: Call | None = None
+        if client is None:
+            owner = self._owners.sole_owner(backend.name)
+            if owner is None:
+                raise LocalProtocolError(
+                    f"{method}: the gateway cannot tell which client this request is for "
+                    "(no single client has a call in flight to this backend)",
+                    INTERNAL_ERROR,
+                )
+            client, related = owner
+        else:
+            related = self._owners.latest(backend.name, client)
+        peer = self._clients.get(client)
+        if peer is None:
+            raise LocalProtocolError(f"{method}: the client session has ended", INTERNAL_ERROR)
+        if feature not in peer.capabilities:
+            raise LocalProtocolError(
+                f"{method}: the client did not declare the {feature!r} capability",
+                METHOD_NOT_FOUND,
+            )
+        emit = related.emit if related is not None else None
+        with trio.move_on_after(backend.config.timeouts.request) as scope:
+            return await peer.request(method, params, emit)
+        assert scope.cancelled_caught
+        raise LocalProtocolError(
+            f"{method}: the client did not answer within {backend.config.timeouts.request:g} s",
+            REQUEST_TIMEOUT_CODE,
+        )
+
+
+def _subscribable(backend: Backend) -> bool:
+    info = backend.info
+    if info is None:
+        return False
+    resources = info.capabilities.get("resources")
+    return isinstance(resources, dict) and resources.get("subscribe") is True

@@ -9,9 +9,9 @@ Rules:
    later for that id is dropped (spec: the sender ignores late responses).
 3. A waiter that is cancelled tells the peer with ``notifications/cancelled``
    (never for ``initialize``, which the spec forbids cancelling).
-4. A progress handler is keyed by a token unique on this link (the request's
-   own id), so progress can only reach the request that asked for it, and
-   none is delivered after the answer.
+4. A progress handler is keyed by a token the caller made unique on this
+   link, so progress can only reach the request that asked for it, and none
+   is delivered after the answer or after the waiter gave up.
 5. The reader never blocks on the gateway: notifications and progress go to
    callbacks that must not await; requests from the peer run as tasks.
 
@@ -110,6 +110,7 @@ class Peer:
         self._on_notification = on_notification
         self._ids = itertools.count(1)
         self._pending: dict[RequestId, _Pending] = {}
+        self._progress: dict[RequestId, _Pending] = {}
         self._log = logger.bind(peer=name)
         self.name = name
         self.closed = trio.Event()
@@ -131,16 +132,12 @@ class Peer:
         """Send a notification."""
         await self.send_raw(jsonrpc.encode_notification(method, params))
 
-    def next_id(self) -> int:
-        """Reserve a request id on this link (for callers that build params with it)."""
-        return next(self._ids)
-
     async def request(
         self,
         method: str,
         params: msgspec.Raw | None = None,
         *,
-        request_id: int | None = None,
+        progress_token: RequestId | None = None,
         on_progress: ProgressHandler | None = None,
     ) -> msgspec.Raw:
         """Send a request and wait for its result.
@@ -148,10 +145,11 @@ class Peer:
         Args:
             method: the JSON-RPC method.
             params: forwarded verbatim.
-            request_id: an id from ``next_id`` when the caller already used
-                it (as a progress token); otherwise one is allocated.
-            on_progress: called with each ``notifications/progress`` params
-                whose token is this request's id, until the answer arrives.
+            progress_token: the token the caller put in ``params._meta``;
+                progress notifications carrying it go to ``on_progress``
+                until the answer arrives. The caller guarantees it is unique
+                on this link.
+            on_progress: called with each progress notification's params.
 
         Raises:
             RemoteProtocolError: the peer answered with an error.
@@ -159,18 +157,23 @@ class Peer:
         """
         if self.close_reason is not None:
             raise self.close_reason
-        msg_id = request_id if request_id is not None else next(self._ids)
+        msg_id = next(self._ids)
         pending = _Pending(method, on_progress=on_progress)
         self._pending[msg_id] = pending
+        if progress_token is not None and on_progress is not None:
+            self._progress[progress_token] = pending
         try:
             await self._channel.send(jsonrpc.encode_request(msg_id, method, params))
             await pending.done.wait()
         except trio.Cancelled:
             if not pending.done.is_set() and method != "initialize":
+                pending.done.set()  # late progress and answers are dropped from now on
                 self._nursery.start_soon(self._send_cancelled, msg_id)
             raise
         finally:
             self._pending.pop(msg_id, None)
+            if progress_token is not None:
+                self._progress.pop(progress_token, None)
         if pending.error is not None:
             raise pending.error
         assert pending.result is not None
@@ -254,7 +257,7 @@ class Peer:
         token = body.get("progressToken")
         if isinstance(token, bool) or not isinstance(token, int | str):
             return
-        pending = self._pending.get(token)
+        pending = self._progress.get(token)
         if pending is None or pending.on_progress is None or pending.done.is_set():
             return  # unknown or finished token: dropped (robustness D8)
         pending.on_progress(body)

@@ -25,8 +25,9 @@ import enum
 import os
 import sys
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import structlog
 import trio
@@ -36,6 +37,7 @@ from gateway.backends.backoff import Backoff
 from gateway.catalog.snapshot import BackendListing, Kind
 from gateway.config import BackendConfig, StdioBackend
 from gateway.errors import (
+    METHOD_NOT_FOUND,
     BackendUnavailable,
     ConnectError,
     GatewayError,
@@ -46,14 +48,15 @@ from gateway.errors import (
 )
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.versions import LATEST_VERSION, accept_as_client
-from gateway.session import NotificationHandler, Peer, RequestHandler, open_session
+from gateway.session import NotificationHandler, Peer, ProgressHandler, open_session
 from gateway.transports.stdio import open_stdio
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import AsyncIterator, Awaitable, Callable
 
     import msgspec
 
+    from gateway.protocol.jsonrpc import RequestId
     from gateway.transports.base import MessageChannel
 
 logger = structlog.get_logger("gateway.backends")
@@ -164,8 +167,8 @@ class Backend:
         config: BackendConfig,
         *,
         on_change: Callable[[Backend], None],
-        on_notification: Callable[[Backend, str, msgspec.Raw | None], None] | None = None,
-        on_request: RequestHandler | None = None,
+        on_notification: BackendNotificationHandler | None = None,
+        on_request: BackendRequestHandler | None = None,
     ) -> None:
         self.config = config
         self.name = config.name
@@ -179,6 +182,8 @@ class Backend:
         self._on_notification = on_notification
         self._on_request = on_request
         self._peer: Peer | None = None
+        self._nursery: trio.Nursery | None = None
+        self._links: dict[str, _ClientLink] = {}
         self._dirty: set[Kind] = set()
         self._dirty_event = trio.Event()
         self._log = logger.bind(backend=self.name)
@@ -187,17 +192,63 @@ class Backend:
 
     # -- calls -----------------------------------------------------------
 
+    @property
+    def per_client(self) -> bool:
+        """Whether each client session gets a backend session of its own."""
+        return self.config.effective_session == "per_client"
+
     def _live_peer(self) -> Peer:
         peer = self._peer
         if peer is None or self.state is not BackendState.UP:
             raise BackendUnavailable(self.name, self.reason)
         return peer
 
-    async def request(self, method: str, params: msgspec.Raw | None = None) -> msgspec.Raw:
+    async def _peer_for(self, client: str | None) -> Peer:
+        shared = self._live_peer()
+        if client is None or not self.per_client:
+            return shared
+        link = self._links.get(client)
+        if link is None:
+            link = _ClientLink(client)
+            self._links[client] = link
+            assert self._nursery is not None  # set whenever the state is UP
+            try:
+                await self._nursery.start(self._run_link, link)
+            except (GatewayError, trio.TooSlowError, BaseExceptionGroup) as exc:
+                self._links.pop(client, None)
+                link.ready.set()
+                raise BackendUnavailable(
+                    self.name, f"cannot open a session for this client: {_describe_any(exc)}"
+                ) from None
+        await link.ready.wait()
+        if link.peer is None:
+            raise BackendUnavailable(self.name, "the client's backend session closed")
+        return link.peer
+
+    async def request(
+        self,
+        method: str,
+        params: msgspec.Raw | None = None,
+        *,
+        client: str | None = None,
+        progress_token: RequestId | None = None,
+        on_progress: ProgressHandler | None = None,
+    ) -> msgspec.Raw:
         """Forward one request and return the backend's result.
 
-        The deadline is the backend's ``timeouts.request``: the one place
-        that knows it sets it, as a cancel scope around the wait.
+        The deadline is the backend's ``timeouts.request`` from the start of
+        the call; each progress notification pushes it out again when
+        ``reset_on_progress`` is on, never past ``max_total`` (spec:
+        utilities/progress, timeouts). Only this method knows the limits, so
+        it is the one that sets the cancel scope.
+
+        Args:
+            method: the MCP method.
+            params: the backend-side params, forwarded verbatim.
+            client: the client session the call is for (chooses its own
+                backend session when this backend is per_client).
+            progress_token: the backend-side token placed in ``params``.
+            on_progress: receives the backend's progress params.
 
         Raises:
             BackendUnavailable: the backend is not up, or went down mid-call.
@@ -205,23 +256,96 @@ class Backend:
                 (``notifications/cancelled``).
             RemoteProtocolError: the backend answered with an error.
         """
-        peer = self._live_peer()
-        limit = self.config.timeouts.request
-        with trio.move_on_after(limit) as scope:
+        peer = await self._peer_for(client)
+        timeouts = self.config.timeouts
+        started = trio.current_time()
+        hard_deadline = started + timeouts.max_total
+        handler = on_progress
+        with trio.CancelScope(deadline=min(started + timeouts.request, hard_deadline)) as scope:
+            if timeouts.reset_on_progress and on_progress is not None:
+
+                def handler(body: dict[str, Any]) -> None:
+                    scope.deadline = min(trio.current_time() + timeouts.request, hard_deadline)
+                    on_progress(body)
+
             try:
-                return await peer.request(method, params)
+                return await peer.request(
+                    method, params, progress_token=progress_token, on_progress=handler
+                )
             except TransportError as exc:
                 raise BackendUnavailable(self.name, str(exc)) from None
         assert scope.cancelled_caught
-        raise RequestTimeout(self.name, limit)
+        raise RequestTimeout(self.name, trio.current_time() - started)
 
-    async def notify(self, method: str, params: msgspec.Raw | None = None) -> None:
-        """Forward a notification; silently dropped when the backend is down."""
-        peer = self._peer
+    async def notify(
+        self, method: str, params: msgspec.Raw | None = None, *, client: str | None = None
+    ) -> None:
+        """Forward a notification; dropped when there is no session to carry it."""
+        if client is not None and self.per_client:
+            link = self._links.get(client)
+            peer = link.peer if link is not None else None
+        else:
+            peer = self._peer
         if peer is None:
             return
         with suppress(TransportError):
             await peer.notify(method, params)
+
+    def has_link(self, client: str) -> bool:
+        """Whether a per-client backend session is open for this client."""
+        return client in self._links
+
+    def close_client(self, client: str) -> None:
+        """The client session ended: close its own backend session, if any."""
+        link = self._links.pop(client, None)
+        if link is not None:
+            link.scope.cancel()
+            link.ready.set()
+
+    async def _run_link(
+        self, link: _ClientLink, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """One client's own backend session, owned by the backend's nursery.
+
+        Failures before ``started`` go to the caller; after that, the link
+        just ends: one client's broken session never takes the backend down.
+        """
+        started = False
+        log = self._log.bind(client_session=link.client[:8])
+        try:
+            with link.scope:
+                async with (
+                    open_channel(self.config) as channel,
+                    open_session(
+                        channel,
+                        name=f"{self.name}/{link.client[:8]}",
+                        on_request=partial(self._handle_request, client=link.client),
+                        on_notification=partial(self._handle_notification, client=link.client),
+                    ) as peer,
+                ):
+                    with trio.fail_after(self.config.timeouts.initialize):
+                        await self._initialize(peer)
+                    await peer.notify("notifications/initialized")
+                    link.peer = peer
+                    link.ready.set()
+                    started = True
+                    task_status.started()
+                    log.info("backend.client_session.opened")
+                    await peer.closed.wait()
+        except (GatewayError, trio.TooSlowError, BaseExceptionGroup) as exc:
+            if isinstance(exc, BaseExceptionGroup):
+                _, rest = exc.split((GatewayError, trio.TooSlowError))
+                if rest is not None:
+                    raise
+            if not started:
+                raise
+            log.info("backend.client_session.failed", error=_describe_any(exc))
+        finally:
+            link.peer = None
+            link.ready.set()
+            if self._links.get(link.client) is link:
+                del self._links[link.client]
+            log.info("backend.client_session.closed")
 
     # -- supervision -----------------------------------------------------
 
@@ -285,7 +409,9 @@ class Backend:
             expected, rest = group.split((GatewayError, trio.TooSlowError))
             if rest is not None or expected is None:
                 raise
-            return _first_leaf(expected)
+            leaf = _first_leaf(expected)
+            assert isinstance(leaf, Exception)
+            return leaf
         return None
 
     async def _serve_once(self) -> None:
@@ -317,10 +443,17 @@ class Backend:
                 resources=len(listing.resources),
                 templates=len(listing.templates),
             )
-            nursery.start_soon(self._refresher, peer)
-            await peer.closed.wait()
-            self._peer_reason = str(peer.close_reason) if peer.close_reason else None
-            nursery.cancel_scope.cancel()
+            self._nursery = nursery
+            try:
+                nursery.start_soon(self._refresher, peer)
+                await peer.closed.wait()
+                self._peer_reason = str(peer.close_reason) if peer.close_reason else None
+            finally:
+                self._nursery = None
+                for link in list(self._links.values()):
+                    link.scope.cancel()
+                self._links.clear()
+                nursery.cancel_scope.cancel()
 
     async def _initialize(self, peer: Peer) -> ServerInfo:
         params = jsonrpc.to_raw(
@@ -437,23 +570,64 @@ class Backend:
 
     # -- messages from the backend ----------------------------------------
 
-    def _handle_notification(self, method: str, params: msgspec.Raw | None) -> None:
+    def _handle_notification(
+        self, method: str, params: msgspec.Raw | None, *, client: str | None = None
+    ) -> None:
         kinds = _LIST_CHANGED.get(method)
         if kinds is not None:
-            self._dirty.update(kinds)
-            self._dirty_event.set()
+            if client is None:  # the catalog follows the shared session only
+                self._dirty.update(kinds)
+                self._dirty_event.set()
             return
         if self._on_notification is not None:
-            self._on_notification(self, method, params)
+            self._on_notification(self, method, params, client)
 
-    async def _handle_request(self, method: str, params: msgspec.Raw | None) -> msgspec.Raw:
+    async def _handle_request(
+        self, method: str, params: msgspec.Raw | None, *, client: str | None = None
+    ) -> msgspec.Raw:
         if self._on_request is None:
-            raise LocalProtocolError(f"method not found: {method}", -32601)
-        return await self._on_request(method, params)
+            raise LocalProtocolError(f"method not found: {method}", METHOD_NOT_FOUND)
+        return await self._on_request(self, method, params, client)
 
 
-def _first_leaf(group: BaseExceptionGroup[Exception]) -> Exception:
-    first = group.exceptions[0]
+@dataclass(eq=False)
+class _ClientLink:
+    """A per-client backend session (session mode per_client)."""
+
+    client: str
+    peer: Peer | None = None
+    ready: trio.Event = field(default_factory=trio.Event)
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+
+
+class BackendNotificationHandler(Protocol):
+    """Receives a backend's notifications (other than progress and list_changed)."""
+
+    def __call__(
+        self, backend: Backend, method: str, params: msgspec.Raw | None, client: str | None
+    ) -> None:
+        """``client`` is set when the notification came on that client's own session."""
+        ...
+
+
+class BackendRequestHandler(Protocol):
+    """Answers a backend's own requests (sampling, elicitation, roots)."""
+
+    def __call__(
+        self, backend: Backend, method: str, params: msgspec.Raw | None, client: str | None
+    ) -> Awaitable[msgspec.Raw]:
+        """``client`` is set when the request came on that client's own session."""
+        ...
+
+
+def _describe_any(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return _describe(_first_leaf(exc))
+    return _describe(exc)
+
+
+def _first_leaf(group: BaseExceptionGroup[Any]) -> BaseException:
+    first: BaseException = group.exceptions[0]
     while isinstance(first, BaseExceptionGroup):
         first = first.exceptions[0]
     return first

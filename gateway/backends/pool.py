@@ -11,23 +11,27 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
-import msgspec
 import structlog
 import trio
 
-from gateway.backends.backend import Backend, BackendState
+from gateway.backends.backend import (
+    Backend,
+    BackendNotificationHandler,
+    BackendRequestHandler,
+    BackendState,
+)
 from gateway.catalog.snapshot import Catalog, Kind, Snapshot
 from gateway.errors import METHOD_NOT_FOUND, LocalProtocolError
 
 if TYPE_CHECKING:
+    import msgspec
+
     from gateway.catalog.naming import NamingRules
     from gateway.config import BackendConfig
-    from gateway.session import RequestHandler
 
 logger = structlog.get_logger("gateway.backends.pool")
 
 CatalogListener = Callable[[Snapshot, frozenset[Kind]], None]
-NotificationListener = Callable[[Backend, str, msgspec.Raw | None], None]
 
 
 class Pool:
@@ -43,9 +47,9 @@ class Pool:
         self.catalog = Catalog(rules)
         self.backends: dict[str, Backend] = {}
         self._catalog_listeners: list[CatalogListener] = []
-        self._notification_listeners: list[NotificationListener] = []
+        self._notification_listeners: list[BackendNotificationHandler] = []
         self._state_listeners: list[Callable[[Backend], None]] = []
-        self.request_handler: RequestHandler | None = None
+        self.request_handler: BackendRequestHandler | None = None
         self.state_changed = trio.Event()
 
     @property
@@ -65,8 +69,8 @@ class Pool:
         """Call ``listener(backend)`` whenever a backend's state or listing changes."""
         self._state_listeners.append(listener)
 
-    def on_notification(self, listener: NotificationListener) -> None:
-        """Call ``listener(backend, method, params)`` for backend notifications."""
+    def on_notification(self, listener: BackendNotificationHandler) -> None:
+        """Call ``listener(backend, method, params, client)`` for backend notifications."""
         self._notification_listeners.append(listener)
 
     def start(self, configs: Iterable[BackendConfig]) -> None:
@@ -85,14 +89,18 @@ class Pool:
             self.backends[cfg.name] = backend
             self._nursery.start_soon(backend.run, name=f"backend:{cfg.name}")
 
-    async def _backend_requested(self, method: str, params: msgspec.Raw | None) -> msgspec.Raw:
+    async def _backend_requested(
+        self, backend: Backend, method: str, params: msgspec.Raw | None, client: str | None
+    ) -> msgspec.Raw:
         if self.request_handler is None:
             raise LocalProtocolError(f"method not found: {method}", METHOD_NOT_FOUND)
-        return await self.request_handler(method, params)
+        return await self.request_handler(backend, method, params, client)
 
-    def _backend_notified(self, backend: Backend, method: str, params: msgspec.Raw | None) -> None:
+    def _backend_notified(
+        self, backend: Backend, method: str, params: msgspec.Raw | None, client: str | None
+    ) -> None:
         for listener in self._notification_listeners:
-            listener(backend, method, params)
+            listener(backend, method, params, client)
 
     def _backend_changed(self, backend: Backend) -> None:
         if backend.state is BackendState.UP and backend.listing is not None:

@@ -14,6 +14,7 @@ on idle expiry, or when the gateway stops. It owns:
 
 from __future__ import annotations
 
+import itertools
 import secrets
 from collections import deque
 from dataclasses import dataclass, field
@@ -21,8 +22,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
+from gateway.errors import INTERNAL_ERROR, RemoteProtocolError
+from gateway.protocol import jsonrpc
+
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
+
+    import msgspec
 
     from gateway.protocol.jsonrpc import RequestId
 
@@ -68,9 +74,18 @@ class Outbox:
             await self._changed.wait()
 
 
+@dataclass(eq=False, slots=True)
+class _Asked:
+    """A server-to-client request waiting for the host's answer."""
+
+    done: trio.Event = field(default_factory=trio.Event)
+    result: msgspec.Raw | None = None
+    error: RemoteProtocolError | None = None
+
+
 @dataclass(eq=False)
 class ClientSession:
-    """One host's session with the gateway."""
+    """One host's session with the gateway (the router's ``ClientPeer``)."""
 
     session_id: str
     protocol_version: str
@@ -82,11 +97,82 @@ class ClientSession:
     inflight: dict[RequestId, trio.CancelScope] = field(default_factory=dict)
     stream_open: bool = False
     closed: bool = False
+    _asked: dict[str, _Asked] = field(default_factory=dict)
+    _ask_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     def cancel_all(self) -> None:
-        """Cancel every request this session has in flight."""
+        """Cancel every request this session has in flight, and every question to it."""
         for scope in self.inflight.values():
             scope.cancel()
+        for asked in self._asked.values():
+            asked.error = RemoteProtocolError("the client session ended", INTERNAL_ERROR)
+            asked.done.set()
+
+    def notify_nowait(self, message: bytes) -> None:
+        """Queue an unsolicited message for the GET stream."""
+        if not self.closed:
+            self.outbox.put_nowait(message)
+
+    async def request(
+        self,
+        method: str,
+        params: msgspec.Raw | None,
+        emit: Callable[[bytes], bool] | None,
+    ) -> msgspec.Raw:
+        """Ask the host something on a backend's behalf and wait for the answer.
+
+        The id is the gateway's own (``s-<n>``, never confused with the
+        host's ids or another backend's). The question travels on the
+        related request's stream when there is one, else on the GET stream.
+        If the waiter is cancelled, the host is told with
+        ``notifications/cancelled``.
+
+        Raises:
+            RemoteProtocolError: the host answered with an error, or the
+                session ended first.
+        """
+        if self.closed:
+            raise RemoteProtocolError("the client session has ended", INTERNAL_ERROR)
+        ask_id = f"s-{next(self._ask_ids)}"
+        asked = _Asked()
+        self._asked[ask_id] = asked
+        message = jsonrpc.encode_request(ask_id, method, params)
+        try:
+            if emit is None or not emit(message):
+                self.outbox.put_nowait(message)
+            await asked.done.wait()
+        except trio.Cancelled:
+            if not asked.done.is_set():
+                self.notify_nowait(
+                    jsonrpc.encode_notification(
+                        "notifications/cancelled", jsonrpc.to_raw({"requestId": ask_id})
+                    )
+                )
+            raise
+        finally:
+            self._asked.pop(ask_id, None)
+        if asked.error is not None:
+            raise asked.error
+        assert asked.result is not None
+        return asked.result
+
+    def answer(self, message: jsonrpc.Response | jsonrpc.ErrorResponse) -> bool:
+        """Deliver the host's answer to a question; False if nobody is waiting.
+
+        Answers to ids the gateway never used, or already answered, are
+        dropped (robustness A35).
+        """
+        if not isinstance(message.id, str):
+            return False
+        asked = self._asked.get(message.id)
+        if asked is None or asked.done.is_set():
+            return False
+        if isinstance(message, jsonrpc.Response):
+            asked.result = message.result
+        else:
+            asked.error = RemoteProtocolError(message.message, message.code, message.data)
+        asked.done.set()
+        return True
 
 
 class ClientRegistry:
@@ -94,11 +180,21 @@ class ClientRegistry:
 
     Args:
         max_sessions: beyond this many, new sessions are refused (503).
+        on_open: called with each new session.
+        on_close: called once with each session that ends, however it ends.
     """
 
-    def __init__(self, max_sessions: int = 10_000) -> None:
+    def __init__(
+        self,
+        max_sessions: int = 10_000,
+        *,
+        on_open: Callable[[ClientSession], None] | None = None,
+        on_close: Callable[[ClientSession], None] | None = None,
+    ) -> None:
         self._sessions: dict[str, ClientSession] = {}
         self.max_sessions = max_sessions
+        self._on_open = on_open
+        self._on_close = on_close
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -118,6 +214,8 @@ class ClientRegistry:
             last_seen=trio.current_time(),
         )
         self._sessions[session.session_id] = session
+        if self._on_open is not None:
+            self._on_open(session)
         return session
 
     def get(self, session_id: str) -> ClientSession | None:
@@ -128,9 +226,13 @@ class ClientRegistry:
 
     def close(self, session: ClientSession) -> None:
         """End a session: cancel its calls and forget it."""
+        if session.closed:
+            return
         session.closed = True
         session.cancel_all()
         self._sessions.pop(session.session_id, None)
+        if self._on_close is not None:
+            self._on_close(session)
         # Wake a GET stream waiting on the outbox so it notices the close.
         session.outbox.put_nowait(b"")
 

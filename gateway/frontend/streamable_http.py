@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from gateway.frontend.clients import ClientRegistry, ClientSession
-    from gateway.router import Router
+    from gateway.router import Emit, Router
 
 logger = structlog.get_logger("gateway.frontend")
 
@@ -49,6 +49,11 @@ LAST_EVENT_ID_HEADER: Final = b"last-event-id"
 # Idle GET streams get a comment this often so proxies keep them open
 # (robustness B14: keep-alive at most every 15 s).
 KEEPALIVE_INTERVAL: Final = 15.0
+# Progress and server-to-client requests queued for one POST's stream while
+# it is being written; beyond this, progress is dropped (it is advisory) and
+# questions go to the GET stream instead, so a slow host cannot make the
+# gateway buffer without bound.
+RELATED_MESSAGE_BUFFER: Final = 64
 _LOOPBACK_NAMES: Final = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
 
@@ -285,7 +290,7 @@ class McpEndpoint:
         if isinstance(message, Request):
             await self._post_request(send, session, message)
         else:
-            self._accept_one_way(session, message)
+            await self._accept_one_way(session, message)
             await h.respond(send, 202)
 
     async def _post_batch(
@@ -322,7 +327,7 @@ class McpEndpoint:
                 else:
                     replies.append(await self._routed(session, member))
             else:
-                self._accept_one_way(session, member)
+                await self._accept_one_way(session, member)
         if not replies:
             await h.respond(send, 202)
             return
@@ -373,16 +378,17 @@ class McpEndpoint:
             send, 200, body, headers=[(MCP_SESSION_ID_HEADER, session.session_id.encode("ascii"))]
         )
 
-    def _accept_one_way(self, session: ClientSession, message: jsonrpc.Message) -> None:
+    async def _accept_one_way(self, session: ClientSession, message: jsonrpc.Message) -> None:
         """Notifications and responses from the host: never answered."""
         if isinstance(message, Notification):
             if message.method == "notifications/initialized":
                 session.initialized = True
             elif message.method == "notifications/cancelled":
                 self._cancel(session, message)
-        elif isinstance(message, Response | ErrorResponse):
-            # Answers to server-to-client requests; nothing is outstanding
-            # that this could answer, so it is dropped (robustness A35).
+            else:
+                await self._router.client_notification(session, message.method, message.params)
+        elif isinstance(message, Response | ErrorResponse) and not session.answer(message):
+            # Not an answer to anything we asked: dropped (robustness A35).
             logger.debug("client.response_dropped", id=message.id)
 
     def _cancel(self, session: ClientSession, message: Notification) -> None:
@@ -397,16 +403,22 @@ class McpEndpoint:
         if scope is not None:
             scope.cancel()
 
-    async def _routed(self, session: ClientSession, request: Request) -> bytes:
-        """Route one request under a cancel scope the session can reach."""
+    async def _routed(
+        self, session: ClientSession, request: Request, emit: Emit | None = None
+    ) -> bytes:
+        """Route one request under a cancel scope the session can reach.
+
+        Returns the encoded response, or ``b""`` when the host cancelled the
+        request (spec: no response is sent for a cancelled request).
+        """
         with trio.CancelScope() as scope:
             session.inflight[request.id] = scope
             try:
-                return await self._router.handle_request(session, request)
+                return await self._router.handle_request(session, request, emit)
             finally:
                 if session.inflight.get(request.id) is scope:
                     del session.inflight[request.id]
-        return b""  # cancelled: the host asked for no answer
+        return b""
 
     async def _post_request(self, send: h.Send, session: ClientSession, request: Request) -> None:
         if request.id in session.inflight:
@@ -420,11 +432,38 @@ class McpEndpoint:
                 ),
             )
             return
-        reply = await self._routed(session, request)
-        if not reply:
-            await h.respond(send, 202)  # cancelled by the host: no JSON-RPC answer
-            return
-        await h.respond(send, 200, reply)
+        # JSON first, SSE when needed (DESIGN.md): the response headers wait
+        # for the first thing there is to say about this request.
+        related_in, related_out = trio.open_memory_channel[bytes](RELATED_MESSAGE_BUFFER)
+
+        def emit(message: bytes) -> bool:
+            try:
+                related_in.send_nowait(message)
+            except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+                return False
+            return True
+
+        replies: list[bytes] = []
+
+        async def route() -> None:
+            with related_in:
+                replies.append(await self._routed(session, request, emit))
+
+        stream = _EventStream(send, session.session_id)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(route)
+            async with related_out:
+                async for message in related_out:
+                    await stream.event(message)
+        reply = replies[0] if replies else b""
+        if stream.started:
+            if reply:
+                await stream.event(reply)
+            await stream.end()
+        elif reply:
+            await h.respond(send, 200, reply)
+        else:
+            await _EventStream(send, session.session_id).end()  # cancelled: no answer at all
 
     # -- GET ---------------------------------------------------------------
 
@@ -507,6 +546,52 @@ class McpEndpoint:
         self._clients.close(session)
         logger.info("client.session.closed", client_session=session.session_id[:8], reason="delete")
         await h.respond(send, 200)
+
+
+class _EventStream:
+    """The SSE response of one POST, started on its first event."""
+
+    def __init__(self, send: h.Send, session_id: str) -> None:
+        self._send = send
+        self._session_id = session_id
+        self.started = False
+        self.broken = False
+
+    async def _write(self, message: h.Message) -> None:
+        if self.broken:
+            return
+        try:
+            await self._send(message)
+        except Exception:  # the host went away; the call still completes (spec: not a cancel)
+            self.broken = True
+
+    async def _start(self) -> None:
+        self.started = True
+        await self._write(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", h.EVENT_STREAM),
+                    (b"cache-control", b"no-cache"),
+                    (MCP_SESSION_ID_HEADER, self._session_id.encode("ascii")),
+                ],
+            }
+        )
+
+    async def event(self, message: bytes) -> None:
+        """Send one JSON-RPC message as an SSE event."""
+        if not self.started:
+            await self._start()
+        await self._write(
+            {"type": "http.response.body", "body": h.sse_event(message), "more_body": True}
+        )
+
+    async def end(self) -> None:
+        """Finish the response."""
+        if not self.started:
+            await self._start()
+        await self._write({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def _cancel_on_disconnect(
