@@ -463,7 +463,7 @@ class Backend:
                 "clientInfo": {"name": "mcp-gateway", "version": __version__},
             }
         )
-        result = mcp.decode_object(await peer.request("initialize", params))
+        result = mcp.decode_object(await peer.request("initialize", params)) or {}
         version = accept_as_client(result.get("protocolVersion"))
         if version is None:
             raise IncompatibleBackend(

@@ -21,8 +21,11 @@ class Backoff:
 
     def ceiling(self, attempt: int) -> float:
         """The largest delay for the given failed attempt (0-based)."""
-        # Cap the exponent: 2.0 ** 2000 overflows, and the cap is hit long before.
-        return min(self.maximum, self.initial * self.multiplier ** min(attempt, 64))
+        # Large exponents overflow float; the cap is reached long before.
+        try:
+            return min(self.maximum, self.initial * self.multiplier ** min(attempt, 64))
+        except OverflowError:
+            return self.maximum
 
     def delay(self, attempt: int, rng: random.Random | None = None) -> float:
         """A jittered delay in ``[0, ceiling(attempt)]``."""

@@ -27,7 +27,9 @@ import msgspec
 from gateway.errors import INVALID_PARAMS, LocalProtocolError
 
 _TAG_CHARS: Final = 22  # 22 base64url chars = 132 bits of the SHA-256 tag
-MAX_CURSOR_CHARS: Final = 4096
+# Generous: a passthrough backend's own cursor rides inside ours, and a long
+# URI can be a keyset key. The request body limit bounds it anyway.
+MAX_CURSOR_CHARS: Final = 65536
 
 
 class CursorPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -101,7 +103,7 @@ class CursorCodec:
             body = _unb64(body_text)
         except (binascii.Error, ValueError):
             raise invalid("malformed") from None
-        if not hmac.compare_digest(self._tag(body), tag):
+        if not tag.isascii() or not hmac.compare_digest(self._tag(body).encode(), tag.encode()):
             raise invalid("signature does not match (tampered, truncated or from another gateway)")
         try:
             payload = _decoder.decode(body)

@@ -123,14 +123,16 @@ class Snapshot:
         Resources are routed by prefix, not by list membership: a URI that
         matches a backend's template is valid though never listed.
         """
+        listed = self.views[Kind.RESOURCES].by_key.get(public)
+        if listed is not None:
+            # A listed URI is routed to whoever listed it: an unprefixed
+            # backend's "svn+ssh://..." must not go to the backend "svn".
+            return listed.backend, listed.original
         prefix, original = split_uri(public, frozenset(self.prefixes))
         if prefix:
             return self.prefixes[prefix], original
         if not self.unprefixed:
             return None
-        listed = self.views[Kind.RESOURCES].by_key.get(public)
-        if listed is not None:
-            return listed.backend, listed.original
         return self.unprefixed[0], public
 
     def public_uri_of(self, backend_prefix: str, uri: str) -> str:

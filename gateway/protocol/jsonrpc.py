@@ -143,6 +143,13 @@ def decode(
     are malformed, the ``LocalProtocolError`` to answer them with: JSON-RPC
     answers each bad member of a batch on its own.
     """
+    if isinstance(data, str):
+        try:
+            data = data.encode("utf-8")
+        except UnicodeEncodeError:
+            raise LocalProtocolError(
+                "parse error: text is not valid Unicode", PARSE_ERROR
+            ) from None
     try:
         return classify(_envelope_decoder.decode(data))
     except msgspec.ValidationError:
@@ -286,9 +293,11 @@ def encode_error(msg_id: RequestId | None, code: int, message: str, data: Any = 
         return _encoder.encode(
             _ErrorOut(JSONRPC_VERSION, msg_id, _ErrorObject(code, message, data))
         )
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError, RecursionError, UnicodeEncodeError):
+        safe_message = message.encode("utf-8", "replace").decode("utf-8")
+        safe_data = None if data is None else repr(data)[:200].encode("utf-8", "replace").decode()
         return _encoder.encode(
-            _ErrorOut(JSONRPC_VERSION, msg_id, _ErrorObject(code, message, repr(data)[:200]))
+            _ErrorOut(JSONRPC_VERSION, msg_id, _ErrorObject(code, safe_message, safe_data))
         )
 
 

@@ -9,6 +9,7 @@ anything to rewrite at all and, if not, returns the Raw it was given.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, Final, TypeAlias
 
@@ -41,12 +42,31 @@ def decode_params(params: msgspec.Raw | None) -> dict[str, Any]:
         raise LocalProtocolError("invalid params: expected a JSON object", INVALID_PARAMS) from None
 
 
-def decode_object(raw: msgspec.Raw) -> dict[str, Any]:
-    """Decode a result object; a non-object result decodes to ``{}``."""
+def decode_object(raw: msgspec.Raw) -> dict[str, Any] | None:
+    """Decode a result object; None when it is not one, or not decodable.
+
+    msgspec refuses numbers it cannot represent (``1e400``); the standard
+    library reads them as infinity. A payload that only the lenient reader
+    accepts is still worth reading (a list with one odd schema keeps its
+    other items), but a rewrite of it must not be attempted (see callers).
+    """
     try:
         return _object_decoder.decode(raw)
     except msgspec.DecodeError:
-        return {}
+        pass
+    try:
+        value = json.loads(bytes(raw))
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _strict_object(raw: msgspec.Raw) -> dict[str, Any] | None:
+    """Decode for a rewrite: only what re-encodes exactly as it came."""
+    try:
+        return _object_decoder.decode(raw)
+    except msgspec.DecodeError:
+        return None
 
 
 def encode(value: Any) -> msgspec.Raw:
@@ -88,7 +108,9 @@ def rewrite_call_result(result: msgspec.Raw, map_uri: UriMap) -> msgspec.Raw:
     """Namespace URIs in a tools/call result's content blocks."""
     if _URI_MARKER not in bytes(result):
         return result
-    body = decode_object(result)
+    body = _strict_object(result)
+    if body is None:
+        return result
     _rewrite_blocks(body.get("content"), map_uri)
     return encode(body)
 
@@ -97,7 +119,9 @@ def rewrite_read_result(result: msgspec.Raw, map_uri: UriMap) -> msgspec.Raw:
     """Namespace the URIs of a resources/read result's contents."""
     if _URI_MARKER not in bytes(result):
         return result
-    body = decode_object(result)
+    body = _strict_object(result)
+    if body is None:
+        return result
     contents = body.get("contents")
     if isinstance(contents, list):
         for item in contents:
@@ -110,7 +134,9 @@ def rewrite_prompt_result(result: msgspec.Raw, map_uri: UriMap) -> msgspec.Raw:
     """Namespace URIs in a prompts/get result's message contents."""
     if _URI_MARKER not in bytes(result):
         return result
-    body = decode_object(result)
+    body = _strict_object(result)
+    if body is None:
+        return result
     messages = body.get("messages")
     if isinstance(messages, list):
         for message in messages:
@@ -125,7 +151,7 @@ def list_items(result: msgspec.Raw, key: str) -> tuple[list[dict[str, Any]], str
     Items that are not objects are dropped here; the catalog reports items
     without a usable identity.
     """
-    body = decode_object(result)
+    body = decode_object(result) or {}
     items = body.get(key)
     cursor = body.get("nextCursor")
     page = [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []

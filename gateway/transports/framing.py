@@ -55,7 +55,9 @@ class LineFramer:
             start = end + 1
         del self._buffer[:start]
         self._scanned = len(self._buffer)
-        if self._scanned > self._max:
+        # A line at the limit may still be waiting for the \n of its \r\n.
+        allowed = self._max + 1 if self._buffer.endswith(b"\r") else self._max
+        if self._scanned > allowed:
             raise TransportBroken(f"line exceeds {self._max} bytes without a newline")
         return lines
 

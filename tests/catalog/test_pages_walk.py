@@ -75,9 +75,7 @@ class PaginationWalk(RuleBasedStateMachine):
         position = None if self.cursor is None else self.codec.decode(self.cursor, "tools")
         plan = plan_page("tools", self.catalog.snapshot.view(Kind.TOOLS), position, self.page_size)
         next_cursor = None if plan.next is None else self.codec.encode(plan.next)
-        body = _decoder.decode(
-            render_page("tools", [e.encoded for e in plan.entries], next_cursor)
-        )
+        body = _decoder.decode(render_page("tools", [e.encoded for e in plan.entries], next_cursor))
         names = [tool["name"] for tool in body["tools"]]
         assert all(tool["x-extra"] == [1, 2] for tool in body["tools"])
         if self.page_size:
@@ -122,7 +120,9 @@ class PaginationWalk(RuleBasedStateMachine):
     @rule(backend=st.sampled_from(BACKEND_NAMES))
     def backend_goes_down(self, backend: str) -> None:
         self.catalog.withdraw(backend)
-        self.present_throughout -= {n for n in self.present_throughout if n.startswith(backend + "__")}
+        self.present_throughout -= {
+            n for n in self.present_throughout if n.startswith(backend + "__")
+        }
         self.tools.pop(backend, None)
 
     @rule(backend=st.sampled_from(BACKEND_NAMES), names=st.sets(TOOL_NAMES, max_size=8))
@@ -137,7 +137,5 @@ class PaginationWalk(RuleBasedStateMachine):
         assert self.present_throughout <= self._public_now()
 
 
-PaginationWalk.TestCase.settings = settings(
-    max_examples=500, stateful_step_count=40, deadline=None
-)
+PaginationWalk.TestCase.settings = settings(max_examples=500, stateful_step_count=40, deadline=None)
 test_every_walk_returns_each_lasting_item_once_in_order = PaginationWalk.TestCase

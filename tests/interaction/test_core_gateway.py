@@ -71,7 +71,9 @@ async def test_tools_of_every_backend_are_listed_under_their_prefix(client: Clie
     assert not [n for n in names if n.startswith("broken__")]
 
 
-async def test_the_same_tool_name_on_two_backends_reaches_each_backend(client: ClientSession) -> None:
+async def test_the_same_tool_name_on_two_backends_reaches_each_backend(
+    client: ClientSession,
+) -> None:
     """Gateway choice: namespacing makes same-named tools distinct and routable."""
     alpha = await client.call_tool("alpha__echo", {"text": "hi"})
     beta = await client.call_tool("beta__echo", {"text": "hi"})

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 import trio
-from mcp import ClientSession
 from mcp.shared.exceptions import McpError
 from mcp.types import PaginatedRequestParams
 
@@ -148,7 +147,10 @@ async def test_passthrough_resources_are_fetched_page_by_page_in_the_walk(
 async def test_lists_name_the_backends_that_are_down_in_meta(nursery: trio.Nursery) -> None:
     """Spec (issue 3): lists stay complete for the others and _meta names the missing."""
     config = gateway_config(
-        [sdk_backend("alpha"), sdk_backend("broken", restart={"initial_delay": 30, "max_delay": 60})]
+        [
+            sdk_backend("alpha"),
+            sdk_backend("broken", restart={"initial_delay": 30, "max_delay": 60}),
+        ]
     )
     running = await start_gateway(nursery, config, wait_up=["alpha"])
     async with open_client(running.url) as client:

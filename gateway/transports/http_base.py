@@ -1,0 +1,269 @@
+"""What the two HTTP transports share: the client, the inbox, SSE reading.
+
+Streamable HTTP (``streamable_http.py``) and legacy HTTP+SSE (``sse.py``)
+both talk to one backend through one ``httpx.AsyncClient``, receive
+messages from several concurrent HTTP responses, and must end every waiting
+``receive()`` the moment the link is known to be gone. The pieces for that
+live here so both transports behave the same way.
+"""
+
+from __future__ import annotations
+
+import re
+import ssl
+from typing import TYPE_CHECKING, Final
+
+import httpx
+import msgspec
+import trio
+
+from gateway import __version__
+from gateway.errors import ConnectError, TransportBroken, TransportClosed, TransportError
+from gateway.transports.base import map_exceptions
+from gateway.transports.framing import DEFAULT_MAX_EVENT_BYTES, SseParser
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from gateway.config import HttpLikeBackend, NetworkBackend
+    from gateway.transports.framing import SseEvent
+
+# Header names, lower-case as HTTP/2 sends them (python-sdk MCP_SESSION_ID_HEADER).
+MCP_SESSION_ID_HEADER: Final = "mcp-session-id"
+MCP_PROTOCOL_VERSION_HEADER: Final = "mcp-protocol-version"
+LAST_EVENT_ID_HEADER: Final = "last-event-id"
+JSON_MEDIA_TYPE: Final = "application/json"
+SSE_MEDIA_TYPE: Final = "text/event-stream"
+USER_AGENT: Final = f"mcp-gateway/{__version__}"
+
+# Connections to one backend. Every long tool call holds one for its SSE
+# response, so this bounds concurrent calls per backend session; past it a
+# send waits for a free connection (the caller's deadline still applies).
+MAX_CONNECTIONS: Final = 64
+# Idle connections kept for reuse; a burst beyond this reconnects.
+MAX_KEEPALIVE_CONNECTIONS: Final = 8
+# The largest message accepted from a backend (a JSON body or one SSE
+# event), as for stdio lines (robustness D2).
+MAX_MESSAGE_BYTES: Final = DEFAULT_MAX_EVENT_BYTES
+# Messages waiting for receive(). 0: every producer is a background task,
+# and the session's reader never blocks, so a buffer would only hide a
+# stalled reader (STYLE rule 4).
+INBOX_BUFFER: Final = 0
+# Cleanup of one HTTP response (closing its connection) after its reader
+# was cancelled: shielded, and bounded like every shield (rule 3).
+RESPONSE_CLOSE_TIMEOUT: Final = 1.0
+
+# Visible ASCII only (MCP transports, "Session Management"); anything else
+# could smuggle bytes into our later requests' headers.
+_HEADER_TOKEN: Final = re.compile(r"[\x21-\x7e]{1,1024}")
+
+HTTP_ERRORS: Final[dict[type[BaseException], type[TransportError]]] = {
+    httpx.ConnectError: ConnectError,
+    httpx.ConnectTimeout: ConnectError,
+    httpx.UnsupportedProtocol: ConnectError,
+    httpx.ProxyError: ConnectError,
+    httpx.InvalidURL: ConnectError,
+    httpx.HTTPError: TransportBroken,
+    httpx.StreamError: TransportBroken,
+    trio.ClosedResourceError: TransportClosed,
+    OSError: TransportBroken,
+}
+"""How httpx and trio failures map to the gateway's transport errors."""
+
+
+def is_header_token(value: str) -> bool:
+    """Whether ``value`` is safe to echo back in a header (visible ASCII, bounded)."""
+    return _HEADER_TOKEN.fullmatch(value) is not None
+
+
+def tls_verify(cfg: HttpLikeBackend) -> ssl.SSLContext | bool:
+    """The ``verify`` argument for httpx from a backend's TLS settings.
+
+    httpx deprecates its ``cert=`` and string ``verify=`` arguments, so a CA
+    file or a client certificate goes into an ``SSLContext`` of our own.
+
+    Raises:
+        ConnectError: a CA file or client certificate could not be loaded.
+    """
+    if cfg.ca_file is None and cfg.client_cert is None:
+        return cfg.verify_tls
+    try:
+        context = ssl.create_default_context(cafile=cfg.ca_file)
+        if not cfg.verify_tls:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if cfg.client_cert is not None:
+            context.load_cert_chain(cfg.client_cert, cfg.client_key)
+    except OSError as exc:  # ssl.SSLError is an OSError
+        raise ConnectError(f"cannot load TLS files: {exc}") from exc
+    return context
+
+
+def base_headers(cfg: NetworkBackend) -> httpx.Headers:
+    """The headers every request to this backend carries: ours, then the config's.
+
+    The protocol headers (Accept, Content-Type, session and version) are set
+    per request on top of these and always win, so a config cannot break the
+    transport by accident.
+    """
+    headers = httpx.Headers({"user-agent": USER_AGENT})
+    for name, value in cfg.headers.items():
+        headers[name] = value
+    return headers
+
+
+def open_client(cfg: HttpLikeBackend) -> httpx.AsyncClient:
+    """One ``httpx.AsyncClient`` for one backend, configured from its config.
+
+    ``trust_env`` is off: the configuration is the only source of what the
+    gateway sends, so neither a proxy variable nor a ``~/.netrc`` entry
+    (which would add an ``Authorization`` header) can change it silently.
+    Read, write and pool waits have no timeout here: they are cancel scopes
+    set by the callers (STYLE rule 3); only connecting is bounded, by
+    ``timeouts.connect``.
+
+    Raises:
+        ConnectError: the TLS settings could not be loaded.
+    """
+    return httpx.AsyncClient(
+        verify=tls_verify(cfg),
+        timeout=httpx.Timeout(connect=cfg.timeouts.connect, read=None, write=None, pool=None),
+        limits=httpx.Limits(
+            max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS
+        ),
+        trust_env=False,
+        follow_redirects=False,
+    )
+
+
+def media_type(response: httpx.Response) -> str:
+    """The response's media type, lower-case, without parameters ("" when absent)."""
+    return response.headers.get("content-type", "").partition(";")[0].strip().lower()
+
+
+async def close_response(response: httpx.Response) -> None:
+    """Close a streamed response even while the caller is being cancelled."""
+    with trio.move_on_after(RESPONSE_CLOSE_TIMEOUT, shield=True):
+        try:
+            await response.aclose()
+        except (httpx.HTTPError, OSError):
+            pass  # the connection is being dropped anyway
+
+
+async def read_body(response: httpx.Response, limit: int) -> bytes:
+    """Read a streamed body, refusing one larger than ``limit``.
+
+    Raises:
+        TransportBroken: the body is too large or the connection failed.
+    """
+    body = bytearray()
+    with map_exceptions(HTTP_ERRORS):
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > limit:
+                raise TransportBroken(f"response body exceeds {limit} bytes")
+    return bytes(body)
+
+
+async def read_sse(
+    response: httpx.Response,
+    parser: SseParser,
+    on_event: Callable[[SseEvent], Awaitable[None]],
+) -> None:
+    """Feed a streamed response through ``parser``; await ``on_event`` for each event.
+
+    Returns when the server ends the stream.
+
+    Raises:
+        TransportBroken: the connection failed or an event was too large.
+    """
+    with map_exceptions(HTTP_ERRORS):
+        async for chunk in response.aiter_bytes():
+            for event in parser.feed(chunk):
+                await on_event(event)
+
+
+_array_decoder: Final = msgspec.json.Decoder(list[msgspec.Raw])
+_raw_decoder: Final = msgspec.json.Decoder(msgspec.Raw)
+
+
+def split_json_body(body: bytes) -> list[bytes]:
+    """The messages of an ``application/json`` body: one object, or an array's members.
+
+    Returns:
+        The encoded messages, in order; none for an empty body.
+
+    Raises:
+        msgspec.DecodeError: the body is not JSON.
+    """
+    if not body.strip():
+        return []
+    try:
+        return [bytes(member) for member in _array_decoder.decode(body)]
+    except msgspec.ValidationError:
+        return [bytes(_raw_decoder.decode(body))]
+
+
+class Inbox:
+    """Messages on their way to ``receive()``, and how the channel ended.
+
+    Any number of background tasks ``put`` messages; one reader ``get``s
+    them. ``end`` records the first reason the channel stopped and wakes
+    every waiting reader at once with it (a cancel scope per waiter, so no
+    message can be lost to the wake-up: trio's receive is atomic under
+    cancellation).
+    """
+
+    def __init__(self) -> None:
+        self._send, self._receive = trio.open_memory_channel[bytes](INBOX_BUFFER)
+        self._waiters: set[trio.CancelScope] = set()
+        self.ended: TransportError | None = None
+
+    async def put(self, message: bytes) -> None:
+        """Hand one message to the reader; dropped once the channel has ended."""
+        if self.ended is None:
+            await self._send.send(message)
+
+    async def get(self) -> bytes:
+        """The next message.
+
+        Raises:
+            TransportError: the reason the channel ended (a fresh instance
+                each time, so tracebacks do not pile up on one object).
+        """
+        self.raise_if_ended()
+        with trio.CancelScope() as scope:
+            self._waiters.add(scope)
+            try:
+                return await self._receive.receive()
+            finally:
+                self._waiters.discard(scope)
+        self.raise_if_ended()
+        raise TransportClosed("channel closed")  # pragma: no cover - only end() cancels
+
+    def raise_if_ended(self) -> None:
+        """Raise the end reason, if the channel has ended.
+
+        Raises:
+            TransportError: a copy of the recorded reason.
+        """
+        if self.ended is not None:
+            raise type(self.ended)(*self.ended.args)
+
+    def end(self, reason: TransportError) -> None:
+        """Record why the channel ended (the first reason wins) and wake all readers."""
+        if self.ended is None:
+            self.ended = reason
+        for scope in self._waiters:
+            scope.cancel()
+
+
+def reconnect_delay(retry_ms: int | None, default: float, floor: float, cap: float) -> float:
+    """Seconds to wait before reconnecting a dropped SSE stream.
+
+    The server's ``retry:`` is honoured within ``[floor, cap]`` so that
+    ``retry: 0`` cannot make a hot loop and a huge value cannot park the
+    stream for hours (robustness D15).
+    """
+    seconds = default if retry_ms is None else retry_ms / 1000
+    return min(max(seconds, floor), cap)
