@@ -7,9 +7,12 @@ all of them, backends last, so that no child process outlives the gateway.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import hypercorn.config
@@ -17,7 +20,7 @@ import hypercorn.trio
 import structlog
 import trio
 
-from gateway.backends.backend import Backend, BackendState
+from gateway.backends.backend import Backend, BackendState, ChannelOpener
 from gateway.backends.pool import Pool, open_pool
 from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
@@ -35,6 +38,8 @@ if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
     from gateway.config import GatewayConfig
+from gateway.config import load
+from gateway.errors import ConfigError
 
 logger = structlog.get_logger("gateway.app")
 
@@ -68,15 +73,25 @@ class Gateway:
         ready = not required_down and not self.draining
         return ready, {"backends": states, "down": down, "required_down": required_down}
 
+    def calls_in_flight(self) -> int:
+        """Host requests being handled right now, over every client session."""
+        return sum(len(session.inflight) for session in self.clients)
+
 
 @asynccontextmanager
 async def open_gateway(
-    config: GatewayConfig, *, registry: CollectorRegistry | None = None
+    config: GatewayConfig,
+    *,
+    registry: CollectorRegistry | None = None,
+    connect: ChannelOpener | None = None,
 ) -> AsyncIterator[Gateway]:
     """Start the backends and build the frontend; stop everything on exit."""
     metrics = Metrics(registry)
     rules = NamingRules(config.naming.separator, config.naming.max_length)
-    async with open_pool(config.backends, rules) as pool, trio.open_nursery() as housekeeping:
+    async with (
+        open_pool(config.backends, rules, connect) as pool,
+        trio.open_nursery() as housekeeping,
+    ):
         router = Router(
             pool,
             CursorCodec(config.pagination.cursor_secret),
@@ -106,10 +121,11 @@ async def open_gateway(
         app = GatewayApp(server.path, endpoint, lambda: gateway.readiness(), metrics.registry)
         gateway = Gateway(config, pool, router, clients, app, metrics)
 
-        def fan_out(snapshot: Snapshot, kinds: frozenset[Kind]) -> None:
-            for method in sorted({_LIST_CHANGED_METHOD[k] for k in kinds}):
-                sent = clients.broadcast(jsonrpc.encode_notification(method))
-                metrics.notifications_sent.labels(kind=method).inc(sent)
+        coalescer = ListChangedCoalescer(clients, metrics, config.notifications.debounce)
+        housekeeping.start_soon(coalescer.run)
+
+        def catalog_changed(snapshot: Snapshot, kinds: frozenset[Kind]) -> None:
+            coalescer.add(kinds)
             for backend in pool.backends.values():
                 for kind in Kind:
                     count = sum(1 for e in snapshot.view(kind).entries if e.backend == backend.name)
@@ -120,7 +136,7 @@ async def open_gateway(
                 1 if backend.state is BackendState.UP else 0
             )
 
-        pool.on_catalog_change(fan_out)
+        pool.on_catalog_change(catalog_changed)
         pool.on_state_change(track_state)
         try:
             yield gateway
@@ -128,6 +144,38 @@ async def open_gateway(
             for session in clients:
                 clients.close(session)
             housekeeping.cancel_scope.cancel()
+
+
+class ListChangedCoalescer:
+    """Turns bursts of catalog changes into at most one list_changed per kind per window.
+
+    A backend that sends a thousand list_changed a second must reach hosts
+    as a trickle (issue 5, robustness D16): kinds changed during a window are
+    collected and sent once when it closes.
+    """
+
+    def __init__(self, clients: ClientRegistry, metrics: Metrics, window: float) -> None:
+        self._clients = clients
+        self._metrics = metrics
+        self._window = window
+        self._pending: set[str] = set()
+        self._wake = trio.Event()
+
+    def add(self, kinds: frozenset[Kind]) -> None:
+        """Note that these kinds changed; sent at the end of the current window."""
+        self._pending.update(_LIST_CHANGED_METHOD[k] for k in kinds)
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Send what is pending, then wait out the window, forever."""
+        while True:
+            await self._wake.wait()
+            self._wake = trio.Event()
+            methods, self._pending = sorted(self._pending), set()
+            for method in methods:
+                sent = self._clients.broadcast(jsonrpc.encode_notification(method))
+                self._metrics.notifications_sent.labels(kind=method).inc(sent)
+            await trio.sleep(self._window)
 
 
 def _hypercorn_config(host: str, port: int) -> hypercorn.config.Config:
@@ -158,6 +206,7 @@ async def serve(
     config: GatewayConfig,
     *,
     registry: CollectorRegistry | None = None,
+    connect: ChannelOpener | None = None,
     task_status: trio.TaskStatus[tuple[Gateway, list[str]]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the gateway until cancelled.
@@ -165,7 +214,10 @@ async def serve(
     ``task_status.started`` receives the gateway and the bound addresses
     (``http://127.0.0.1:PORT``) once the socket is listening.
     """
-    async with open_gateway(config, registry=registry) as gateway, trio.open_nursery() as nursery:
+    async with (
+        open_gateway(config, registry=registry, connect=connect) as gateway,
+        trio.open_nursery() as nursery,
+    ):
         hc = _hypercorn_config(config.server.host, config.server.port)
         binds: list[str] = await nursery.start(hypercorn.trio.serve, gateway.app, hc)
         nursery.start_soon(_expire_sessions, gateway)
@@ -175,16 +227,76 @@ async def serve(
         task_status.started((gateway, binds))
 
 
-async def _serve_until_signal(config: GatewayConfig) -> None:
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+async def reload_config(gateway: Gateway, path: str) -> bool:
+    """Re-read the config file and apply it; the old one stays on any problem.
+
+    Returns True when the new config was applied.
+    """
+    try:
+        new = load(path)
+    except ConfigError as exc:
+        gateway.metrics.config_reloads.labels(outcome="rejected").inc()
+        logger.error("config.reload.rejected", path=path, problems=exc.problems)
+        return False
+    old = gateway.config
+    for section in ("server", "naming", "logging"):
+        if getattr(old, section) != getattr(new, section):
+            logger.warning("config.reload.needs_restart", section=section)
+    gateway.router.set_page_size(new.pagination.page_size)
+    gateway.config = new
+    await gateway.pool.reload(new.backends, new.shutdown.drain_timeout)
+    gateway.metrics.config_reloads.labels(outcome="applied").inc()
+    return True
+
+
+async def drain(gateway: Gateway) -> int:
+    """Refuse new work, then wait (up to ``shutdown.drain_timeout``) for calls to finish.
+
+    Returns how many calls were still in flight when the time ran out.
+    """
+    gateway.draining = True
+    with trio.move_on_after(gateway.config.shutdown.drain_timeout):
+        for backend in list(gateway.pool.backends.values()):
+            await backend.drained()
+    return gateway.calls_in_flight()
+
+
+def _write_pid_file(path: str) -> None:
+    if path:
+        Path(path).write_text(f"{os.getpid()}\n")
+
+
+def _remove_pid_file(path: str) -> None:
+    if path:
+        with contextlib.suppress(OSError):
+            Path(path).unlink()
+
+
+async def _serve_until_signal(config: GatewayConfig, config_path: str | None) -> None:
+    signals_wanted = [signal.SIGTERM, signal.SIGINT, signal.SIGHUP]
+    with trio.open_signal_receiver(*signals_wanted) as signals:
         async with trio.open_nursery() as nursery:
-            await nursery.start(serve, config)
-            async for signum in signals:
-                logger.info("gateway.stopping", signal=signal.Signals(signum).name)
-                nursery.cancel_scope.cancel()
-                break
+            gateway, _ = await nursery.start(serve, config)
+            pid_file = config.shutdown.pid_file
+            _write_pid_file(pid_file)
+            try:
+                async for signum in signals:
+                    if signum == signal.SIGHUP:
+                        if config_path is None:
+                            logger.warning("config.reload.unavailable", reason="no config file")
+                        else:
+                            logger.info("config.reload.started", path=config_path)
+                            await reload_config(gateway, config_path)
+                        continue
+                    logger.info("gateway.stopping", signal=signal.Signals(signum).name)
+                    left = await drain(gateway)
+                    logger.info("gateway.drained", cancelled_calls=left)
+                    nursery.cancel_scope.cancel()
+                    break
+            finally:
+                _remove_pid_file(pid_file)
 
 
-def run(config: GatewayConfig) -> None:
-    """Serve until SIGTERM or SIGINT, then stop every backend and return."""
-    trio.run(_serve_until_signal, config)
+def run(config: GatewayConfig, config_path: str | None = None) -> None:
+    """Serve until SIGTERM or SIGINT; SIGHUP reloads ``config_path``."""
+    trio.run(_serve_until_signal, config, config_path)

@@ -7,7 +7,10 @@ Exit codes: 0 on a clean stop, 2 for a configuration that cannot be used
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 import msgspec
@@ -36,7 +39,37 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="override server.port")
     check = commands.add_parser("check", help="validate a config file and exit")
     check.add_argument("-c", "--config", default=DEFAULT_CONFIG, help="YAML config file")
+    reload = commands.add_parser(
+        "reload", help="make a running gateway re-read its config (SIGHUP via shutdown.pid_file)"
+    )
+    reload.add_argument("-c", "--config", default=DEFAULT_CONFIG, help="YAML config file")
+    reload.add_argument("--pid", type=int, help="signal this pid instead of the pid file's")
     return parser
+
+
+def _reload(config: GatewayConfig, pid: int | None) -> None:
+    """Validate the config, then SIGHUP the running daemon."""
+    if pid is None:
+        if not config.shutdown.pid_file:
+            print(
+                "mcp-gateway reload: set shutdown.pid_file in the config, or pass --pid",
+                file=sys.stderr,
+            )
+            raise SystemExit(1)
+        try:
+            pid = int(Path(config.shutdown.pid_file).read_text().strip())
+        except (OSError, ValueError) as exc:
+            print(
+                f"mcp-gateway reload: cannot read {config.shutdown.pid_file}: {exc}",
+                file=sys.stderr,
+            )
+            raise SystemExit(1) from None
+    try:
+        os.kill(pid, signal.SIGHUP)
+    except ProcessLookupError:
+        print(f"mcp-gateway reload: no process {pid}", file=sys.stderr)
+        raise SystemExit(1) from None
+    print(f"sent SIGHUP to {pid}")
 
 
 def _load_or_exit(path: str) -> GatewayConfig:
@@ -54,6 +87,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.command == "check":
         print(f"{args.config}: ok ({len(config.backends)} backends)")
         return
+    if args.command == "reload":
+        _reload(config, args.pid)
+        return
     server = config.server
     if args.host is not None or args.port is not None:
         server = msgspec.structs.replace(
@@ -65,4 +101,4 @@ def main(argv: Sequence[str] | None = None) -> None:
     configure_logging(config.logging.level, config.logging.format)
     from gateway.app import run  # hypercorn and trio load only for serving
 
-    run(config)
+    run(config, args.config)

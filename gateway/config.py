@@ -177,6 +177,45 @@ class LoggingConfig(Base, frozen=True, kw_only=True):
     format: LogFormat = "auto"
 
 
+class HealthConfig(Base, frozen=True, kw_only=True):
+    """Liveness checks of one backend.
+
+    Attributes:
+        ping_interval: seconds of idleness after which the backend is pinged;
+            a failed ping restarts it. 0 disables pings.
+        ping_timeout: how long a ping may take.
+    """
+
+    ping_interval: float = 30.0
+    ping_timeout: float = 10.0
+
+
+class ShutdownConfig(Base, frozen=True, kw_only=True):
+    """Graceful stop on SIGTERM/SIGINT.
+
+    Attributes:
+        drain_timeout: seconds calls in flight may take to finish before the
+            rest are cancelled; also how long a removed backend is drained on
+            reload.
+        pid_file: where ``serve`` writes its pid for ``mcp-gateway reload``
+            (empty: none).
+    """
+
+    drain_timeout: float = 15.0
+    pid_file: str = ""
+
+
+class NotificationsConfig(Base, frozen=True, kw_only=True):
+    """Fan-out of notifications to hosts.
+
+    Attributes:
+        debounce: a burst of list changes reaches each host as at most one
+            ``list_changed`` of each kind per this many seconds.
+    """
+
+    debounce: float = 0.2
+
+
 class Timeouts(Base, frozen=True, kw_only=True):
     """Per-backend time limits in seconds, applied as cancel scopes by callers.
 
@@ -269,6 +308,7 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
         enabled: False keeps the entry in the file but never starts it.
         timeouts: time limits for this backend.
         restart: backoff between restarts.
+        health: idle pings.
         tools: which tools to expose.
         prompts: which prompts to expose.
         resources: which resources and templates to expose, and the
@@ -286,6 +326,7 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
     enabled: bool = True
     timeouts: Timeouts = msgspec.field(default_factory=Timeouts)
     restart: RestartPolicy = msgspec.field(default_factory=RestartPolicy)
+    health: HealthConfig = msgspec.field(default_factory=HealthConfig)
     tools: ItemFilter = msgspec.field(default_factory=ItemFilter)
     prompts: ItemFilter = msgspec.field(default_factory=ItemFilter)
     resources: ResourceFilter = msgspec.field(default_factory=ResourceFilter)
@@ -405,6 +446,8 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
         naming: public names of backend items.
         pagination: paging of merged lists.
         logging: the log pipeline.
+        shutdown: graceful stop and the pid file.
+        notifications: fan-out to hosts.
         backends: the MCP servers behind the gateway, in file order.
     """
 
@@ -412,6 +455,8 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
     naming: NamingConfig = msgspec.field(default_factory=NamingConfig)
     pagination: PaginationConfig = msgspec.field(default_factory=PaginationConfig)
     logging: LoggingConfig = msgspec.field(default_factory=LoggingConfig)
+    shutdown: ShutdownConfig = msgspec.field(default_factory=ShutdownConfig)
+    notifications: NotificationsConfig = msgspec.field(default_factory=NotificationsConfig)
     backends: list[BackendConfig] = []
 
 
@@ -881,6 +926,14 @@ def _check(instance: Base, place: str, problems: _Problems) -> None:
     elif isinstance(instance, PaginationConfig):
         if instance.page_size < 0:
             problems.add(_join(place, "page_size"), f"must be 0 or more (got {instance.page_size})")
+    elif isinstance(instance, HealthConfig):
+        if instance.ping_interval < 0:
+            problems.add(_join(place, "ping_interval"), "must be 0 (off) or more")
+        _positive(instance, "ping_timeout", place, problems)
+    elif isinstance(instance, ShutdownConfig):
+        _positive(instance, "drain_timeout", place, problems)
+    elif isinstance(instance, NotificationsConfig):
+        _positive(instance, "debounce", place, problems)
     elif isinstance(instance, Timeouts):
         for field in ("connect", "initialize", "request", "max_total"):
             _positive(instance, field, place, problems)

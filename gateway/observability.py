@@ -139,6 +139,12 @@ class Metrics:
         )
         self._tool_label_cap = tool_label_cap
         self._tool_labels: set[tuple[str, str]] = set()
+        self.config_reloads = Counter(
+            PREFIX + "config_reloads_total",
+            "Config reloads, by outcome (applied, rejected).",
+            ["outcome"],
+            registry=r,
+        )
         self.rejected = Counter(
             PREFIX + "rejected_requests_total",
             "Requests refused before routing, by reason.",

@@ -215,6 +215,10 @@ class Router:
         pool.on_notification(self.backend_notification)
         pool.on_state_change(self._backend_state_changed)
 
+    def set_page_size(self, page_size: int) -> None:
+        """Change the list page size (on reload); walks in progress stay exact."""
+        self._page_size = page_size
+
     # -- clients -----------------------------------------------------------
 
     def client_opened(self, client: ClientPeer) -> None:

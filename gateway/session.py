@@ -116,6 +116,9 @@ class Peer:
         self.closed = trio.Event()
         self.close_reason: TransportError | None = None
         self.junk_lines = 0
+        # When the peer last said anything: a peer that talks is alive, so
+        # liveness pings are only needed after a quiet spell.
+        self.last_heard = trio.current_time()
 
     @property
     def in_flight(self) -> int:
@@ -198,6 +201,7 @@ class Peer:
         try:
             while True:
                 data = await self._channel.receive()
+                self.last_heard = trio.current_time()
                 self._dispatch(data)
         except TransportError as exc:
             self._log.info("session.closed", reason=str(exc))

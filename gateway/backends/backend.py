@@ -35,7 +35,7 @@ import trio
 from gateway import __version__
 from gateway.backends.backoff import Backoff
 from gateway.catalog.snapshot import BackendListing, Kind
-from gateway.config import BackendConfig, StdioBackend
+from gateway.config import BackendConfig, HttpBackend, SseBackend, StdioBackend, WebSocketBackend
 from gateway.errors import (
     METHOD_NOT_FOUND,
     BackendUnavailable,
@@ -44,15 +44,20 @@ from gateway.errors import (
     LocalProtocolError,
     ProtocolError,
     RequestTimeout,
+    TransportBroken,
     TransportError,
 )
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.versions import LATEST_VERSION, accept_as_client
 from gateway.session import NotificationHandler, Peer, ProgressHandler, open_session
+from gateway.transports.sse import open_sse
 from gateway.transports.stdio import open_stdio
+from gateway.transports.streamable_http import open_streamable_http
+from gateway.transports.websocket import open_websocket
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
+    from contextlib import AbstractAsyncContextManager
 
     import msgspec
 
@@ -148,6 +153,18 @@ async def open_channel(cfg: BackendConfig) -> AsyncIterator[MessageChannel]:
         ) as channel:
             yield channel
         return
+    if isinstance(cfg, HttpBackend):
+        async with open_streamable_http(cfg, backend=cfg.name) as channel:
+            yield channel
+        return
+    if isinstance(cfg, SseBackend):
+        async with open_sse(cfg, backend=cfg.name) as channel:
+            yield channel
+        return
+    if isinstance(cfg, WebSocketBackend):
+        async with open_websocket(cfg, backend=cfg.name) as channel:
+            yield channel
+        return
     raise ConnectError(f"transport {type(cfg).__name__} is not supported yet")
 
 
@@ -160,6 +177,7 @@ class Backend:
         on_notification: called for each notification the backend sends
             (other than progress, which the session routes itself).
         on_request: answers the backend's own requests (sampling, roots).
+        connect: opens the transport (tests pass in-memory fakes).
     """
 
     def __init__(
@@ -169,6 +187,7 @@ class Backend:
         on_change: Callable[[Backend], None],
         on_notification: BackendNotificationHandler | None = None,
         on_request: BackendRequestHandler | None = None,
+        connect: ChannelOpener | None = None,
     ) -> None:
         self.config = config
         self.name = config.name
@@ -181,6 +200,13 @@ class Backend:
         self._on_change = on_change
         self._on_notification = on_notification
         self._on_request = on_request
+        self._connect: ChannelOpener = connect or open_channel
+        # False once the backend is being removed (reload, shutdown): new
+        # calls are refused while those in flight finish.
+        self.accepting = True
+        self.in_flight = 0
+        self._idle = trio.Event()
+        self._idle.set()
         self._peer: Peer | None = None
         self._nursery: trio.Nursery | None = None
         self._links: dict[str, _ClientLink] = {}
@@ -256,7 +282,30 @@ class Backend:
                 (``notifications/cancelled``).
             RemoteProtocolError: the backend answered with an error.
         """
+        if not self.accepting:
+            raise BackendUnavailable(self.name, "being removed from the configuration")
         peer = await self._peer_for(client)
+        self.in_flight += 1
+        self._idle = trio.Event() if self.in_flight == 1 else self._idle
+        try:
+            return await self._request_on(peer, method, params, progress_token, on_progress)
+        finally:
+            self.in_flight -= 1
+            if self.in_flight == 0:
+                self._idle.set()
+
+    async def drained(self) -> None:
+        """Wait until no call is in flight."""
+        await self._idle.wait()
+
+    async def _request_on(
+        self,
+        peer: Peer,
+        method: str,
+        params: msgspec.Raw | None,
+        progress_token: RequestId | None,
+        on_progress: ProgressHandler | None,
+    ) -> msgspec.Raw:
         timeouts = self.config.timeouts
         started = trio.current_time()
         hard_deadline = started + timeouts.max_total
@@ -315,7 +364,7 @@ class Backend:
         try:
             with link.scope:
                 async with (
-                    open_channel(self.config) as channel,
+                    self._connect(self.config) as channel,
                     open_session(
                         channel,
                         name=f"{self.name}/{link.client[:8]}",
@@ -418,7 +467,7 @@ class Backend:
         self._peer_reason = None
         timeouts = self.config.timeouts
         async with (
-            open_channel(self.config) as channel,
+            self._connect(self.config) as channel,
             open_session(
                 channel,
                 name=self.name,
@@ -446,6 +495,8 @@ class Backend:
             self._nursery = nursery
             try:
                 nursery.start_soon(self._refresher, peer)
+                if self.config.health.ping_interval > 0:
+                    nursery.start_soon(self._pinger, peer)
                 await peer.closed.wait()
                 self._peer_reason = str(peer.close_reason) if peer.close_reason else None
             finally:
@@ -555,6 +606,28 @@ class Backend:
             templates=lists[Kind.TEMPLATES],
         )
 
+    async def _pinger(self, peer: Peer) -> None:
+        """Ping the backend after each quiet spell; a failed ping ends the session.
+
+        Raising here ends ``_serve_once`` through the nursery, and the
+        supervisor restarts the backend like any other failure.
+        """
+        health = self.config.health
+        while True:
+            quiet = trio.current_time() - peer.last_heard
+            if quiet < health.ping_interval or peer.in_flight:
+                await trio.sleep(max(health.ping_interval - quiet, 0.001))
+                continue
+            try:
+                with trio.fail_after(health.ping_timeout):
+                    await peer.request("ping")
+            except trio.TooSlowError:
+                raise TransportBroken(
+                    f"no answer to ping within {health.ping_timeout:g} s"
+                ) from None
+            except ProtocolError:
+                pass  # an error answer is still an answer: the backend is alive
+
     async def _refresher(self, peer: Peer) -> None:
         while True:
             await self._dirty_event.wait()
@@ -598,6 +671,14 @@ class _ClientLink:
     peer: Peer | None = None
     ready: trio.Event = field(default_factory=trio.Event)
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+
+
+class ChannelOpener(Protocol):
+    """Opens a backend's transport: ``open_channel`` in production."""
+
+    def __call__(self, cfg: BackendConfig, /) -> AbstractAsyncContextManager[MessageChannel]:
+        """An async context manager yielding the channel."""
+        ...
 
 
 class BackendNotificationHandler(Protocol):

@@ -7,8 +7,9 @@ which every backend's supervisor runs; leaving ``open_pool`` stops them all.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import structlog
@@ -19,6 +20,7 @@ from gateway.backends.backend import (
     BackendNotificationHandler,
     BackendRequestHandler,
     BackendState,
+    ChannelOpener,
 )
 from gateway.catalog.snapshot import Catalog, Kind, Snapshot
 from gateway.errors import METHOD_NOT_FOUND, LocalProtocolError
@@ -40,10 +42,15 @@ class Pool:
     Args:
         nursery: where backend supervisors run.
         rules: naming rules for the catalog.
+        connect: opens backend transports (tests pass fakes).
     """
 
-    def __init__(self, nursery: trio.Nursery, rules: NamingRules) -> None:
+    def __init__(
+        self, nursery: trio.Nursery, rules: NamingRules, connect: ChannelOpener | None = None
+    ) -> None:
         self._nursery = nursery
+        self._connect = connect
+        self._tasks: dict[str, _Task] = {}
         self.catalog = Catalog(rules)
         self.backends: dict[str, Backend] = {}
         self._catalog_listeners: list[CatalogListener] = []
@@ -76,18 +83,78 @@ class Pool:
     def start(self, configs: Iterable[BackendConfig]) -> None:
         """Start a supervisor for each enabled backend; returns at once."""
         configs = [cfg for cfg in configs if cfg.enabled]
+        self._set_prefixes(configs)
+        for cfg in configs:
+            self._start_one(cfg)
+
+    def _set_prefixes(self, configs: Iterable[BackendConfig]) -> None:
         self.catalog.set_prefixes(
             {cfg.public_prefix: cfg.name for cfg in configs if cfg.public_prefix}
         )
-        for cfg in configs:
-            backend = Backend(
-                cfg,
-                on_change=self._backend_changed,
-                on_notification=self._backend_notified,
-                on_request=self._backend_requested,
-            )
-            self.backends[cfg.name] = backend
-            self._nursery.start_soon(backend.run, name=f"backend:{cfg.name}")
+
+    def _start_one(self, cfg: BackendConfig) -> None:
+        backend = Backend(
+            cfg,
+            on_change=self._backend_changed,
+            on_notification=self._backend_notified,
+            on_request=self._backend_requested,
+            connect=self._connect,
+        )
+        self.backends[cfg.name] = backend
+        self._tasks[cfg.name] = _Task()
+        self._nursery.start_soon(
+            self._run, backend, self._tasks[cfg.name], name=f"backend:{cfg.name}"
+        )
+
+    @staticmethod
+    async def _run(backend: Backend, task: _Task) -> None:
+        try:
+            with task.scope:
+                await backend.run()
+        finally:
+            task.done.set()
+
+    async def stop(self, name: str, drain_timeout: float) -> None:
+        """Stop one backend: let its calls in flight finish (bounded), then end it.
+
+        New calls are refused from the moment this starts; the backend's
+        items leave the catalog when its supervisor ends.
+        """
+        backend = self.backends.get(name)
+        task = self._tasks.get(name)
+        if backend is None or task is None:
+            return
+        backend.accepting = False
+        with trio.move_on_after(drain_timeout):
+            await backend.drained()
+        task.scope.cancel()
+        await task.done.wait()
+        if self.backends.get(name) is backend:
+            del self.backends[name]
+            del self._tasks[name]
+
+    async def reload(self, configs: Iterable[BackendConfig], drain_timeout: float) -> ReloadPlan:
+        """Apply a new list of backends; unchanged ones are not touched.
+
+        Removed backends are drained and stopped; changed ones are drained,
+        stopped and started again with the new config; added ones start.
+        """
+        wanted = {cfg.name: cfg for cfg in configs if cfg.enabled}
+        plan = plan_reload({n: b.config for n, b in self.backends.items()}, wanted)
+        self._set_prefixes([*wanted.values()])
+        async with trio.open_nursery() as nursery:
+            for name in (*plan.removed, *plan.changed):
+                nursery.start_soon(self.stop, name, drain_timeout)
+        for name in (*plan.changed, *plan.added):
+            self._start_one(wanted[name])
+        logger.info(
+            "config.reload.applied",
+            added=list(plan.added),
+            removed=list(plan.removed),
+            changed=list(plan.changed),
+            unchanged=len(plan.unchanged),
+        )
+        return plan
 
     async def _backend_requested(
         self, backend: Backend, method: str, params: msgspec.Raw | None, client: str | None
@@ -126,11 +193,41 @@ class Pool:
         return all(b.state is BackendState.UP for b in self.backends.values() if b.config.required)
 
 
+@dataclass(frozen=True, slots=True)
+class ReloadPlan:
+    """What a reload does to the backends, by name."""
+
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    changed: tuple[str, ...]
+    unchanged: tuple[str, ...]
+
+
+def plan_reload(
+    current: Mapping[str, BackendConfig], wanted: Mapping[str, BackendConfig]
+) -> ReloadPlan:
+    """Diff two sets of backend configs (pure). Configs compare by value."""
+    return ReloadPlan(
+        added=tuple(sorted(n for n in wanted if n not in current)),
+        removed=tuple(sorted(n for n in current if n not in wanted)),
+        changed=tuple(sorted(n for n in wanted if n in current and current[n] != wanted[n])),
+        unchanged=tuple(sorted(n for n in wanted if n in current and current[n] == wanted[n])),
+    )
+
+
+@dataclass(eq=False)
+class _Task:
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    done: trio.Event = field(default_factory=trio.Event)
+
+
 @asynccontextmanager
-async def open_pool(configs: Iterable[BackendConfig], rules: NamingRules) -> AsyncIterator[Pool]:
+async def open_pool(
+    configs: Iterable[BackendConfig], rules: NamingRules, connect: ChannelOpener | None = None
+) -> AsyncIterator[Pool]:
     """Run every configured backend for the body of the block."""
     async with trio.open_nursery() as nursery:
-        pool = Pool(nursery, rules)
+        pool = Pool(nursery, rules, connect)
         pool.start(configs)
         try:
             yield pool
