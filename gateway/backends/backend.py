@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import enum
 import os
+import random
 import sys
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -66,6 +67,8 @@ if TYPE_CHECKING:
 
 logger = structlog.get_logger("gateway.backends")
 
+# A backend must stay up this long before its backoff starts over.
+STABLE_UPTIME: Final = 30.0
 # A burst of list_changed notifications becomes one refresh after this quiet
 # period (issue: list_changed storms, robustness D16).
 REFRESH_DEBOUNCE: Final = 0.2
@@ -178,6 +181,7 @@ class Backend:
             (other than progress, which the session routes itself).
         on_request: answers the backend's own requests (sampling, roots).
         connect: opens the transport (tests pass in-memory fakes).
+        rng: the jitter's random source (tests seed it).
     """
 
     def __init__(
@@ -188,6 +192,7 @@ class Backend:
         on_notification: BackendNotificationHandler | None = None,
         on_request: BackendRequestHandler | None = None,
         connect: ChannelOpener | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.config = config
         self.name = config.name
@@ -201,6 +206,8 @@ class Backend:
         self._on_notification = on_notification
         self._on_request = on_request
         self._connect: ChannelOpener = connect or open_channel
+        self._rng = rng
+        self._up_since = 0.0
         # False once the backend is being removed (reload, shutdown): new
         # calls are refused while those in flight finish.
         self.accepting = True
@@ -418,18 +425,23 @@ class Backend:
                 else:
                     reason, state = self._peer_reason or "session ended", BackendState.DOWN
                 went_up = self.state is BackendState.UP
+                stable = went_up and trio.current_time() - self._up_since >= STABLE_UPTIME
                 self._peer = None
                 self.listing = None
                 self.info = None
                 self._set_state(state, reason)
                 if went_up:
-                    attempt = 0
                     self.restarts += 1
+                if stable:
+                    # Only a backend that stayed up a while earns a fresh
+                    # start: one that dies seconds after every start keeps
+                    # backing off (robustness B7, no spawn storm).
+                    attempt = 0
                 self._log.warning("backend.down", reason=reason, state=state.value)
                 delay = (
                     self._backoff.maximum
                     if state is BackendState.INCOMPATIBLE
-                    else self._backoff.delay(attempt)
+                    else self._backoff.delay(attempt, self._rng)
                 )
                 attempt += 1
                 await trio.sleep(delay)
@@ -482,6 +494,7 @@ class Backend:
             listing = await self._list_all(peer, set(Kind))
             self._peer = peer
             self.listing = listing
+            self._up_since = trio.current_time()
             self._set_state(BackendState.UP, "up")
             self._log.info(
                 "backend.connect.complete",
