@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import enum
 import os
-import random
 import sys
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -57,6 +56,7 @@ from gateway.transports.streamable_http import open_streamable_http
 from gateway.transports.websocket import open_websocket
 
 if TYPE_CHECKING:
+    import random
     from collections.abc import AsyncIterator, Awaitable, Callable
     from contextlib import AbstractAsyncContextManager
 
