@@ -27,6 +27,7 @@ from gateway.catalog.naming import NamingRules
 from gateway.catalog.snapshot import Kind, Snapshot
 from gateway.frontend.asgi import GatewayApp
 from gateway.frontend.clients import ClientRegistry, ClientSession
+from gateway.frontend.stdio import StdioServer
 from gateway.frontend.streamable_http import McpEndpoint, OriginPolicy
 from gateway.observability import Metrics
 from gateway.protocol import jsonrpc
@@ -295,6 +296,34 @@ async def _serve_until_signal(config: GatewayConfig, config_path: str | None) ->
                     break
             finally:
                 _remove_pid_file(pid_file)
+
+
+async def serve_stdio(config: GatewayConfig, config_path: str | None = None) -> None:
+    """Serve one host on stdin/stdout until stdin closes or a signal arrives."""
+    stdin = trio.lowlevel.FdStream(os.dup(0))
+    stdout = trio.lowlevel.FdStream(os.dup(1))
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+        async with open_gateway(config) as gateway, trio.open_nursery() as nursery:
+
+            async def watch_signals() -> None:
+                async for signum in signals:
+                    if signum == signal.SIGHUP and config_path is not None:
+                        await reload_config(gateway, config_path)
+                        continue
+                    nursery.cancel_scope.cancel()
+                    return
+
+            nursery.start_soon(watch_signals)
+            server = StdioServer(
+                gateway.router, gateway.clients, stdin, stdout, startup=gateway.pool.settled
+            )
+            await server.run()
+            nursery.cancel_scope.cancel()
+
+
+def run_stdio(config: GatewayConfig, config_path: str | None = None) -> None:
+    """stdio mode: one host, MCP on stdin/stdout, logs on stderr."""
+    trio.run(serve_stdio, config, config_path)
 
 
 def run(config: GatewayConfig, config_path: str | None = None) -> None:

@@ -37,6 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("-c", "--config", default=DEFAULT_CONFIG, help="YAML config file")
     serve.add_argument("--host", help="override server.host")
     serve.add_argument("--port", type=int, help="override server.port")
+    stdio = commands.add_parser("stdio", help="serve one host on stdin/stdout (logs on stderr)")
+    stdio.add_argument("-c", "--config", default=DEFAULT_CONFIG, help="YAML config file")
     check = commands.add_parser("check", help="validate a config file and exit")
     check.add_argument("-c", "--config", default=DEFAULT_CONFIG, help="YAML config file")
     reload = commands.add_parser(
@@ -89,6 +91,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     if args.command == "reload":
         _reload(config, args.pid)
+        return
+    if args.command == "stdio":
+        # stdout belongs to MCP: logs always go to stderr, as JSON lines.
+        configure_logging(config.logging.level, "json", sys.stderr)
+        from gateway.app import run_stdio
+
+        run_stdio(config, args.config)
         return
     server = config.server
     if args.host is not None or args.port is not None:

@@ -208,6 +208,8 @@ class Backend:
         self._connect: ChannelOpener = connect or open_channel
         self._rng = rng
         self._up_since = 0.0
+        # Set once the first connect attempt has ended, either way.
+        self.settled = trio.Event()
         # False once the backend is being removed (reload, shutdown): new
         # calls are refused while those in flight finish.
         self.accepting = True
@@ -425,6 +427,7 @@ class Backend:
                 else:
                     reason, state = self._peer_reason or "session ended", BackendState.DOWN
                 went_up = self.state is BackendState.UP
+                self.settled.set()
                 stable = went_up and trio.current_time() - self._up_since >= STABLE_UPTIME
                 self._peer = None
                 self.listing = None
@@ -496,6 +499,7 @@ class Backend:
             self.listing = listing
             self._up_since = trio.current_time()
             self._set_state(BackendState.UP, "up")
+            self.settled.set()
             self._log.info(
                 "backend.connect.complete",
                 protocol_version=self.info.protocol_version,

@@ -184,6 +184,11 @@ class Pool:
             for problem in self.catalog.snapshot.problems:
                 logger.warning("catalog.item_skipped", problem=problem)
 
+    async def settled(self) -> None:
+        """Wait until every backend has finished its first connect attempt."""
+        for backend in list(self.backends.values()):
+            await backend.settled.wait()
+
     def down(self) -> list[Backend]:
         """Backends that are not serving right now."""
         return [b for b in self.backends.values() if b.state is not BackendState.UP]

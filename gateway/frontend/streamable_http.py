@@ -27,11 +27,11 @@ from gateway.errors import (
     LocalProtocolError,
 )
 from gateway.frontend import http_util as h
-from gateway.protocol import jsonrpc, mcp
-from gateway.protocol.jsonrpc import ErrorResponse, Notification, Request, Response
+from gateway.frontend.dispatch import accept_one_way, open_client_session, route_request
+from gateway.protocol import jsonrpc
+from gateway.protocol.jsonrpc import Request
 from gateway.protocol.versions import (
     SUPPORTED_VERSIONS,
-    negotiate_as_server,
     supports_batches,
 )
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from gateway.frontend.clients import ClientRegistry, ClientSession
-    from gateway.router import Emit, Router
+    from gateway.router import Router
 
 logger = structlog.get_logger("gateway.frontend")
 
@@ -290,7 +290,7 @@ class McpEndpoint:
         if isinstance(message, Request):
             await self._post_request(send, session, message)
         else:
-            await self._accept_one_way(session, message)
+            await accept_one_way(self._router, session, message)
             await h.respond(send, 202)
 
     async def _post_batch(
@@ -325,9 +325,9 @@ class McpEndpoint:
                         )
                     )
                 else:
-                    replies.append(await self._routed(session, member))
+                    replies.append(await route_request(self._router, session, member))
             else:
-                await self._accept_one_way(session, member)
+                await accept_one_way(self._router, session, member)
         if not replies:
             await h.respond(send, 202)
             return
@@ -346,6 +346,19 @@ class McpEndpoint:
                 ),
             )
             return
+        version_header = h.header(scope, MCP_PROTOCOL_VERSION_HEADER)
+        asked = None if version_header is None else version_header.decode("latin-1")
+        if asked is not None and asked not in SUPPORTED_VERSIONS:
+            await h.respond(
+                send,
+                400,
+                _error_body(
+                    request.id,
+                    INVALID_REQUEST,
+                    f"Bad Request: unsupported MCP-Protocol-Version {asked[:40]!r}",
+                ),
+            )
+            return
         if len(self._clients) >= self._clients.max_sessions:
             await h.respond(
                 send,
@@ -355,83 +368,15 @@ class McpEndpoint:
             )
             return
         try:
-            params = mcp.decode_params(request.params)
+            session, body = open_client_session(self._router, self._clients, request)
         except LocalProtocolError as exc:
             await h.respond(send, 200, _error_body(request.id, exc.code, exc.message))
             return
-        version = negotiate_as_server(params.get("protocolVersion"))
-        info = params.get("clientInfo")
-        caps = params.get("capabilities")
-        session = self._clients.open(
-            version,
-            info if isinstance(info, dict) else {},
-            caps if isinstance(caps, dict) else {},
-        )
-        logger.info(
-            "client.session.opened",
-            client_session=session.session_id[:8],
-            protocol_version=version,
-            client=session.client_info.get("name"),
-        )
-        body = jsonrpc.encode_response(request.id, self._router.initialize_result(version))
         await h.respond(
             send, 200, body, headers=[(MCP_SESSION_ID_HEADER, session.session_id.encode("ascii"))]
         )
 
-    async def _accept_one_way(self, session: ClientSession, message: jsonrpc.Message) -> None:
-        """Notifications and responses from the host: never answered."""
-        if isinstance(message, Notification):
-            if message.method == "notifications/initialized":
-                session.initialized = True
-            elif message.method == "notifications/cancelled":
-                self._cancel(session, message)
-            else:
-                await self._router.client_notification(session, message.method, message.params)
-        elif isinstance(message, Response | ErrorResponse) and not session.answer(message):
-            # Not an answer to anything we asked: dropped (robustness A35).
-            logger.debug("client.response_dropped", id=message.id)
-
-    def _cancel(self, session: ClientSession, message: Notification) -> None:
-        try:
-            params = mcp.decode_params(message.params)
-        except LocalProtocolError:
-            return  # malformed: ignored (robustness A33)
-        request_id = params.get("requestId")
-        if isinstance(request_id, bool) or not isinstance(request_id, int | str):
-            return
-        scope = session.inflight.get(request_id)
-        if scope is not None:
-            scope.cancel()
-
-    async def _routed(
-        self, session: ClientSession, request: Request, emit: Emit | None = None
-    ) -> bytes:
-        """Route one request under a cancel scope the session can reach.
-
-        Returns the encoded response, or ``b""`` when the host cancelled the
-        request (spec: no response is sent for a cancelled request).
-        """
-        with trio.CancelScope() as scope:
-            session.inflight[request.id] = scope
-            try:
-                return await self._router.handle_request(session, request, emit)
-            finally:
-                if session.inflight.get(request.id) is scope:
-                    del session.inflight[request.id]
-        return b""
-
     async def _post_request(self, send: h.Send, session: ClientSession, request: Request) -> None:
-        if request.id in session.inflight:
-            await h.respond(
-                send,
-                200,
-                _error_body(
-                    request.id,
-                    INVALID_REQUEST,
-                    f"invalid request: id {request.id!r} is already in use",
-                ),
-            )
-            return
         # JSON first, SSE when needed (DESIGN.md): the response headers wait
         # for the first thing there is to say about this request.
         related_in, related_out = trio.open_memory_channel[bytes](RELATED_MESSAGE_BUFFER)
@@ -447,7 +392,7 @@ class McpEndpoint:
 
         async def route() -> None:
             with related_in:
-                replies.append(await self._routed(session, request, emit))
+                replies.append(await route_request(self._router, session, request, emit))
 
         stream = _EventStream(send, session.session_id)
         async with trio.open_nursery() as nursery:

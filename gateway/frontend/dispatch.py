@@ -1,0 +1,107 @@
+"""What a client session does with each message, whatever carries it.
+
+The Streamable HTTP endpoint, the legacy SSE endpoint and stdio mode differ
+in how bytes arrive and leave; what a message *means* is the same for all
+three and lives here: opening a session on ``initialize``, routing a request
+under a cancel scope the session can reach, and taking notifications and
+answers from the host.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import structlog
+import trio
+
+from gateway.errors import LocalProtocolError
+from gateway.protocol import jsonrpc, mcp
+from gateway.protocol.jsonrpc import ErrorResponse, Notification, Request, Response
+from gateway.protocol.versions import negotiate_as_server
+
+if TYPE_CHECKING:
+    from gateway.frontend.clients import ClientRegistry, ClientSession
+    from gateway.router import Emit, Router
+
+logger = structlog.get_logger("gateway.frontend")
+
+
+def open_client_session(
+    router: Router, clients: ClientRegistry, request: Request
+) -> tuple[ClientSession, bytes]:
+    """Create a session for an ``initialize`` request; returns it and the response.
+
+    Raises:
+        LocalProtocolError: the params are not an object.
+    """
+    params = mcp.decode_params(request.params)
+    version = negotiate_as_server(params.get("protocolVersion"))
+    info = params.get("clientInfo")
+    caps = params.get("capabilities")
+    session = clients.open(
+        version,
+        info if isinstance(info, dict) else {},
+        caps if isinstance(caps, dict) else {},
+    )
+    logger.info(
+        "client.session.opened",
+        client_session=session.session_id[:8],
+        protocol_version=version,
+        client=session.client_info.get("name"),
+    )
+    return session, jsonrpc.encode_response(request.id, router.initialize_result(version))
+
+
+async def route_request(
+    router: Router, session: ClientSession, request: Request, emit: Emit | None = None
+) -> bytes:
+    """Route one request under a cancel scope the session can reach.
+
+    Returns the encoded response, or ``b""`` when the host cancelled the
+    request (spec: no response is sent for a cancelled request). A request
+    id already in flight on this session is refused: the answer could not
+    be told apart.
+    """
+    if request.id in session.inflight:
+        return jsonrpc.encode_error(
+            request.id, -32600, f"invalid request: id {request.id!r} is already in use"
+        )
+    with trio.CancelScope() as scope:
+        session.inflight[request.id] = scope
+        try:
+            return await router.handle_request(session, request, emit)
+        finally:
+            if session.inflight.get(request.id) is scope:
+                del session.inflight[request.id]
+    return b""
+
+
+async def accept_one_way(router: Router, session: ClientSession, message: jsonrpc.Message) -> None:
+    """Notifications and responses from the host: never answered."""
+    if isinstance(message, Notification):
+        if message.method == "notifications/initialized":
+            session.initialized = True
+        elif message.method == "notifications/cancelled":
+            cancel(session, message)
+        else:
+            await router.client_notification(session, message.method, message.params)
+    elif isinstance(message, Response | ErrorResponse) and not session.answer(message):
+        # Not an answer to anything we asked: dropped (robustness A35).
+        logger.debug("client.response_dropped", id=message.id)
+
+
+def cancel(session: ClientSession, message: Notification) -> None:
+    """Cancel the session's request named by a ``notifications/cancelled``.
+
+    Unknown, finished and malformed targets are ignored (robustness A33).
+    """
+    try:
+        params = mcp.decode_params(message.params)
+    except LocalProtocolError:
+        return
+    request_id = params.get("requestId")
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        return
+    scope = session.inflight.get(request_id)
+    if scope is not None:
+        scope.cancel()

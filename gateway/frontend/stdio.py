@@ -1,0 +1,187 @@
+"""stdio mode: the gateway as one MCP server for a desktop host that spawns it.
+
+One client session, newline-delimited JSON-RPC on stdin/stdout. stdout
+carries nothing but MCP messages (logs go to stderr, see cli). Requests run
+concurrently, each in its own task, so a long tool call never holds up a
+ping; writes to stdout take turns through one lock so two messages never
+interleave.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import structlog
+import trio
+
+from gateway.errors import INVALID_REQUEST, LocalProtocolError
+from gateway.frontend.dispatch import accept_one_way, open_client_session, route_request
+from gateway.protocol import jsonrpc
+from gateway.protocol.jsonrpc import Request
+from gateway.protocol.versions import supports_batches
+from gateway.transports.framing import LineFramer
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from gateway.frontend.clients import ClientRegistry, ClientSession
+    from gateway.router import Router
+
+logger = structlog.get_logger("gateway.frontend.stdio")
+
+READ_CHUNK_BYTES: Final = 256 * 1024
+# The largest message a host may send us on stdin.
+MAX_LINE_BYTES: Final = 16 * 1024 * 1024
+# How long initialize may wait for the backends' first connect attempts.
+STARTUP_WAIT: Final = 30.0
+# Messages waiting for stdout. A host that stops reading blocks responses
+# behind this; progress beyond it is dropped rather than buffered.
+OUTGOING_BUFFER: Final = 256
+
+
+class StdioServer:
+    """Serves one host over a pair of byte streams (stdin, stdout).
+
+    Args:
+        router: routes requests to backends.
+        clients: the registry the one session lives in.
+        receive: the host's messages (stdin).
+        send: where our messages go (stdout).
+        startup: awaited (at most ``STARTUP_WAIT``) before answering
+            initialize: a desktop host lists tools right after spawning
+            us, and should see the backends' tools, not an empty list.
+    """
+
+    def __init__(
+        self,
+        router: Router,
+        clients: ClientRegistry,
+        receive: trio.abc.ReceiveStream,
+        send: trio.abc.SendStream,
+        *,
+        startup: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self._router = router
+        self._clients = clients
+        self._receive = receive
+        self._send = send
+        self._startup = startup
+        self._session: ClientSession | None = None
+        self._session_opened = trio.Event()
+        self._out_in, self._out = trio.open_memory_channel[bytes](OUTGOING_BUFFER)
+
+    async def write(self, message: bytes) -> None:
+        """Queue one message for stdout; the writer keeps messages whole and in order."""
+        await self._out_in.send(message)
+
+    def _emit(self, message: bytes) -> bool:
+        # Related messages (progress, questions) for a request in flight.
+        try:
+            self._out_in.send_nowait(message)
+        except trio.WouldBlock:
+            return False
+        return True
+
+    async def _writer(self) -> None:
+        async for message in self._out:
+            await self._send.send_all(message + b"\n")
+
+    async def run(self) -> None:
+        """Serve until stdin closes; then end the session (cancelling its calls)."""
+        framer = LineFramer(MAX_LINE_BYTES)
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._writer)
+                nursery.start_soon(self._pump_outbox)
+                while True:
+                    chunk = await self._receive.receive_some(READ_CHUNK_BYTES)
+                    if not chunk:
+                        break
+                    for line in framer.feed(bytes(chunk)):
+                        await self._handle_line(line, nursery)
+                nursery.cancel_scope.cancel()
+        finally:
+            if self._session is not None:
+                self._clients.close(self._session)
+                logger.info("client.session.closed", reason="stdin closed")
+
+    async def _pump_outbox(self) -> None:
+        await self._session_opened.wait()
+        session = self._session
+        assert session is not None
+        last = 0
+        while True:
+            for event_id, message in await session.outbox.wait_after(last):
+                last = event_id
+                if message:
+                    await self.write(message)
+
+    async def _handle_line(self, line: bytes, nursery: trio.Nursery) -> None:
+        try:
+            message = jsonrpc.decode(line)
+        except LocalProtocolError as exc:
+            msg_id = exc.data.get("id") if isinstance(exc.data, dict) else None
+            await self.write(jsonrpc.encode_error(msg_id, exc.code, exc.message))
+            return
+        if isinstance(message, list):
+            session = self._session
+            if session is None or not supports_batches(session.protocol_version):
+                await self.write(
+                    jsonrpc.encode_error(
+                        None, INVALID_REQUEST, "invalid request: batches need protocol 2025-03-26"
+                    )
+                )
+                return
+            nursery.start_soon(self._batch, session, message)
+            return
+        if isinstance(message, Request) and message.method == "initialize":
+            if self._session is not None:
+                await self.write(
+                    jsonrpc.encode_error(
+                        message.id, INVALID_REQUEST, "invalid request: already initialized"
+                    )
+                )
+                return
+            if self._startup is not None:
+                with trio.move_on_after(STARTUP_WAIT):
+                    await self._startup()
+            session, reply = open_client_session(self._router, self._clients, message)
+            self._session = session
+            self._session_opened.set()
+            await self.write(reply)
+            return
+        session = self._session
+        if session is None:
+            if isinstance(message, Request):
+                await self.write(
+                    jsonrpc.encode_error(
+                        message.id, INVALID_REQUEST, "invalid request: send initialize first"
+                    )
+                )
+            return
+        if isinstance(message, Request):
+            nursery.start_soon(self._request, session, message)
+        else:
+            await accept_one_way(self._router, session, message)
+
+    async def _request(self, session: ClientSession, request: Request) -> None:
+        reply = await route_request(self._router, session, request, self._emit)
+        if reply:
+            await self.write(reply)
+
+    async def _batch(
+        self, session: ClientSession, members: list[jsonrpc.Message | LocalProtocolError]
+    ) -> None:
+        replies: list[bytes] = []
+        for member in members:
+            if isinstance(member, LocalProtocolError):
+                msg_id = member.data.get("id") if isinstance(member.data, dict) else None
+                replies.append(jsonrpc.encode_error(msg_id, member.code, member.message))
+            elif isinstance(member, Request):
+                reply = await route_request(self._router, session, member)
+                if reply:
+                    replies.append(reply)
+            else:
+                await accept_one_way(self._router, session, member)
+        if replies:
+            await self.write(b"[" + b",".join(replies) + b"]")
