@@ -26,10 +26,11 @@ from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
 from gateway.catalog.snapshot import Kind, Snapshot
 from gateway.frontend.asgi import GatewayApp
+from gateway.frontend.auth import Authenticator, RateLimiter
 from gateway.frontend.clients import ClientRegistry, ClientSession
 from gateway.frontend.stdio import StdioServer
 from gateway.frontend.streamable_http import McpEndpoint, OriginPolicy
-from gateway.observability import Metrics
+from gateway.observability import BackendSample, Metrics
 from gateway.protocol import jsonrpc
 from gateway.router import Router
 
@@ -118,6 +119,10 @@ async def open_gateway(
             OriginPolicy(server.host, server.allowed_origins, server.allowed_hosts),
             max_body_bytes=server.max_body_bytes,
             is_draining=lambda: gateway.draining,
+            authenticator=Authenticator(config.auth),
+            session_limiter=RateLimiter(config.limits.session_rate, config.limits.session_burst),
+            principal_limiter=RateLimiter(config.limits.token_rate, config.limits.token_burst),
+            metrics=metrics,
         )
         app = GatewayApp(server.path, endpoint, lambda: gateway.readiness(), metrics.registry)
         gateway = Gateway(config, pool, router, clients, app, metrics)
@@ -137,6 +142,12 @@ async def open_gateway(
                 1 if backend.state is BackendState.UP else 0
             )
 
+        metrics.watch_backends(
+            lambda: [
+                BackendSample(b.name, b.state.value, b.in_flight, b.restarts, b.initializations)
+                for b in pool.backends.values()
+            ]
+        )
         pool.on_catalog_change(catalog_changed)
         pool.on_state_change(track_state)
         try:

@@ -138,6 +138,60 @@ class ServerConfig(Base, frozen=True, kw_only=True):
     max_sessions: int = 10000
 
 
+class JwtConfig(Base, frozen=True, kw_only=True):
+    """Validation of JWT bearer tokens signed with a shared secret (HS256).
+
+    Attributes:
+        secret: the HMAC key (from the environment); empty disables JWTs.
+        audience: the ``aud`` a token must carry (this gateway's resource URL).
+        issuer: the ``iss`` a token must carry; empty accepts any.
+        leeway: seconds of clock skew tolerated on ``exp`` and ``nbf``.
+    """
+
+    secret: str = ""
+    audience: str = ""
+    issuer: str = ""
+    leeway: float = 30.0
+
+
+class AuthConfig(Base, frozen=True, kw_only=True):
+    """Who may use the gateway. With no tokens and no JWT secret, anyone on
+    an allowed Origin/Host may (the default, for a loopback bind).
+
+    Attributes:
+        bearer_tokens: static tokens, compared in constant time; entries that
+            expand to "" are ignored, so ``${TOKEN:-}`` is safe to leave in.
+        jwt: JWT validation.
+        resource_metadata: URL of the protected-resource metadata, sent in
+            ``WWW-Authenticate`` on 401 (RFC 9728).
+    """
+
+    bearer_tokens: list[str] = []
+    jwt: JwtConfig = msgspec.field(default_factory=JwtConfig)
+    resource_metadata: str = ""
+
+    @property
+    def enabled(self) -> bool:
+        """Whether requests must carry a credential."""
+        return any(self.bearer_tokens) or bool(self.jwt.secret)
+
+
+class LimitsConfig(Base, frozen=True, kw_only=True):
+    """Request rate limits (token buckets); 0 turns one off.
+
+    Attributes:
+        session_rate: requests per second per client session.
+        session_burst: bucket size per client session.
+        token_rate: requests per second per credential (all its sessions).
+        token_burst: bucket size per credential.
+    """
+
+    session_rate: float = 0.0
+    session_burst: float = 100.0
+    token_rate: float = 0.0
+    token_burst: float = 200.0
+
+
 class NamingConfig(Base, frozen=True, kw_only=True):
     """How backend items get their public names (see ``catalog/naming.py``).
 
@@ -447,6 +501,8 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
         pagination: paging of merged lists.
         logging: the log pipeline.
         shutdown: graceful stop and the pid file.
+        auth: client authentication.
+        limits: request rate limits.
         notifications: fan-out to hosts.
         backends: the MCP servers behind the gateway, in file order.
     """
@@ -456,6 +512,8 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
     pagination: PaginationConfig = msgspec.field(default_factory=PaginationConfig)
     logging: LoggingConfig = msgspec.field(default_factory=LoggingConfig)
     shutdown: ShutdownConfig = msgspec.field(default_factory=ShutdownConfig)
+    auth: AuthConfig = msgspec.field(default_factory=AuthConfig)
+    limits: LimitsConfig = msgspec.field(default_factory=LimitsConfig)
     notifications: NotificationsConfig = msgspec.field(default_factory=NotificationsConfig)
     backends: list[BackendConfig] = []
 
@@ -932,6 +990,10 @@ def _check(instance: Base, place: str, problems: _Problems) -> None:
         _positive(instance, "ping_timeout", place, problems)
     elif isinstance(instance, ShutdownConfig):
         _positive(instance, "drain_timeout", place, problems)
+    elif isinstance(instance, LimitsConfig):
+        for field in ("session_rate", "session_burst", "token_rate", "token_burst"):
+            if getattr(instance, field) < 0:
+                problems.add(_join(place, field), "must be 0 (off) or more")
     elif isinstance(instance, NotificationsConfig):
         _positive(instance, "debounce", place, problems)
     elif isinstance(instance, Timeouts):

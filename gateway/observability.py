@@ -11,10 +11,16 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any, Final, TextIO
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
 
 PREFIX: Final = "mcp_gateway_"
 # Sub-millisecond (a catalog page) to minutes (a long tool call).
@@ -145,12 +151,32 @@ class Metrics:
             ["outcome"],
             registry=r,
         )
+        self.cancellations = Counter(
+            PREFIX + "cancellations_total",
+            "Cancellations by direction: client (a host cancelled) or timeout (the gateway "
+            "gave up on a backend).",
+            ["direction"],
+            registry=r,
+        )
+        self.timeouts = Counter(
+            PREFIX + "request_timeouts_total",
+            "Forwarded requests that timed out, by backend.",
+            ["backend"],
+            registry=r,
+        )
+        self.invalid_cursors = Counter(
+            PREFIX + "invalid_cursors_total", "List requests refused for a bad cursor.", registry=r
+        )
         self.rejected = Counter(
             PREFIX + "rejected_requests_total",
             "Requests refused before routing, by reason.",
             ["reason"],
             registry=r,
         )
+
+    def watch_backends(self, sample: Callable[[], Iterable[BackendSample]]) -> None:
+        """Export per-backend state read at scrape time (no bookkeeping on the hot path)."""
+        self.registry.register(_BackendCollector(sample))
 
     def observe_request(self, method: str, outcome: str, seconds: float, backend: str = "") -> None:
         """Count one routed host request and record its duration."""
@@ -166,3 +192,51 @@ class Metrics:
             else:
                 self._tool_labels.add(key)
         self.tool_calls.labels(backend=key[0], tool=key[1]).inc()
+
+
+BACKEND_STATES: Final = ("starting", "up", "down", "incompatible", "stopped")
+
+
+@dataclass(frozen=True, slots=True)
+class BackendSample:
+    """One backend's state at scrape time."""
+
+    name: str
+    state: str
+    in_flight: int
+    restarts: int
+    initializations: int
+
+
+class _BackendCollector(Collector):
+    def __init__(self, sample: Callable[[], Iterable[BackendSample]]) -> None:
+        self._sample = sample
+
+    def collect(self) -> Iterator[Metric]:
+        state = GaugeMetricFamily(
+            PREFIX + "backend_state",
+            "1 for the backend's current state.",
+            labels=["backend", "state"],
+        )
+        in_flight = GaugeMetricFamily(
+            PREFIX + "backend_requests_in_flight",
+            "Requests waiting on the backend.",
+            labels=["backend"],
+        )
+        restarts = CounterMetricFamily(
+            PREFIX + "backend_restarts",
+            "Times the backend's session was lost after being up.",
+            labels=["backend"],
+        )
+        inits = CounterMetricFamily(
+            PREFIX + "backend_initializations",
+            "Backend sessions initialized (first start, restarts, per-client sessions).",
+            labels=["backend"],
+        )
+        for backend in self._sample():
+            for name in BACKEND_STATES:
+                state.add_metric([backend.name, name], 1.0 if backend.state == name else 0.0)
+            in_flight.add_metric([backend.name], backend.in_flight)
+            restarts.add_metric([backend.name], backend.restarts)
+            inits.add_metric([backend.name], backend.initializations)
+        yield from (state, in_flight, restarts, inits)

@@ -129,6 +129,7 @@ class Call:
     client: ClientPeer
     snapshot: Snapshot
     emit: Emit | None = None
+    backend: str = ""
 
 
 Handler = Callable[[Call, dict[str, Any]], Awaitable[msgspec.Raw]]
@@ -328,13 +329,21 @@ class Router:
         except RequestTimeout as exc:
             outcome = "timeout"
             err = _timed_out(exc)
+            if self._metrics is not None:
+                self._metrics.timeouts.labels(backend=exc.backend).inc()
+                self._metrics.cancellations.labels(direction="timeout").inc()
         except ProtocolError as exc:
             outcome = "error"
             err = exc
+        except trio.Cancelled:
+            outcome = "cancelled"
+            if self._metrics is not None:
+                self._metrics.cancellations.labels(direction="client").inc()
+            raise
         finally:
             elapsed = time.perf_counter() - started
             if self._metrics is not None:
-                self._metrics.observe_request(request.method, outcome, elapsed)
+                self._metrics.observe_request(request.method, outcome, elapsed, call.backend)
             logger.debug(
                 "request.routed",
                 client_session=client.session_id[:8],
@@ -368,6 +377,7 @@ class Router:
             else:
                 params["_meta"] = {k: v for k, v in meta.items() if k != "progressToken"}
         client_id = call.client.session_id
+        call.backend = backend.name
         self._owners.add(backend.name, client_id, call)
         try:
             return await backend.request(
@@ -398,7 +408,12 @@ class Router:
 
     async def _page(self, kind: Kind, call: Call, params: dict[str, Any]) -> msgspec.Raw:
         cursor = params.get("cursor")
-        position = None if cursor is None else self._cursors.decode(cursor, kind.value)
+        try:
+            position = None if cursor is None else self._cursors.decode(cursor, kind.value)
+        except LocalProtocolError:
+            if self._metrics is not None:
+                self._metrics.invalid_cursors.inc()
+            raise
         passthrough = self._passthrough(kind)
         plan = plan_page(
             kind.value, call.snapshot.view(kind), position, self._page_size, passthrough

@@ -202,6 +202,7 @@ class Backend:
         self.info: ServerInfo | None = None
         self.listing: BackendListing | None = None
         self.restarts = 0
+        self.initializations = 0
         self._on_change = on_change
         self._on_notification = on_notification
         self._on_request = on_request
@@ -532,6 +533,7 @@ class Backend:
             }
         )
         result = mcp.decode_object(await peer.request("initialize", params)) or {}
+        self.initializations += 1
         version = accept_as_client(result.get("protocolVersion"))
         if version is None:
             raise IncompatibleBackend(

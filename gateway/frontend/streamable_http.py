@@ -15,6 +15,7 @@ half the CPU of SSE (DESIGN.md, "JSON first").
 from __future__ import annotations
 
 import ipaddress
+import math
 from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
@@ -27,6 +28,7 @@ from gateway.errors import (
     LocalProtocolError,
 )
 from gateway.frontend import http_util as h
+from gateway.frontend.auth import Authenticator, AuthError, Principal, RateLimiter
 from gateway.frontend.dispatch import accept_one_way, open_client_session, route_request
 from gateway.protocol import jsonrpc
 from gateway.protocol.jsonrpc import Request
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from gateway.frontend.clients import ClientRegistry, ClientSession
+    from gateway.observability import Metrics
     from gateway.router import Router
 
 logger = structlog.get_logger("gateway.frontend")
@@ -140,20 +143,56 @@ class McpEndpoint:
         *,
         max_body_bytes: int,
         is_draining: Callable[[], bool] = lambda: False,
+        authenticator: Authenticator | None = None,
+        session_limiter: RateLimiter | None = None,
+        principal_limiter: RateLimiter | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self._router = router
         self._clients = clients
         self._origin = origin_policy
         self._max_body = max_body_bytes
         self._is_draining = is_draining
+        self._auth = authenticator
+        self._session_limiter = session_limiter
+        self._principal_limiter = principal_limiter
+        self._metrics = metrics
 
     async def __call__(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
         """Handle one HTTP request to the endpoint."""
+        if self._metrics is not None:
+            send = _counting_rejections(send, self._metrics)
         refused = self._origin.check(scope)
         if refused is not None:
             logger.info("request.rejected", reason="origin", detail=refused)
             await h.respond(send, 403, _error_body(None, INVALID_REQUEST, f"Forbidden: {refused}"))
             return
+        if b"access_token=" in scope.get("query_string", b""):
+            # Credentials in URLs end up in access logs and browser history
+            # (robustness A39); the token itself is never logged.
+            await h.respond(
+                send,
+                400,
+                _error_body(None, INVALID_REQUEST, "credentials in the URL are not accepted"),
+            )
+            return
+        principal: Principal | None = None
+        if self._auth is not None and self._auth.enabled:
+            try:
+                principal = self._auth.authenticate(h.header(scope, b"authorization"))
+            except AuthError as exc:
+                await h.respond(
+                    send,
+                    401,
+                    _error_body(None, INVALID_REQUEST, f"Unauthorized: {exc}"),
+                    headers=[(b"www-authenticate", self._auth.challenge(str(exc)))],
+                )
+                return
+        if principal is not None and self._principal_limiter is not None:
+            wait = self._principal_limiter.check(principal.key, trio.current_time())
+            if wait:
+                await _too_many(send, wait)
+                return
         method = scope["method"]
         if method == "POST":
             await self._post(scope, receive, send)
@@ -216,6 +255,11 @@ class McpEndpoint:
                 )
                 return None
         session.last_seen = trio.current_time()
+        if self._session_limiter is not None:
+            wait = self._session_limiter.check(session.session_id, session.last_seen)
+            if wait:
+                await _too_many(send, wait)
+                return None
         return session
 
     # -- POST --------------------------------------------------------------
@@ -491,6 +535,43 @@ class McpEndpoint:
         self._clients.close(session)
         logger.info("client.session.closed", client_session=session.session_id[:8], reason="delete")
         await h.respond(send, 200)
+
+
+_REJECTION_REASONS: Final = {
+    400: "protocol",
+    401: "auth",
+    403: "origin",
+    404: "session",
+    405: "protocol",
+    406: "protocol",
+    409: "protocol",
+    413: "size",
+    415: "protocol",
+    429: "rate",
+    503: "unavailable",
+}
+
+
+def _counting_rejections(send: h.Send, metrics: Metrics) -> h.Send:
+    """Wrap ``send`` so every 4xx/5xx the endpoint answers is counted by reason."""
+
+    async def counted(message: h.Message) -> None:
+        if message["type"] == "http.response.start":
+            reason = _REJECTION_REASONS.get(message["status"])
+            if reason is not None:
+                metrics.rejected.labels(reason=reason).inc()
+        await send(message)
+
+    return counted
+
+
+async def _too_many(send: h.Send, wait: float) -> None:
+    await h.respond(
+        send,
+        429,
+        _error_body(None, INVALID_REQUEST, "Too Many Requests: rate limit exceeded"),
+        headers=[(b"retry-after", str(max(1, math.ceil(wait))).encode())],
+    )
 
 
 class _EventStream:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 import ssl
+from contextlib import suppress
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 import httpx
@@ -18,7 +20,15 @@ import msgspec
 import trio
 
 from gateway import __version__
-from gateway.errors import ConnectError, TransportBroken, TransportClosed, TransportError
+from gateway.errors import (
+    INTERNAL_ERROR,
+    ConnectError,
+    LocalProtocolError,
+    TransportBroken,
+    TransportClosed,
+    TransportError,
+)
+from gateway.protocol import jsonrpc
 from gateway.transports.base import map_exceptions
 from gateway.transports.framing import DEFAULT_MAX_EVENT_BYTES, SseParser
 
@@ -26,6 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from gateway.config import HttpLikeBackend, NetworkBackend
+    from gateway.protocol.jsonrpc import RequestId
     from gateway.transports.framing import SseEvent
 
 # Header names, lower-case as HTTP/2 sends them (python-sdk MCP_SESSION_ID_HEADER).
@@ -138,16 +149,23 @@ def open_client(cfg: HttpLikeBackend) -> httpx.AsyncClient:
 
 def media_type(response: httpx.Response) -> str:
     """The response's media type, lower-case, without parameters ("" when absent)."""
-    return response.headers.get("content-type", "").partition(";")[0].strip().lower()
+    value: str = response.headers.get("content-type", "")
+    return value.partition(";")[0].strip().lower()
+
+
+def describe_status(response: httpx.Response) -> str:
+    """``HTTP 502 Bad Gateway``: the status and its phrase, even when the server sent none."""
+    status = response.status_code
+    phrase = response.reason_phrase or httpx.codes.get_reason_phrase(status)
+    return f"HTTP {status} {phrase}".rstrip()
 
 
 async def close_response(response: httpx.Response) -> None:
     """Close a streamed response even while the caller is being cancelled."""
     with trio.move_on_after(RESPONSE_CLOSE_TIMEOUT, shield=True):
-        try:
+        # A failure here means the connection is being dropped anyway.
+        with suppress(httpx.HTTPError, OSError):
             await response.aclose()
-        except (httpx.HTTPError, OSError):
-            pass  # the connection is being dropped anyway
 
 
 async def read_body(response: httpx.Response, limit: int) -> bytes:
@@ -181,6 +199,74 @@ async def read_sse(
         async for chunk in response.aiter_bytes():
             for event in parser.feed(chunk):
                 await on_event(event)
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """What an HTTP transport needs to know about a message it sends.
+
+    Attributes:
+        request_ids: the ids of the requests in it (a batch may hold several);
+            each must get an answer, from the backend or from the transport.
+        initialize_id: the id of an ``initialize`` request in it: its HTTP
+            response carries the session id, its result the revision.
+        initialized: whether it holds ``notifications/initialized``, after
+            which the server's own stream may be opened.
+    """
+
+    request_ids: tuple[RequestId, ...] = ()
+    initialize_id: RequestId | None = None
+    initialized: bool = False
+
+    @classmethod
+    def of(cls, message: bytes) -> Outgoing:
+        """Read the envelope(s) of an encoded message; unreadable bytes carry nothing."""
+        try:
+            decoded = jsonrpc.decode(message)
+        except LocalProtocolError:
+            return cls()
+        ids: list[RequestId] = []
+        initialize_id: RequestId | None = None
+        initialized = False
+        for member in decoded if isinstance(decoded, list) else [decoded]:
+            if isinstance(member, jsonrpc.Request):
+                ids.append(member.id)
+                if member.method == "initialize":
+                    initialize_id = member.id
+            elif isinstance(member, jsonrpc.Notification):
+                initialized = initialized or member.method == "notifications/initialized"
+        return cls(tuple(ids), initialize_id, initialized)
+
+
+def failure_response(request_id: RequestId, problem: str, status: int | None = None) -> bytes:
+    """The JSON-RPC error a transport delivers for a request the backend cannot answer.
+
+    The waiting caller then fails at once with a message naming the cause
+    instead of running into its timeout (robustness D13).
+
+    Args:
+        request_id: the id of the request that failed.
+        problem: what went wrong (``HTTP 502 Bad Gateway (text/html)``).
+        status: the HTTP status, when there was one; sent as ``data.httpStatus``.
+    """
+    data = {"httpStatus": status} if status is not None else None
+    return jsonrpc.encode_error(
+        request_id, INTERNAL_ERROR, f"backend request failed: {problem}", data
+    )
+
+
+_any_decoder: Final = msgspec.json.Decoder()
+
+
+def error_message(body: bytes) -> str | None:
+    """The ``error.message`` of a JSON-RPC error body, if that is what ``body`` is."""
+    try:
+        value = _any_decoder.decode(body)
+    except msgspec.DecodeError:
+        return None
+    error = value.get("error") if isinstance(value, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message[:200] if isinstance(message, str) else None
 
 
 _array_decoder: Final = msgspec.json.Decoder(list[msgspec.Raw])
