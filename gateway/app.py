@@ -28,6 +28,7 @@ from gateway.catalog.snapshot import Kind, Snapshot
 from gateway.frontend.asgi import GatewayApp
 from gateway.frontend.auth import Authenticator, RateLimiter
 from gateway.frontend.clients import ClientRegistry, ClientSession
+from gateway.frontend.legacy_sse import LegacySseEndpoint
 from gateway.frontend.stdio import StdioServer
 from gateway.frontend.streamable_http import McpEndpoint, OriginPolicy
 from gateway.observability import BackendSample, Metrics
@@ -124,7 +125,15 @@ async def open_gateway(
             principal_limiter=RateLimiter(config.limits.token_rate, config.limits.token_burst),
             metrics=metrics,
         )
-        app = GatewayApp(server.path, endpoint, lambda: gateway.readiness(), metrics.registry)
+        legacy = LegacySseEndpoint(
+            router,
+            clients,
+            OriginPolicy(server.host, server.allowed_origins, server.allowed_hosts),
+            max_body_bytes=server.max_body_bytes,
+        )
+        app = GatewayApp(
+            server.path, endpoint, lambda: gateway.readiness(), metrics.registry, legacy
+        )
         gateway = Gateway(config, pool, router, clients, app, metrics)
 
         coalescer = ListChangedCoalescer(clients, metrics, config.notifications.debounce)

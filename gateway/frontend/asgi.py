@@ -1,5 +1,6 @@
 """The gateway's ASGI application: the MCP endpoint plus operations paths.
 
+``/sse`` and ``/messages`` serve hosts on the legacy HTTP+SSE transport.
 ``/healthz`` says the process answers; ``/readyz`` says whether every
 backend marked ``required`` is up, and names the ones that are not;
 ``/metrics`` is the Prometheus exposition of the gateway's registry.
@@ -16,6 +17,7 @@ from gateway.frontend import http_util as h
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from gateway.frontend.legacy_sse import LegacySseEndpoint
     from gateway.frontend.streamable_http import McpEndpoint
 
 
@@ -35,9 +37,11 @@ class GatewayApp:
         endpoint: McpEndpoint,
         readiness: Callable[[], tuple[bool, dict[str, Any]]],
         registry: CollectorRegistry,
+        legacy: LegacySseEndpoint | None = None,
     ) -> None:
         self._mcp_path = mcp_path.rstrip("/") or "/"
         self._endpoint = endpoint
+        self._legacy = legacy
         self._readiness = readiness
         self._registry = registry
 
@@ -51,6 +55,10 @@ class GatewayApp:
         path = scope["path"].rstrip("/") or "/"
         if path == self._mcp_path:
             await self._endpoint(scope, receive, send)
+        elif path == "/sse" and self._legacy is not None:
+            await self._legacy.stream(scope, receive, send)
+        elif path == "/messages" and self._legacy is not None:
+            await self._legacy.post(scope, receive, send)
         elif path == "/healthz":
             await h.respond_json(send, 200, {"status": "ok"})
         elif path == "/readyz":

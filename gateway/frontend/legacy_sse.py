@@ -1,0 +1,222 @@
+"""The legacy HTTP+SSE transport (protocol 2024-11-05) for old hosts.
+
+A host GETs ``/sse``; the first event, ``endpoint``, names the URL to POST
+its messages to (``/messages?session_id=...``). Every POST is answered
+``202``; every answer, notification and server-to-client request travels on
+the SSE stream. The stream *is* the connection: when it closes, the client
+session ends and its calls are cancelled.
+
+Requests run in the stream's own nursery, so they live exactly as long as
+the connection that will carry their answers.
+"""
+
+from __future__ import annotations
+
+import secrets
+from contextlib import suppress
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
+from urllib.parse import parse_qs
+
+import structlog
+import trio
+
+from gateway.errors import INVALID_REQUEST, LocalProtocolError
+from gateway.frontend import http_util as h
+from gateway.frontend.dispatch import accept_one_way, open_client_session, route_request
+from gateway.protocol import jsonrpc
+from gateway.protocol.jsonrpc import Request
+
+if TYPE_CHECKING:
+    from gateway.frontend.clients import ClientRegistry, ClientSession
+    from gateway.frontend.streamable_http import OriginPolicy
+    from gateway.router import Router
+
+logger = structlog.get_logger("gateway.frontend.sse")
+
+# Messages queued for one SSE stream; a host that stops reading makes
+# responses wait here, and progress beyond it is dropped.
+STREAM_BUFFER: Final = 256
+KEEPALIVE_INTERVAL: Final = 15.0
+
+
+@dataclass(eq=False)
+class _Link:
+    """One legacy connection: its stream, its nursery and (after initialize) its session."""
+
+    link_id: str
+    nursery: trio.Nursery
+    outgoing: trio.MemorySendChannel[bytes]
+    session: ClientSession | None = None
+    session_opened: trio.Event = field(default_factory=trio.Event)
+
+    def emit(self, message: bytes) -> bool:
+        try:
+            self.outgoing.send_nowait(message)
+        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+            return False
+        return True
+
+
+class LegacySseEndpoint:
+    """Serves ``GET /sse`` and ``POST /messages``.
+
+    Args:
+        router: routes requests.
+        clients: the client-session registry.
+        origin_policy: the same Origin/Host checks as the main endpoint.
+        messages_path: where hosts POST (``/messages``).
+        max_body_bytes: the largest POST body accepted.
+    """
+
+    def __init__(
+        self,
+        router: Router,
+        clients: ClientRegistry,
+        origin_policy: OriginPolicy,
+        *,
+        messages_path: str = "/messages",
+        max_body_bytes: int,
+    ) -> None:
+        self._router = router
+        self._clients = clients
+        self._origin = origin_policy
+        self._messages_path = messages_path
+        self._max_body = max_body_bytes
+        self._links: dict[str, _Link] = {}
+
+    async def stream(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
+        """``GET /sse``: open a connection and stream everything for it."""
+        refused = self._origin.check(scope)
+        if refused is not None:
+            await h.respond_json(send, 403, {"error": f"Forbidden: {refused}"})
+            return
+        if scope["method"] != "GET":
+            await h.respond_json(send, 405, {"error": "use GET"}, headers=[(b"allow", b"GET")])
+            return
+        if not h.accepts(scope, "text/event-stream"):
+            await h.respond_json(send, 406, {"error": "Accept must list text/event-stream"})
+            return
+        link_id = secrets.token_urlsafe(24)
+        outgoing, incoming = trio.open_memory_channel[bytes](STREAM_BUFFER)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", h.EVENT_STREAM), (b"cache-control", b"no-cache")],
+            }
+        )
+        endpoint = f"{self._messages_path}?session_id={link_id}".encode()
+        await send(
+            {
+                "type": "http.response.body",
+                "body": b"event: endpoint\ndata: " + endpoint + b"\n\n",
+                "more_body": True,
+            }
+        )
+        try:
+            async with trio.open_nursery() as nursery:
+                link = _Link(link_id, nursery, outgoing)
+                self._links[link_id] = link
+                nursery.start_soon(_watch_disconnect, receive, nursery.cancel_scope)
+                nursery.start_soon(self._pump_outbox, link)
+                await _write_events(send, incoming)
+                nursery.cancel_scope.cancel()
+        finally:
+            self._links.pop(link_id, None)
+            if link.session is not None:
+                self._clients.close(link.session)
+                logger.info("client.session.closed", reason="sse stream closed")
+            # The host may be gone already; there is nothing else to finish.
+            with trio.CancelScope(shield=True), trio.move_on_after(1), suppress(Exception):
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _pump_outbox(self, link: _Link) -> None:
+        await link.session_opened.wait()
+        assert link.session is not None
+        last = 0
+        while True:
+            for event_id, message in await link.session.outbox.wait_after(last):
+                last = event_id
+                if message:
+                    await link.outgoing.send(message)
+
+    async def post(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
+        """``POST /messages?session_id=...``: accept one message, answer 202."""
+        refused = self._origin.check(scope)
+        if refused is not None:
+            await h.respond_json(send, 403, {"error": f"Forbidden: {refused}"})
+            return
+        if scope["method"] != "POST":
+            await h.respond_json(send, 405, {"error": "use POST"}, headers=[(b"allow", b"POST")])
+            return
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        link = self._links.get((query.get("session_id") or [""])[0])
+        if link is None:
+            await h.respond_json(send, 404, {"error": "unknown or closed session"})
+            return
+        try:
+            body = await h.read_body(receive, self._max_body)
+        except h.BodyTooLarge:
+            await h.respond_json(send, 413, {"error": f"body over {self._max_body} bytes"})
+            return
+        try:
+            message = jsonrpc.decode(body)
+        except LocalProtocolError as exc:
+            await h.respond(send, 400, jsonrpc.encode_error(None, exc.code, exc.message))
+            return
+        if isinstance(message, list):
+            await h.respond(
+                send,
+                400,
+                jsonrpc.encode_error(None, INVALID_REQUEST, "batches are not part of 2024-11-05"),
+            )
+            return
+        await h.respond(send, 202, b"Accepted", content_type=b"text/plain")
+        await self._accept(link, message)
+
+    async def _accept(self, link: _Link, message: jsonrpc.Message) -> None:
+        if isinstance(message, Request) and message.method == "initialize":
+            if link.session is not None:
+                link.emit(jsonrpc.encode_error(message.id, INVALID_REQUEST, "already initialized"))
+                return
+            try:
+                session, reply = open_client_session(self._router, self._clients, message)
+            except LocalProtocolError as exc:
+                link.emit(jsonrpc.encode_error(message.id, exc.code, exc.message))
+                return
+            link.session = session
+            link.session_opened.set()
+            link.emit(reply)
+            return
+        current = link.session
+        if current is None:
+            if isinstance(message, Request):
+                link.emit(jsonrpc.encode_error(message.id, INVALID_REQUEST, "initialize first"))
+            return
+        if isinstance(message, Request):
+            link.nursery.start_soon(self._answer, link, current, message)
+        else:
+            await accept_one_way(self._router, current, message)
+
+    async def _answer(self, link: _Link, session: ClientSession, request: Request) -> None:
+        reply = await route_request(self._router, session, request, link.emit)
+        if reply:
+            await link.outgoing.send(reply)
+
+
+async def _write_events(send: h.Send, incoming: trio.MemoryReceiveChannel[bytes]) -> None:
+    while True:
+        message = None
+        with trio.move_on_after(KEEPALIVE_INTERVAL):
+            message = await incoming.receive()
+        body = b": keep-alive\n\n" if message is None else h.sse_event(message)
+        await send({"type": "http.response.body", "body": body, "more_body": True})
+
+
+async def _watch_disconnect(receive: h.Receive, scope: trio.CancelScope) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            scope.cancel()
+            return

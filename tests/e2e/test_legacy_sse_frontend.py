@@ -1,0 +1,44 @@
+"""Issue 6: old hosts on the legacy HTTP+SSE transport (/sse + /messages)."""
+
+from __future__ import annotations
+
+import sys
+
+import trio
+from mcp import ClientSession
+from mcp.client.sse import sse_client
+from mcp.types import TextContent
+
+from tests.harness import gateway_config, sdk_backend, start_gateway, stdio_backend
+
+
+async def test_an_old_host_on_http_sse_lists_and_calls_through_the_gateway(
+    nursery: trio.Nursery,
+) -> None:
+    """Spec (issue 6): the official client's SSE transport works against /sse."""
+    config = gateway_config(
+        [
+            sdk_backend("alpha"),
+            stdio_backend("toolbox", [sys.executable, "-m", "gateway.demo.toolbox"]),
+        ]
+    )
+    running = await start_gateway(nursery, config)
+    progress: list[float] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+
+    async with (
+        sse_client(running.base_url + "/sse") as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        names = {tool.name for tool in (await session.list_tools()).tools}
+        assert {"alpha__echo", "toolbox__add"} <= names
+        result = await session.call_tool("alpha__echo", {"text": "old"})
+        assert [b.text for b in result.content if isinstance(b, TextContent)] == ["alpha: old"]
+        await session.call_tool("alpha__progress", {"steps": 2}, progress_callback=on_progress)
+        assert progress == [1.0, 2.0]
+    with trio.fail_after(5):
+        while len(running.gateway.clients):
+            await trio.sleep(0.01)
