@@ -61,7 +61,7 @@ from gateway.errors import (
     ProtocolError,
     RequestTimeout,
 )
-from gateway.protocol import jsonrpc, mcp
+from gateway.protocol import jsonrpc, mcp, revisions
 from gateway.protocol.tables import LOG_LEVELS, LogLevels, Owners, Subscriptions
 from gateway.protocol.versions import resource_not_found_code
 
@@ -419,6 +419,12 @@ class Router:
             kind.value, call.snapshot.view(kind), position, self._page_size, passthrough
         )
         items = [entry.encoded for entry in plan.entries]
+        version = call.client.protocol_version
+        if revisions.needs_downgrade(version):
+            items = [
+                bytes(mcp.encode(revisions.list_item(kind.value, _decode_item(item), version)))
+                for item in items
+            ]
         unavailable = self._unavailable_backends()
         following = plan.next
         fetch, fetch_cursor = plan.fetch, plan.fetch_cursor
@@ -514,14 +520,16 @@ class Router:
         if self._metrics is not None:
             self._metrics.count_tool_call(target.backend.name, target.original)
         result = await self._forward(call, target.backend, "tools/call", params)
-        return mcp.rewrite_call_result(result, self._uri_mapper(target.backend))
+        result = mcp.rewrite_call_result(result, self._uri_mapper(target.backend))
+        return _downgraded(result, call.client.protocol_version, revisions.call_result)
 
     async def _get_prompt(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
         name = mcp.require_str(params, "name", "prompt")
         target = self._named_target(Kind.PROMPTS, name, call.snapshot, "prompt")
         params["name"] = target.original
         result = await self._forward(call, target.backend, "prompts/get", params)
-        return mcp.rewrite_prompt_result(result, self._uri_mapper(target.backend))
+        result = mcp.rewrite_prompt_result(result, self._uri_mapper(target.backend))
+        return _downgraded(result, call.client.protocol_version, revisions.prompt_result)
 
     async def _read_resource(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
         uri = mcp.require_str(params, "uri", "resource")
@@ -732,6 +740,22 @@ class Router:
             f"{method}: the client did not answer within {backend.config.timeouts.request:g} s",
             REQUEST_TIMEOUT_CODE,
         )
+
+
+def _decode_item(encoded: bytes) -> dict[str, Any]:
+    return mcp.decode_object(msgspec.Raw(encoded)) or {}
+
+
+def _downgraded(
+    result: msgspec.Raw,
+    version: str,
+    adapt: Callable[[dict[str, Any], str], dict[str, Any]],
+) -> msgspec.Raw:
+    """The result as a host on an older revision may see it (revisions.py)."""
+    if not revisions.needs_downgrade(version):
+        return result
+    body = mcp.decode_object(result)
+    return result if body is None else mcp.encode(adapt(body, version))
 
 
 def _subscribable(backend: Backend) -> bool:

@@ -843,8 +843,14 @@ class DemoServer:
         _field(client_info, "name", str, "params.clientInfo")
         _field(client_info, "version", str, "params.clientInfo")
         # Lifecycle, Version Negotiation: echo a version we support, else offer our latest.
+        # DEMO_PROTOCOL_VERSION pins the answer, to stand in for an older server.
+        pinned = os.environ.get("DEMO_PROTOCOL_VERSION", "")
         negotiated = (
-            requested if requested in SUPPORTED_PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
+            pinned
+            if pinned
+            else requested
+            if requested in SUPPORTED_PROTOCOL_VERSIONS
+            else LATEST_PROTOCOL_VERSION
         )
         self.protocol_version = negotiated
         _log.info(
