@@ -371,6 +371,11 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
             ``nextCursor`` never ends cannot stall the catalog.
         max_list_items: most items kept from one list, so a backend that
             lists a million tools costs a bounded amount of memory.
+        on_collision: what happens to an item of this backend whose public
+            name another backend already has (possible only with unprefixed
+            backends): ``error`` leaves it out and logs an error naming both,
+            ``skip`` leaves it out quietly, ``rename`` gives it the public name
+            it would have had under the backend's name as prefix.
     """
 
     name: str
@@ -386,6 +391,7 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
     resources: ResourceFilter = msgspec.field(default_factory=ResourceFilter)
     max_list_pages: int = 100
     max_list_items: int = 100_000
+    on_collision: Literal["error", "skip", "rename"] = "error"
 
     @property
     def transport(self) -> str:

@@ -623,6 +623,7 @@ class Backend:
             prompts=lists[Kind.PROMPTS],
             resources=lists[Kind.RESOURCES],
             templates=lists[Kind.TEMPLATES],
+            on_collision=self.config.on_collision,
         )
 
     async def _pinger(self, peer: Peer) -> None:

@@ -71,6 +71,7 @@ class BackendListing:
     prompts: tuple[dict[str, Any], ...] = ()
     resources: tuple[dict[str, Any], ...] = ()
     templates: tuple[dict[str, Any], ...] = ()
+    on_collision: str = "error"
 
     def items(self, kind: Kind) -> tuple[dict[str, Any], ...]:
         """The listing's items of one kind."""
@@ -186,11 +187,15 @@ def build_snapshot(
                     continue
                 key = _public_key(kind, listing.prefix, original, rules)
                 clash = found.get(key)
+                if clash is not None and listing.on_collision == "rename":
+                    key = _public_key(kind, listing.backend, original, rules)
+                    clash = found.get(key)
                 if clash is not None:
-                    problems.append(
-                        f"{listing.backend}: {kind.value} {original!r} skipped: public name "
-                        f"{key!r} already taken by {clash.backend}:{clash.original!r}"
-                    )
+                    if listing.on_collision != "skip" or clash.backend == listing.backend:
+                        problems.append(
+                            f"{listing.backend}: {kind.value} {original!r} skipped: public name "
+                            f"{key!r} already taken by {clash.backend}:{clash.original!r}"
+                        )
                     continue
                 public_item = dict(item)
                 public_item[id_key] = key

@@ -348,3 +348,35 @@ def test_empty_catalog_has_empty_views() -> None:
     for kind in Kind:
         assert catalog.snapshot.view(kind).entries == ()
     assert catalog.snapshot.problems == ()
+
+
+def test_an_unprefixed_collision_is_left_out_and_named_under_the_error_policy() -> None:
+    """Gateway choice (issue 9): on_collision=error leaves the later item out, naming both."""
+    first = BackendListing(backend="a", prefix="", tools=({"name": "echo"},))
+    second = BackendListing(backend="b", prefix="", tools=({"name": "echo"},))
+    snapshot = build_snapshot([first, second], NamingRules())
+    assert snapshot.resolve(Kind.TOOLS, "echo").backend == "a"  # type: ignore[union-attr]
+    assert snapshot.problems == (
+        "b: tools 'echo' skipped: public name 'echo' already taken by a:'echo'",
+    )
+
+
+def test_an_unprefixed_collision_is_renamed_under_the_rename_policy() -> None:
+    """Gateway choice (issue 9): on_collision=rename falls back to the backend's name as prefix."""
+    first = BackendListing(backend="a", prefix="", tools=({"name": "echo"},))
+    second = BackendListing(
+        backend="b", prefix="", tools=({"name": "echo"},), on_collision="rename"
+    )
+    snapshot = build_snapshot([first, second], NamingRules())
+    renamed = snapshot.resolve(Kind.TOOLS, "b__echo")
+    assert renamed is not None and renamed.backend == "b" and renamed.original == "echo"
+    assert snapshot.problems == ()
+
+
+def test_an_unprefixed_collision_is_dropped_quietly_under_the_skip_policy() -> None:
+    """Gateway choice (issue 9): on_collision=skip leaves the item out without a problem."""
+    first = BackendListing(backend="a", prefix="", tools=({"name": "echo"},))
+    second = BackendListing(backend="b", prefix="", tools=({"name": "echo"},), on_collision="skip")
+    snapshot = build_snapshot([first, second], NamingRules())
+    assert snapshot.resolve(Kind.TOOLS, "echo").backend == "a"  # type: ignore[union-attr]
+    assert snapshot.problems == ()
