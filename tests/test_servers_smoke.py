@@ -75,6 +75,7 @@ async def test_alpha_tools() -> None:
             "echo",
             "embed",
             "fail",
+            "pid",
             "progress",
             "sleep",
         ]

@@ -5,8 +5,9 @@ It exercises the common surface a gateway has to carry through unchanged:
 * tools: ``echo`` (same name as beta's, to prove namespacing), ``add``, ``fail``
   (an exception, so the SDK answers ``isError: true``), ``embed`` (an embedded
   resource and a resource link in one result), ``sleep`` (for timeouts and
-  cancellation) and ``progress`` (``notifications/progress`` when the caller
-  sends a progress token);
+  cancellation), ``progress`` (``notifications/progress`` when the caller
+  sends a progress token) and ``pid`` (which process answered: tells shared
+  from per-client backend sessions apart);
 * resources: ``alpha://readme`` and the template ``alpha://items/{item_id}``;
 * prompt: ``greet``;
 * completions for the template's ``item_id`` and the prompt's ``name``.
@@ -16,6 +17,8 @@ writes nothing else to stdout.
 """
 
 from __future__ import annotations
+
+import os
 
 import anyio
 from mcp.server.fastmcp import Context, FastMCP
@@ -87,6 +90,12 @@ async def progress(steps: int, ctx: Context) -> str:  # type: ignore[type-arg]
     for step in range(1, steps + 1):
         await ctx.report_progress(step, total=steps, message=f"step {step}/{steps}")
     return "done"
+
+
+@mcp.tool()
+def pid() -> int:
+    """The process id of this server."""
+    return os.getpid()
 
 
 @mcp.resource("alpha://readme", name="readme", mime_type="text/plain")
