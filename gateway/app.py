@@ -206,10 +206,10 @@ def _hypercorn_config(host: str, port: int) -> hypercorn.config.Config:
     hc.errorlog = None
     hc.keep_alive_timeout = 75.0
     hc.graceful_timeout = 5.0
-    # h11 refuses header blocks past this size; slow headers time out
-    # through read_timeout (robustness A26).
+    # h11 refuses header blocks past this size. No read_timeout: hypercorn
+    # applies it to every read, which would cut GET streams and long tool
+    # calls whose host sends nothing while it waits.
     hc.h11_max_incomplete_size = 64 * 1024
-    hc.read_timeout = 10
     return hc
 
 
