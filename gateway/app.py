@@ -100,6 +100,7 @@ async def open_gateway(
             CursorCodec(config.pagination.cursor_secret),
             config.pagination.page_size,
             metrics,
+            housekeeping,
         )
 
         def opened(session: ClientSession) -> None:

@@ -183,12 +183,20 @@ class Router:
         cursors: signs and checks pagination cursors.
         page_size: items per list page; 0 means everything in one page.
         metrics: where request counts and latencies go.
+        nursery: where follow-up work runs (renewing subscriptions and log
+            levels when a backend comes back).
     """
 
     def __init__(
-        self, pool: Pool, cursors: CursorCodec, page_size: int, metrics: Metrics | None = None
+        self,
+        pool: Pool,
+        cursors: CursorCodec,
+        page_size: int,
+        metrics: Metrics | None = None,
+        nursery: trio.Nursery | None = None,
     ) -> None:
         self._pool = pool
+        self._nursery = nursery
         self._cursors = cursors
         self._page_size = page_size
         self._metrics = metrics
@@ -197,6 +205,7 @@ class Router:
         self._subscriptions = Subscriptions()
         self._log_levels = LogLevels()
         self._backend_levels: dict[str, str] = {}
+        self._up: set[str] = set()
         self._tokens = itertools.count(1)
         self._handlers: dict[str, Handler] = {
             "ping": self._ping,
@@ -650,6 +659,22 @@ class Router:
     def _backend_state_changed(self, backend: Backend) -> None:
         if backend.state is not BackendState.UP:
             self._backend_levels.pop(backend.name, None)
+            self._up.discard(backend.name)
+            return
+        if backend.name in self._up:
+            return  # a listing refresh, not a new session
+        self._up.add(backend.name)
+        if self._nursery is not None:
+            self._nursery.start_soon(self._renew, backend)
+
+    async def _renew(self, backend: Backend) -> None:
+        """A backend came (back) up: give it the subscriptions and log level it lost."""
+        for uri in self._subscriptions.uris_of(backend.name):
+            try:
+                await backend.request("resources/subscribe", mcp.encode({"uri": uri}))
+            except (GatewayError, ProtocolError) as exc:
+                logger.warning("subscription.renew_failed", backend=backend.name, error=str(exc))
+        await self._apply_log_levels()
 
     # -- from backends ---------------------------------------------------
 
