@@ -66,6 +66,7 @@ class Gateway:
     clients: ClientRegistry
     app: GatewayApp
     metrics: Metrics
+    endpoint: McpEndpoint
     draining: bool = False
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
@@ -135,7 +136,7 @@ async def open_gateway(
         app = GatewayApp(
             server.path, endpoint, lambda: gateway.readiness(), metrics.registry, legacy
         )
-        gateway = Gateway(config, pool, router, clients, app, metrics)
+        gateway = Gateway(config, pool, router, clients, app, metrics, endpoint)
 
         coalescer = ListChangedCoalescer(clients, metrics, config.notifications.debounce)
         housekeeping.start_soon(coalescer.run)
@@ -280,6 +281,8 @@ async def drain(gateway: Gateway) -> int:
     with trio.move_on_after(gateway.config.shutdown.drain_timeout):
         for backend in list(gateway.pool.backends.values()):
             await backend.drained()
+        # Then until every response computed is also written.
+        await gateway.endpoint.activity.wait_idle()
     return gateway.calls_in_flight()
 
 

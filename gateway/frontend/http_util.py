@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any, Final
 
 import msgspec
+import trio
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -21,6 +22,34 @@ JSON: Final = b"application/json"
 EVENT_STREAM: Final = b"text/event-stream"
 
 _encoder: Final = msgspec.json.Encoder()
+
+
+class Activity:
+    """Counts requests being handled, so a drain can wait for the last response.
+
+    A handler counts from the moment it starts until its response is fully
+    written; counting only the backend call would let shutdown cut a
+    response that was computed but not yet sent.
+    """
+
+    def __init__(self) -> None:
+        self.active = 0
+        self._idle = trio.Event()
+        self._idle.set()
+
+    def __enter__(self) -> None:
+        self.active += 1
+        if self.active == 1:
+            self._idle = trio.Event()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.active -= 1
+        if self.active == 0:
+            self._idle.set()
+
+    async def wait_idle(self) -> None:
+        """Return once nothing is being handled."""
+        await self._idle.wait()
 
 
 class BodyTooLarge(Exception):

@@ -157,6 +157,7 @@ class McpEndpoint:
         self._session_limiter = session_limiter
         self._principal_limiter = principal_limiter
         self._metrics = metrics
+        self.activity = h.Activity()
 
     async def __call__(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
         """Handle one HTTP request to the endpoint."""
@@ -195,7 +196,8 @@ class McpEndpoint:
                 return
         method = scope["method"]
         if method == "POST":
-            await self._post(scope, receive, send)
+            with self.activity:
+                await self._post(scope, receive, send)
         elif method == "GET":
             await self._get(scope, receive, send)
         elif method == "DELETE":
