@@ -1,13 +1,16 @@
 # The two commands a newcomer needs:
 #   make run    install into .venv and serve config/gateway.yaml
-#   make test   install everything the tests need and run the whole suite
+#   make test   install everything the tests need and run the whole suite:
+#               lint, mypy, pytest, and the official MCP conformance suite
+#               through the gateway (make conformance alone runs just that)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CONFIG ?= config/gateway.yaml
 NODE_DIR := tests/node
+CONFORMANCE_DIR := tests/conformance
 
-.PHONY: run test install install-dev node-deps lint typecheck pytest bench clean
+.PHONY: run test install install-dev node-deps conformance-deps conformance lint typecheck pytest bench clean
 
 $(BIN)/mcp-gateway: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +31,18 @@ $(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package-lock.json
 
 node-deps: $(NODE_DIR)/node_modules/.package-lock.json
 
+# The conformance suite and the Node.js 22+ it needs (the npm package `node`),
+# both pinned in tests/conformance and installed there, never globally.
+$(CONFORMANCE_DIR)/node_modules/.package-lock.json: $(CONFORMANCE_DIR)/package-lock.json
+	npm ci --prefix $(CONFORMANCE_DIR) --no-audit --no-fund --loglevel=error
+
+conformance-deps: $(CONFORMANCE_DIR)/node_modules/.package-lock.json node-deps
+
+# Fails unless every scenario of `conformance server --suite all` passes through
+# the gateway. CONFORMANCE_ARGS=--direct runs it against the backend alone.
+conformance: install-dev conformance-deps
+	$(BIN)/python $(CONFORMANCE_DIR)/run.py $(CONFORMANCE_ARGS)
+
 run: install
 	$(BIN)/mcp-gateway serve -c $(CONFIG)
 
@@ -41,10 +56,10 @@ typecheck: install-dev
 pytest: install-dev node-deps
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
-test: lint typecheck pytest
+test: lint typecheck pytest conformance
 
 bench: install-dev
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) $(NODE_DIR)/node_modules
+	rm -rf $(VENV) $(NODE_DIR)/node_modules $(CONFORMANCE_DIR)/node_modules
