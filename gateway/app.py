@@ -75,6 +75,7 @@ class Gateway:
         down = [name for name, state in states.items() if state != BackendState.UP.value]
         required_down = [name for name in down if self.pool.backends[name].config.required]
         ready = not required_down and not self.draining
+        self.metrics.ready.set(1 if ready else 0)
         return ready, {"backends": states, "down": down, "required_down": required_down}
 
     def calls_in_flight(self) -> int:
@@ -152,6 +153,7 @@ async def open_gateway(
             metrics.backend_up.labels(backend=backend.name).set(
                 1 if backend.state is BackendState.UP else 0
             )
+            gateway.readiness()  # keeps mcp_gateway_ready current
 
         metrics.watch_backends(
             lambda: [
@@ -259,6 +261,7 @@ async def reload_config(gateway: Gateway, path: str) -> bool:
         new = load(path)
     except ConfigError as exc:
         gateway.metrics.config_reloads.labels(outcome="rejected").inc()
+        gateway.metrics.config_last_reload_successful.set(0)
         logger.error("config.reload.rejected", path=path, problems=exc.problems)
         return False
     old = gateway.config
@@ -269,6 +272,7 @@ async def reload_config(gateway: Gateway, path: str) -> bool:
     gateway.config = new
     await gateway.pool.reload(new.backends, new.shutdown.drain_timeout)
     gateway.metrics.config_reloads.labels(outcome="applied").inc()
+    gateway.metrics.config_last_reload_successful.set(1)
     return True
 
 

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 import structlog
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from gateway import __version__
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
@@ -106,12 +108,18 @@ class Metrics:
         self.backend_up = Gauge(
             PREFIX + "backend_up", "1 when the backend is serving, else 0.", ["backend"], registry=r
         )
-        self.backend_restarts = Counter(
-            PREFIX + "backend_restarts_total",
-            "Backend sessions lost and restarted.",
-            ["backend"],
+        ProcessCollector(registry=r)
+        self.build_info = Gauge(
+            PREFIX + "build_info", "Always 1; the gateway's version.", ["version"], registry=r
+        )
+        self.build_info.labels(version=__version__).set(1)
+        self.ready = Gauge(PREFIX + "ready", "1 when /readyz would answer 200, else 0.", registry=r)
+        self.config_last_reload_successful = Gauge(
+            PREFIX + "config_last_reload_successful",
+            "1 when the last config reload was applied (or none was tried), 0 when rejected.",
             registry=r,
         )
+        self.config_last_reload_successful.set(1)
         self.client_sessions_open = Gauge(
             PREFIX + "client_sessions_open", "Client sessions currently open.", registry=r
         )

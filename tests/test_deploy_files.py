@@ -1,0 +1,350 @@
+"""The operations kit (Dockerfile, deploy/) stays consistent with the gateway.
+
+Nothing here runs Docker, Kubernetes or Prometheus: the files are parsed and
+checked against the gateway's own code, above all that every metric the
+alerts and the dashboard query is one the gateway really exports.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prometheus_client import CollectorRegistry, generate_latest
+
+from gateway import observability
+from gateway.config import ShutdownConfig, parse
+from gateway.observability import Metrics
+
+ROOT = Path(__file__).resolve().parents[1]
+DEPLOY = ROOT / "deploy"
+KUBERNETES = DEPLOY / "kubernetes"
+ALERTS = DEPLOY / "prometheus" / "alerts.yaml"
+DASHBOARD = DEPLOY / "grafana" / "mcp-gateway.json"
+CONFIG_PATH = "/etc/mcp-gateway/gateway.yaml"
+
+# A metric name in PromQL: an identifier with the gateway's prefix.
+METRIC_NAME = re.compile(r"(?<![A-Za-z0-9_:])mcp_gateway_[A-Za-z0-9_:]*")
+# ${NAME} without a default (an unset one is a config error); "$${" is a literal.
+REQUIRED_VAR = re.compile(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+ANY_VAR = re.compile(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
+SUFFIXES = {
+    "counter": ("_total", "_created"),
+    "histogram": ("_bucket", "_sum", "_count", "_created"),
+    "summary": ("", "_sum", "_count", "_created"),
+    "gauge": ("",),
+    "info": ("_info",),
+    "stateset": ("",),
+    "gaugehistogram": ("_bucket", "_gsum", "_gcount"),
+    "unknown": ("",),
+}
+
+
+def _yaml_files() -> list[Path]:
+    return sorted(p for p in DEPLOY.rglob("*") if p.suffix in (".yaml", ".yml"))
+
+
+def _documents(path: Path) -> list[Any]:
+    with path.open(encoding="utf-8") as f:
+        return [doc for doc in yaml.safe_load_all(f) if doc is not None]
+
+
+def _kube(kind: str) -> dict[str, Any]:
+    """The one Kubernetes object of ``kind`` under deploy/kubernetes/."""
+    found = [
+        doc
+        for path in sorted(KUBERNETES.glob("*.yaml"))
+        for doc in _documents(path)
+        if doc.get("kind") == kind
+    ]
+    assert len(found) == 1, f"expected one {kind}, found {len(found)}"
+    return found[0]
+
+
+def _container() -> dict[str, Any]:
+    containers = _kube("Deployment")["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 1
+    return containers[0]
+
+
+def _configmap_text() -> str:
+    return _kube("ConfigMap")["data"]["gateway.yaml"]
+
+
+def _exported_metric_names() -> set[str]:
+    """Every series name the gateway's /metrics can show."""
+    registry = CollectorRegistry()
+    metrics = Metrics(registry)
+    # Per-backend families read at scrape time, registered by app.py.
+    watch = getattr(metrics, "watch_backends", None)
+    if watch is not None:
+        watch(lambda: [observability.BackendSample("demo", "up", 0, 0, 1)])
+    names: set[str] = set()
+    for line in generate_latest(registry).decode().splitlines():
+        if line.startswith("# TYPE "):
+            names.add(line.split()[2])
+        elif line and not line.startswith("#"):
+            names.add(re.split(r"[{ ]", line, maxsplit=1)[0])
+    # Labelled metrics without samples yet show only HELP/TYPE, and a
+    # counter's TYPE line names the family without _total: add the series
+    # names each family has.
+    for family in registry.collect():
+        for suffix in SUFFIXES[family.type]:
+            names.add(family.name + suffix)
+    return names
+
+
+def _alert_expressions() -> list[str]:
+    (doc,) = _documents(ALERTS)
+    return [rule["expr"] for group in doc["groups"] for rule in group["rules"]]
+
+
+def _dashboard_expressions() -> list[str]:
+    dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    exprs = [
+        target["expr"]
+        for panel in dashboard["panels"]
+        if panel["type"] != "row"
+        for target in panel["targets"]
+    ]
+    for variable in dashboard["templating"]["list"]:
+        query = variable.get("query")
+        exprs.append(query["query"] if isinstance(query, dict) else query)
+    return exprs
+
+
+def _dockerfile() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) of the Dockerfile, continuation lines joined."""
+    text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    text = re.sub(r"\\\n", " ", text)
+    instructions = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            word, _, rest = line.partition(" ")
+            instructions.append((word.upper(), rest.strip()))
+    return instructions
+
+
+# --------------------------------------------------------------------------
+# Every file parses
+
+
+def test_deploy_has_the_kit() -> None:
+    for relative in (
+        "kubernetes/configmap.yaml",
+        "kubernetes/secret.yaml",
+        "kubernetes/deployment.yaml",
+        "kubernetes/service.yaml",
+        "kubernetes/servicemonitor.yaml",
+        "kubernetes/ingress-nginx.yaml",
+        "systemd/mcp-gateway.service",
+        "prometheus/alerts.yaml",
+        "grafana/mcp-gateway.json",
+        "README.md",
+    ):
+        assert (DEPLOY / relative).is_file(), relative
+
+
+@pytest.mark.parametrize("path", _yaml_files(), ids=lambda p: str(p.relative_to(DEPLOY)))
+def test_yaml_parses(path: Path) -> None:
+    docs = _documents(path)
+    assert docs, f"{path} holds no document"
+    if path.parent == KUBERNETES:
+        for doc in docs:
+            assert {"apiVersion", "kind", "metadata"} <= doc.keys()
+            assert doc["metadata"]["name"] == "mcp-gateway"
+
+
+def test_dashboard_parses() -> None:
+    dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    assert dashboard["schemaVersion"] >= 36
+    assert [i["name"] for i in dashboard["__inputs"]] == ["DS_PROMETHEUS"]
+    ids = [panel["id"] for panel in dashboard["panels"]]
+    assert len(ids) == len(set(ids))
+    for panel in dashboard["panels"]:
+        if panel["type"] != "row":
+            assert panel["datasource"]["uid"] == "${DS_PROMETHEUS}", panel["title"]
+            assert panel["targets"], panel["title"]
+
+
+# --------------------------------------------------------------------------
+# Kubernetes
+
+
+def test_probes_point_at_health_endpoints() -> None:
+    container = _container()
+    port_names = {p["name"] for p in container["ports"]}
+    readiness = container["readinessProbe"]["httpGet"]
+    liveness = container["livenessProbe"]["httpGet"]
+    assert readiness["path"] == "/readyz"
+    assert liveness["path"] == "/healthz"
+    assert {readiness["port"], liveness["port"]} <= port_names
+
+
+def test_grace_period_exceeds_the_drain_timeout() -> None:
+    pod = _kube("Deployment")["spec"]["template"]["spec"]
+    drain = ShutdownConfig().drain_timeout
+    assert pod["terminationGracePeriodSeconds"] > drain
+    # The ConfigMap may set its own drain timeout: the grace period must cover it too.
+    config = _parsed_configmap()
+    assert pod["terminationGracePeriodSeconds"] > config.shutdown.drain_timeout
+
+
+def test_deployment_runs_as_non_root_with_a_read_only_root() -> None:
+    pod = _kube("Deployment")["spec"]["template"]["spec"]
+    container = _container()
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] != 0
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert _kube("Deployment")["spec"]["replicas"] >= 2
+
+
+def _parsed_configmap() -> Any:
+    text = _configmap_text()
+    # Variables without a default must come from the environment (the
+    # Secret); stand in for them. Those with a default need nothing.
+    env = {name: f"test-{name.lower()}" for name in REQUIRED_VAR.findall(text)}
+    return parse(text, env=env, source="configmap.yaml")
+
+
+def test_configmap_config_is_valid() -> None:
+    config = _parsed_configmap()
+    container = _container()
+    assert container["ports"][0]["containerPort"] == config.server.port
+    assert config.pagination.cursor_secret, "replicas need one shared cursor secret"
+    assert {b.name for b in config.backends} >= {"notes", "toolbox"}
+
+
+def test_secret_provides_every_variable_the_config_uses() -> None:
+    secret = _kube("Secret")
+    names = set(ANY_VAR.findall(_configmap_text()))
+    assert "MCP_GATEWAY_CURSOR_SECRET" in names
+    assert names <= set(secret["stringData"])
+    refs = {e["secretRef"]["name"] for e in _container()["envFrom"]}
+    assert secret["metadata"]["name"] in refs
+
+
+def test_deployment_mounts_the_configmap_where_the_command_reads_it() -> None:
+    pod = _kube("Deployment")["spec"]["template"]["spec"]
+    container = _container()
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    config_volume = volumes[mounts[str(Path(CONFIG_PATH).parent)]]
+    assert config_volume["configMap"]["name"] == _kube("ConfigMap")["metadata"]["name"]
+    args = container["args"]
+    assert args[args.index("-c") + 1] == CONFIG_PATH
+
+
+def test_service_and_monitor_select_the_pods() -> None:
+    deployment = _kube("Deployment")
+    service = _kube("Service")
+    monitor = _kube("ServiceMonitor")
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= pod_labels.items()
+    assert service["spec"]["sessionAffinity"] == "ClientIP"
+    assert (
+        monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    )
+    port_names = {p["name"] for p in service["spec"]["ports"]}
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["port"] in port_names
+    assert endpoint["path"] == "/metrics"
+
+
+# --------------------------------------------------------------------------
+# Metrics: alerts and dashboard use only what the gateway exports
+
+
+def test_exposition_is_built_from_the_gateway() -> None:
+    names = _exported_metric_names()
+    assert "mcp_gateway_requests_total" in names
+    assert "mcp_gateway_request_duration_seconds_bucket" in names
+    assert "mcp_gateway_requests" not in names  # a family name, not a series
+
+
+def test_alert_metrics_are_exported() -> None:
+    exported = _exported_metric_names()
+    used = {name for expr in _alert_expressions() for name in METRIC_NAME.findall(expr)}
+    assert used >= {
+        "mcp_gateway_backend_up",
+        "mcp_gateway_requests_total",
+        "mcp_gateway_request_duration_seconds_bucket",
+        "mcp_gateway_backend_restarts_total",
+        "mcp_gateway_config_reloads_total",
+    }
+    assert used - exported == set()
+
+
+def test_dashboard_metrics_are_exported() -> None:
+    exported = _exported_metric_names()
+    exprs = _dashboard_expressions()
+    used = {name for expr in exprs for name in METRIC_NAME.findall(expr)}
+    assert len(used) >= 9
+    assert used - exported == set()
+    for expr in exprs:
+        assert METRIC_NAME.search(expr), f"no gateway metric in {expr!r}"
+
+
+def test_metric_name_extraction() -> None:
+    expr = (
+        'sum(rate(mcp_gateway_requests_total{outcome!~"ok"}[5m])) / '
+        "histogram_quantile(0.99, mcp_gateway_request_duration_seconds_bucket) "
+        'and up{job=~".*mcp-gateway.*"} and not_mcp_gateway_x'
+    )
+    assert METRIC_NAME.findall(expr) == [
+        "mcp_gateway_requests_total",
+        "mcp_gateway_request_duration_seconds_bucket",
+    ]
+
+
+# --------------------------------------------------------------------------
+# Dockerfile and systemd
+
+
+def test_dockerfile_healthcheck_user_and_exec_form() -> None:
+    instructions = _dockerfile()
+    stages = [i for i, (word, _) in enumerate(instructions) if word == "FROM"]
+    assert len(stages) >= 2, "multi-stage build"
+    assert all(instructions[i][1].startswith("python:3.11-slim") for i in stages)
+    final = instructions[stages[-1] :]
+    words = [word for word, _ in final]
+    users = [args for word, args in final if word == "USER"]
+    assert users, "the final stage sets a USER"
+    assert users[-1].split(":")[0] not in ("root", "0")
+    (healthcheck,) = [args for word, args in final if word == "HEALTHCHECK"]
+    assert "http://127.0.0.1:8000/healthz" in healthcheck
+    assert "urllib" in healthcheck
+    (entrypoint,) = [args for word, args in final if word == "ENTRYPOINT"]
+    assert json.loads(entrypoint) == ["mcp-gateway"]
+    (cmd,) = [args for word, args in final if word == "CMD"]
+    assert json.loads(cmd) == ["serve", "-c", CONFIG_PATH, "--host", "0.0.0.0"]
+    assert "EXPOSE" in words and ("EXPOSE", "8000") in final
+    assert ("COPY", f"config/gateway.yaml {CONFIG_PATH}") in final
+    assert words.index("USER") < words.index("ENTRYPOINT")
+    assert (ROOT / ".dockerignore").is_file()
+
+
+def test_systemd_unit() -> None:
+    settings: dict[str, list[str]] = {}
+    for line in (DEPLOY / "systemd" / "mcp-gateway.service").read_text().splitlines():
+        if "=" in line and not line.startswith(("#", ";", "[")):
+            key, _, value = line.partition("=")
+            settings.setdefault(key.strip(), []).append(value.strip())
+    assert settings["Type"] == ["exec"]
+    (start,) = settings["ExecStart"]
+    assert start.split()[1:] == ["serve", "-c", CONFIG_PATH]
+    assert settings["ExecReload"][-1] == "/bin/kill -HUP $MAINPID"
+    assert settings["KillSignal"] == ["SIGTERM"]
+    assert float(settings["TimeoutStopSec"][0]) > ShutdownConfig().drain_timeout
+    assert settings["Restart"] == ["on-failure"]
+    for key in ("NoNewPrivileges", "ProtectHome", "PrivateTmp"):
+        assert settings[key] == ["yes"], key
+    assert settings["ProtectSystem"] == ["strict"]
+    assert "DynamicUser" in settings or "User" in settings
+    assert "EnvironmentFile" in settings
