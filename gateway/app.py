@@ -133,6 +133,7 @@ async def open_gateway(
             clients,
             OriginPolicy(server.host, server.allowed_origins, server.allowed_hosts),
             max_body_bytes=server.max_body_bytes,
+            authenticator=Authenticator(config.auth),
         )
         app = GatewayApp(
             server.path, endpoint, lambda: gateway.readiness(), metrics.registry, legacy

@@ -164,3 +164,14 @@ async def test_metrics_move_with_real_traffic_and_carry_bounded_labels(
     assert "mcp_gateway_client_sessions_opened_total 1.0" in text
     assert 'mcp_gateway_catalog_items{backend="toolbox",kind="tools"} 6.0' in text
     assert init.headers["mcp-session-id"] not in text
+
+
+async def test_the_legacy_sse_endpoints_need_the_same_credentials(nursery: trio.Nursery) -> None:
+    """Spec (issue 7): /sse and /messages are guarded like /mcp."""
+    running = await _secured(nursery)
+    async with httpx.AsyncClient() as http:
+        stream = await http.get(running.base_url + "/sse", headers={"accept": "text/event-stream"})
+        assert stream.status_code == 401
+        assert "resource_metadata=" in stream.headers["www-authenticate"]
+        post = await http.post(running.base_url + "/messages?session_id=x", content=_initialize())
+        assert post.status_code == 401
