@@ -60,6 +60,11 @@ MAX_MESSAGE_BYTES: Final = DEFAULT_MAX_EVENT_BYTES
 # and the session's reader never blocks, so a buffer would only hide a
 # stalled reader (STYLE rule 4).
 INBOX_BUFFER: Final = 0
+# A body we do not want (a 202's, a refusal's) is still read, this much at
+# most and for this long at most, because a connection whose response was
+# not read to the end cannot be reused: every POST would open a new one.
+DISCARD_LIMIT: Final = 64 * 1024
+DISCARD_TIMEOUT: Final = 1.0
 # Cleanup of one HTTP response (closing its connection) after its reader
 # was cancelled: shielded, and bounded like every shield (rule 3).
 RESPONSE_CLOSE_TIMEOUT: Final = 1.0
@@ -166,6 +171,24 @@ async def close_response(response: httpx.Response) -> None:
         # A failure here means the connection is being dropped anyway.
         with suppress(httpx.HTTPError, OSError):
             await response.aclose()
+
+
+async def discard_body(response: httpx.Response) -> None:
+    """Read and drop a small body (bounded in size and time), then close the response.
+
+    Reading it to the end lets httpx return the connection to the pool.
+    """
+    try:
+        with trio.move_on_after(DISCARD_TIMEOUT), map_exceptions(HTTP_ERRORS):
+            seen = 0
+            async for chunk in response.aiter_raw():
+                seen += len(chunk)
+                if seen > DISCARD_LIMIT:
+                    break
+    except TransportError:
+        pass  # the connection is dropped by the close below
+    finally:
+        await close_response(response)
 
 
 async def read_body(response: httpx.Response, limit: int) -> bytes:

@@ -40,6 +40,7 @@ from gateway.transports.http_base import (
     base_headers,
     close_response,
     describe_status,
+    discard_body,
     error_message,
     failure_response,
     media_type,
@@ -121,15 +122,15 @@ class SseChannel:
             raise
         status = response.status_code
         if 200 <= status < 300:
-            await close_response(response)
+            await discard_body(response)
             return
         if status == 404:
-            await close_response(response)
+            await discard_body(response)
             self._break("session expired (404)")
             self._inbox.raise_if_ended()
         problem = describe_status(response)
         if not outgoing.request_ids:
-            await close_response(response)
+            await discard_body(response)
             self._log.warning("backend.sse.post.rejected", problem=problem)
             return
         self._nursery.start_soon(self._fail_requests, response, outgoing, problem)

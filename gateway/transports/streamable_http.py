@@ -64,6 +64,7 @@ from gateway.transports.http_base import (
     base_headers,
     close_response,
     describe_status,
+    discard_body,
     error_message,
     failure_response,
     is_header_token,
@@ -163,7 +164,7 @@ class StreamableHttpChannel:
             handed_off = self._dispatch(response, outgoing)
         finally:
             if not handed_off:
-                await close_response(response)
+                await discard_body(response)
         if outgoing.initialized and not self._listening:
             self._listening = True
             self._nursery.start_soon(self._listen)
@@ -182,14 +183,16 @@ class StreamableHttpChannel:
 
         The DELETE runs shielded under a short deadline and its outcome is
         ignored: ``405`` means the server does not let clients end sessions,
-        and any failure means there is nothing left to end.
+        and any failure means there is nothing left to end. A channel that
+        already broke sends none: its session expired or its server is
+        unreachable, and a DELETE would only delay the restart.
         """
         if self._closed:
             return
         self._closed = True
+        broken = self._inbox.ended is not None
         self._inbox.end(TransportClosed("channel closed"))
-        session_id = self.session_id
-        if session_id is None:
+        if self.session_id is None or broken:
             return
         headers = self._request_headers(None)
         with trio.move_on_after(DELETE_TIMEOUT, shield=True):
