@@ -67,6 +67,22 @@ if TYPE_CHECKING:
 
 logger = structlog.get_logger("gateway.backends")
 
+# Requests that may be sent twice without harm: retried once after the
+# backend's session expired. Never tools/call (it may have had effects).
+IDEMPOTENT_METHODS: Final = frozenset(
+    {
+        "ping",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "prompts/get",
+        "completion/complete",
+    }
+)
+# What HTTP transports say when the server no longer knows our session.
+SESSION_EXPIRED: Final = "session expired"
 # A backend must stay up this long before its backoff starts over.
 STABLE_UPTIME: Final = 30.0
 # A burst of list_changed notifications becomes one refresh after this quiet
@@ -211,6 +227,7 @@ class Backend:
         self._up_since = 0.0
         # Set once the first connect attempt has ended, either way.
         self.settled = trio.Event()
+        self._state_event = trio.Event()
         # False once the backend is being removed (reload, shutdown): new
         # calls are refused while those in flight finish.
         self.accepting = True
@@ -294,15 +311,34 @@ class Backend:
         """
         if not self.accepting:
             raise BackendUnavailable(self.name, "being removed from the configuration")
-        peer = await self._peer_for(client)
         self.in_flight += 1
         self._idle = trio.Event() if self.in_flight == 1 else self._idle
+        peer: Peer | None = None
         try:
-            return await self._request_on(peer, method, params, progress_token, on_progress)
+            try:
+                peer = await self._peer_for(client)
+                return await self._request_on(peer, method, params, progress_token, on_progress)
+            except BackendUnavailable as exc:
+                # The server forgot our session (an HTTP backend restarted):
+                # the supervisor re-initializes at once; a request that is
+                # safe to repeat is sent once more on the new session, a
+                # tools/call never is (robustness D14, B11).
+                if method not in IDEMPOTENT_METHODS or SESSION_EXPIRED not in exc.reason:
+                    raise
+                await self._wait_for_new_session(peer)
+                peer = await self._peer_for(client)
+                return await self._request_on(peer, method, params, progress_token, on_progress)
         finally:
             self.in_flight -= 1
             if self.in_flight == 0:
                 self._idle.set()
+
+    async def _wait_for_new_session(self, old: Peer | None) -> None:
+        """Wait (bounded by connect + initialize time) for a session other than ``old``."""
+        timeouts = self.config.timeouts
+        with trio.move_on_after(timeouts.connect + timeouts.initialize):
+            while self.state is not BackendState.UP or self._peer is None or self._peer is old:
+                await self._state_event.wait()
 
     async def drained(self) -> None:
         """Wait until no call is in flight."""
@@ -411,6 +447,8 @@ class Backend:
     def _set_state(self, state: BackendState, reason: str) -> None:
         self.state = state
         self.reason = reason
+        self._state_event.set()
+        self._state_event = trio.Event()
         self._on_change(self)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -442,12 +480,13 @@ class Backend:
                     # backing off (robustness B7, no spawn storm).
                     attempt = 0
                 self._log.warning("backend.down", reason=reason, state=state.value)
-                delay = (
-                    self._backoff.maximum
-                    if state is BackendState.INCOMPATIBLE
-                    else self._backoff.delay(attempt, self._rng)
-                )
-                attempt += 1
+                if went_up and SESSION_EXPIRED in reason:
+                    delay = 0.0  # the server is there; only our session is gone
+                elif state is BackendState.INCOMPATIBLE:
+                    delay = self._backoff.maximum
+                else:
+                    delay = self._backoff.delay(attempt, self._rng)
+                    attempt += 1
                 await trio.sleep(delay)
                 self._set_state(BackendState.STARTING, "restarting")
         finally:

@@ -78,6 +78,11 @@ def build(port: int, mode: str) -> FastMCP:
         """Echo the text back, prefixed with "alpha: "."""
         return "alpha: " + text
 
+    @mcp.resource("alpha://readme")
+    def readme() -> str:
+        """A fixed text, so reads (idempotent) can be tested over HTTP."""
+        return "Alpha readme"
+
     @mcp.tool()
     def add(a: int, b: int) -> int:
         """Add two integers."""

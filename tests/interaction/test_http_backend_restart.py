@@ -1,0 +1,98 @@
+"""B11/D14: an HTTP backend that restarts forgets its sessions (404).
+
+The official-SDK server runs over Streamable HTTP as a real process; it is
+killed and started again on the same port while the gateway keeps running.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import trio
+from mcp.shared.exceptions import McpError
+from mcp.types import TextContent, TextResourceContents
+from pydantic import AnyUrl
+
+from gateway.backends.backend import BackendState
+from tests.harness import gateway_config, open_client, start_gateway, wait_for_states
+from tests.servers.paths import SERVERS_DIR
+from tests.subprocess_servers import free_port, run_server
+
+
+def _argv(port: int) -> list[str]:
+    return [
+        sys.executable,
+        str(SERVERS_DIR / "http_alpha.py"),
+        str(port),
+        "streamable-http",
+        "json",
+    ]
+
+
+async def test_a_restarted_http_backend_is_reinitialized_and_idempotent_calls_succeed(
+    nursery: trio.Nursery,
+) -> None:
+    """B11: the backend session is re-initialized transparently; list and read work again."""
+    port = free_port()
+    config = gateway_config(
+        [
+            {
+                "name": "remote",
+                "transport": "http",
+                "url": f"http://127.0.0.1:{port}/mcp",
+                "session": "shared",
+                "health": {"ping_interval": 0},
+            }
+        ]
+    )
+    with run_server(_argv(port), port):
+        running = await start_gateway(nursery, config)
+        async with open_client(running.url) as client:
+            first = await client.call_tool("remote__echo", {"text": "a"})
+            assert [b.text for b in first.content if isinstance(b, TextContent)] == ["alpha: a"]
+    backend = running.gateway.pool.backends["remote"]
+    initializations = backend.initializations
+    with run_server(_argv(port), port):
+        async with open_client(running.url) as client:
+            # The first request after the restart meets the 404; the gateway
+            # re-initializes and repeats it once, because a read is safe to repeat.
+            read = await client.read_resource(AnyUrl("remote+alpha://readme"))
+            assert [c.text for c in read.contents if isinstance(c, TextResourceContents)] == [
+                "Alpha readme"
+            ]
+            await wait_for_states(running.gateway, {"remote": BackendState.UP})
+            again = await client.call_tool("remote__echo", {"text": "b"})
+            assert [b.text for b in again.content if isinstance(b, TextContent)] == ["alpha: b"]
+    assert backend.initializations > initializations
+
+
+async def test_a_tool_call_that_meets_an_expired_session_is_not_repeated(
+    nursery: trio.Nursery,
+) -> None:
+    """D14: tools/call is never retried after reaching the backend; the host gets an error."""
+    port = free_port()
+    config = gateway_config(
+        [
+            {
+                "name": "remote",
+                "transport": "http",
+                "url": f"http://127.0.0.1:{port}/mcp",
+                "session": "shared",
+                "health": {"ping_interval": 0},
+            }
+        ]
+    )
+    with run_server(_argv(port), port):
+        running = await start_gateway(nursery, config)
+    with run_server(_argv(port), port):
+        async with open_client(running.url) as client:
+            with pytest.raises(McpError) as caught:
+                await client.call_tool("remote__echo", {"text": "once"})
+            assert caught.value.error.code == -32603
+            assert "remote" in caught.value.error.message
+            await wait_for_states(running.gateway, {"remote": BackendState.UP})
+            result = await client.call_tool("remote__echo", {"text": "twice"})
+            assert [b.text for b in result.content if isinstance(b, TextContent)] == [
+                "alpha: twice"
+            ]
