@@ -46,6 +46,10 @@ from gateway.errors import ConfigError
 
 logger = structlog.get_logger("gateway.app")
 
+# Idle HTTP connections are closed after this. hypercorn's trio worker only
+# notices a host that hung up when this runs out (measured: connections sat
+# in CLOSE-WAIT until then), so it is kept short, as hypercorn's default.
+KEEP_ALIVE_TIMEOUT: Final = 5.0
 # How often idle client sessions are looked for.
 EXPIRY_SWEEP_INTERVAL: Final = 30.0
 _LIST_CHANGED_METHOD: Final = {
@@ -103,6 +107,7 @@ async def open_gateway(
             config.pagination.page_size,
             metrics,
             housekeeping,
+            config.naming.separator,
         )
 
         def opened(session: ClientSession) -> None:
@@ -209,7 +214,7 @@ def _hypercorn_config(host: str, port: int) -> hypercorn.config.Config:
     hc.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     hc.accesslog = None
     hc.errorlog = None
-    hc.keep_alive_timeout = 75.0
+    hc.keep_alive_timeout = KEEP_ALIVE_TIMEOUT
     hc.graceful_timeout = 5.0
     # h11 refuses header blocks past this size. No read_timeout: hypercorn
     # applies it to every read, which would cut GET streams and long tool

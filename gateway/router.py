@@ -185,6 +185,7 @@ class Router:
         metrics: where request counts and latencies go.
         nursery: where follow-up work runs (renewing subscriptions and log
             levels when a backend comes back).
+        separator: the naming separator, to recognise a down backend's names.
     """
 
     def __init__(
@@ -194,9 +195,11 @@ class Router:
         page_size: int,
         metrics: Metrics | None = None,
         nursery: trio.Nursery | None = None,
+        separator: str = "__",
     ) -> None:
         self._pool = pool
         self._nursery = nursery
+        self._separator = separator
         self._cursors = cursors
         self._page_size = page_size
         self._metrics = metrics
@@ -497,6 +500,13 @@ class Router:
     def _named_target(self, kind: Kind, public: str, snap: Snapshot, what: str) -> _Target:
         entry = snap.resolve(kind, public)
         if entry is None:
+            # A name under the prefix of a backend that is down is not
+            # unknown: say the backend is unavailable, at once (A31).
+            head, sep, _ = public.partition(self._separator)
+            owner = snap.prefixes.get(head) if sep else None
+            backend = self._pool.get(owner) if owner is not None else None
+            if backend is not None and backend.state is not BackendState.UP:
+                raise BackendUnavailable(backend.name, backend.reason)
             raise LocalProtocolError(f"Unknown {what}: {public}", INVALID_PARAMS)
         return _Target(self._backend(entry.backend), entry.original)
 

@@ -203,3 +203,15 @@ async def test_a_backend_that_cannot_start_fails_fast_while_others_serve(
     ready, details = running.gateway.readiness()
     assert ready is True  # broken is not `required`
     assert details["down"] == ["broken"]
+
+
+async def test_a_tool_of_a_backend_that_is_down_fails_fast_as_unavailable(
+    client: ClientSession,
+) -> None:
+    """A31: a name under a down backend's prefix is unavailable (-32603), not unknown."""
+    with trio.fail_after(1):
+        with pytest.raises(McpError) as caught:
+            await client.call_tool("broken__anything", {})
+    assert caught.value.error.code == -32603
+    assert isinstance(caught.value.error.data, dict)
+    assert caught.value.error.data == {"reason": "backend_unavailable", "backend": "broken"}
