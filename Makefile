@@ -49,6 +49,7 @@ run: install
 lint: install-dev
 	$(BIN)/ruff check gateway tests benchmarks
 	$(BIN)/ruff format --check gateway tests benchmarks
+	$(BIN)/lint-imports
 
 typecheck: install-dev
 	$(BIN)/mypy
