@@ -50,6 +50,7 @@ lint: install-dev
 	$(BIN)/ruff check gateway tests benchmarks
 	$(BIN)/ruff format --check gateway tests benchmarks
 	$(BIN)/lint-imports
+	$(BIN)/interrogate gateway
 
 typecheck: install-dev
 	$(BIN)/mypy

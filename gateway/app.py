@@ -111,11 +111,13 @@ async def open_gateway(
         )
 
         def opened(session: ClientSession) -> None:
+            """A host initialized: the router may now route to it."""
             router.client_opened(session)
             metrics.client_sessions_opened.inc()
             metrics.client_sessions_open.inc()
 
         def closed(session: ClientSession) -> None:
+            """A session ended, however: release what it held at the backends."""
             router.client_closed(session.session_id, housekeeping)
             metrics.client_sessions_open.dec()
 
@@ -149,6 +151,7 @@ async def open_gateway(
         housekeeping.start_soon(coalescer.run)
 
         def catalog_changed(snapshot: Snapshot, kinds: frozenset[Kind]) -> None:
+            """Tell hosts (coalesced) and refresh the catalog gauges."""
             coalescer.add(kinds)
             for backend in pool.backends.values():
                 for kind in Kind:
@@ -156,6 +159,7 @@ async def open_gateway(
                     metrics.catalog_items.labels(backend=backend.name, kind=kind.value).set(count)
 
         def track_state(backend: Backend) -> None:
+            """Keep the up and ready gauges current."""
             metrics.backend_up.labels(backend=backend.name).set(
                 1 if backend.state is BackendState.UP else 0
             )
@@ -340,6 +344,7 @@ async def serve_stdio(config: GatewayConfig, config_path: str | None = None) -> 
         async with open_gateway(config) as gateway, trio.open_nursery() as nursery:
 
             async def watch_signals() -> None:
+                """SIGHUP reloads; SIGTERM/SIGINT end stdio mode."""
                 async for signum in signals:
                     if signum == signal.SIGHUP and config_path is not None:
                         await reload_config(gateway, config_path)
