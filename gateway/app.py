@@ -167,7 +167,14 @@ async def open_gateway(
 
         metrics.watch_backends(
             lambda: [
-                BackendSample(b.name, b.state.value, b.in_flight, b.restarts, b.initializations)
+                BackendSample(
+                    b.name,
+                    b.state.value,
+                    b.in_flight,
+                    b.restarts,
+                    b.initializations,
+                    dict(b.list_guard_trips),
+                )
                 for b in pool.backends.values()
             ]
         )

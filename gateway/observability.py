@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 import structlog
@@ -22,7 +22,7 @@ from prometheus_client.registry import Collector
 from gateway import __version__
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator, Mapping
 
 PREFIX: Final = "mcp_gateway_"
 # Sub-millisecond (a catalog page) to minutes (a long tool call).
@@ -214,6 +214,7 @@ class BackendSample:
     in_flight: int
     restarts: int
     initializations: int
+    list_guard_trips: Mapping[str, int] = field(default_factory=dict)
 
 
 class _BackendCollector(Collector):
@@ -241,10 +242,17 @@ class _BackendCollector(Collector):
             "Backend sessions initialized (first start, restarts, per-client sessions).",
             labels=["backend"],
         )
+        guards = CounterMetricFamily(
+            PREFIX + "list_guard_trips",
+            "Backend listings cut short by a guard (repeated cursor, max pages, max items).",
+            labels=["backend", "reason"],
+        )
         for backend in self._sample():
+            for reason, count in backend.list_guard_trips.items():
+                guards.add_metric([backend.name, reason], count)
             for name in BACKEND_STATES:
                 state.add_metric([backend.name, name], 1.0 if backend.state == name else 0.0)
             in_flight.add_metric([backend.name], backend.in_flight)
             restarts.add_metric([backend.name], backend.restarts)
             inits.add_metric([backend.name], backend.initializations)
-        yield from (state, in_flight, restarts, inits)
+        yield from (state, in_flight, restarts, inits, guards)

@@ -21,6 +21,7 @@ another. Callers learn of readiness through ``on_change``.
 
 from __future__ import annotations
 
+import collections
 import enum
 import os
 import sys
@@ -219,6 +220,8 @@ class Backend:
         self.listing: BackendListing | None = None
         self.restarts = 0
         self.initializations = 0
+        # Times a listing was cut short by a guard, by reason (metric).
+        self.list_guard_trips: collections.Counter[str] = collections.Counter()
         self._on_change = on_change
         self._on_notification = on_notification
         self._on_request = on_request
@@ -611,6 +614,7 @@ class Backend:
             page, cursor = mcp.list_items(result, kind.value)
             items.extend(page)
             if len(items) >= self.config.max_list_items:
+                self.list_guard_trips["max_items"] += 1
                 self._log.warning(
                     "backend.list.max_items",
                     method=method,
@@ -622,10 +626,12 @@ class Backend:
             if cursor is None:
                 break
             if cursor in seen_cursors:
+                self.list_guard_trips["cursor_repeated"] += 1
                 self._log.warning("backend.list.cursor_repeated", method=method, items=len(items))
                 break
             seen_cursors.add(cursor)
         else:
+            self.list_guard_trips["max_pages"] += 1
             self._log.warning(
                 "backend.list.max_pages", method=method, pages=self.config.max_list_pages
             )
