@@ -50,6 +50,7 @@ logger = structlog.get_logger("gateway.app")
 # notices a host that hung up when this runs out (measured: connections sat
 # in CLOSE-WAIT until then), so it is kept short, as hypercorn's default.
 KEEP_ALIVE_TIMEOUT: Final = 5.0
+LISTEN_BACKLOG: Final = 1024
 # How often idle client sessions are looked for.
 EXPIRY_SWEEP_INTERVAL: Final = 30.0
 _LIST_CHANGED_METHOD: Final = {
@@ -231,6 +232,9 @@ def _hypercorn_config(host: str, port: int) -> hypercorn.config.Config:
     # applies it to every read, which would cut GET streams and long tool
     # calls whose host sends nothing while it waits.
     hc.h11_max_incomplete_size = 64 * 1024
+    # A burst of hosts reconnecting at once must queue in the kernel and be
+    # answered (503 past max_sessions), not reset (robustness B15).
+    hc.backlog = LISTEN_BACKLOG
     return hc
 
 

@@ -238,10 +238,15 @@ class HealthConfig(Base, frozen=True, kw_only=True):
         ping_interval: seconds of idleness after which the backend is pinged;
             a failed ping restarts it. 0 disables pings.
         ping_timeout: how long a ping may take.
+        eject_after_timeouts: this many requests in a row timing out end the
+            backend's session (it is restarted with backoff, and calls fail at
+            once meanwhile) instead of every caller waiting out its timeout
+            on a path that has gone silent. 0 disables it.
     """
 
     ping_interval: float = 30.0
     ping_timeout: float = 10.0
+    eject_after_timeouts: int = 5
 
 
 class ShutdownConfig(Base, frozen=True, kw_only=True):
@@ -371,6 +376,9 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
             ``nextCursor`` never ends cannot stall the catalog.
         max_list_items: most items kept from one list, so a backend that
             lists a million tools costs a bounded amount of memory.
+        max_in_flight: most calls sent to this backend at once (0: no limit).
+        max_pending: calls that may wait for a slot when ``max_in_flight``
+            is reached; beyond that a call fails at once (overloaded).
         on_collision: what happens to an item of this backend whose public
             name another backend already has (possible only with unprefixed
             backends): ``error`` leaves it out and logs an error naming both,
@@ -391,6 +399,8 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
     resources: ResourceFilter = msgspec.field(default_factory=ResourceFilter)
     max_list_pages: int = 100
     max_list_items: int = 100_000
+    max_in_flight: int = 0
+    max_pending: int = 0
     on_collision: Literal["error", "skip", "rename"] = "error"
 
     @property
@@ -993,6 +1003,8 @@ def _check(instance: Base, place: str, problems: _Problems) -> None:
     elif isinstance(instance, HealthConfig):
         if instance.ping_interval < 0:
             problems.add(_join(place, "ping_interval"), "must be 0 (off) or more")
+        if instance.eject_after_timeouts < 0:
+            problems.add(_join(place, "eject_after_timeouts"), "must be 0 (off) or more")
         _positive(instance, "ping_timeout", place, problems)
     elif isinstance(instance, ShutdownConfig):
         _positive(instance, "drain_timeout", place, problems)
@@ -1046,6 +1058,9 @@ def _check_backend(backend: BackendBase, place: str, problems: _Problems) -> Non
         )
     _positive(backend, "max_list_pages", place, problems)
     _positive(backend, "max_list_items", place, problems)
+    for name in ("max_in_flight", "max_pending"):
+        if getattr(backend, name) < 0:
+            problems.add(_join(place, name), "must be 0 (no limit) or more")
     if isinstance(backend, StdioBackend):
         if not backend.command:
             problems.add(_join(place, "command"), "must not be empty")

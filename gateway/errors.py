@@ -102,11 +102,15 @@ class BackendUnavailable(GatewayError):
     Args:
         backend: the backend's configured name.
         reason: short human text (``"starting"``, ``"exited with code 1"``).
+        kind: the machine-readable reason hosts see in the error's data
+            (``backend_unavailable``, or ``overloaded`` when the backend's
+            call limits are full).
     """
 
-    def __init__(self, backend: str, reason: str) -> None:
+    def __init__(self, backend: str, reason: str, kind: str = "backend_unavailable") -> None:
         self.backend = backend
         self.reason = reason
+        self.kind = kind
         super().__init__(f"backend {backend!r} is unavailable: {reason}")
 
 

@@ -143,7 +143,7 @@ class _Target:
 
 def _unavailable(exc: BackendUnavailable) -> LocalProtocolError:
     return LocalProtocolError(
-        str(exc), INTERNAL_ERROR, data={"reason": "backend_unavailable", "backend": exc.backend}
+        str(exc), INTERNAL_ERROR, data={"reason": exc.kind, "backend": exc.backend}
     )
 
 

@@ -231,6 +231,11 @@ class Backend:
         # Set once the first connect attempt has ended, either way.
         self.settled = trio.Event()
         self._state_event = trio.Event()
+        self._timeouts_in_a_row = 0
+        self._eject = trio.Event()
+        self._was_up = False
+        self._waiting = 0
+        self._slots = trio.Semaphore(config.max_in_flight) if config.max_in_flight else None
         # False once the backend is being removed (reload, shutdown): new
         # calls are refused while those in flight finish.
         self.accepting = True
@@ -314,6 +319,41 @@ class Backend:
         """
         if not self.accepting:
             raise BackendUnavailable(self.name, "being removed from the configuration")
+        async with self._slot():
+            return await self._request_counted(method, params, client, progress_token, on_progress)
+
+    @asynccontextmanager
+    async def _slot(self) -> AsyncIterator[None]:
+        """Hold one of ``max_in_flight`` slots; refuse at once past ``max_pending`` (B18)."""
+        slots = self._slots
+        if slots is None:
+            yield
+            return
+        if slots.value == 0 and self._waiting >= self.config.max_pending:
+            raise BackendUnavailable(
+                self.name,
+                f"overloaded: {self.config.max_in_flight} calls in flight and "
+                f"{self._waiting} waiting",
+                kind="overloaded",
+            )
+        self._waiting += 1
+        try:
+            await slots.acquire()
+        finally:
+            self._waiting -= 1
+        try:
+            yield
+        finally:
+            slots.release()
+
+    async def _request_counted(
+        self,
+        method: str,
+        params: msgspec.Raw | None,
+        client: str | None,
+        progress_token: RequestId | None,
+        on_progress: ProgressHandler | None,
+    ) -> msgspec.Raw:
         self.in_flight += 1
         self._idle = trio.Event() if self.in_flight == 1 else self._idle
         peer: Peer | None = None
@@ -343,6 +383,18 @@ class Backend:
             while self.state is not BackendState.UP or self._peer is None or self._peer is old:
                 await self._state_event.wait()
 
+    def _note_timeout(self) -> None:
+        limit = self.config.health.eject_after_timeouts
+        self._timeouts_in_a_row += 1
+        if limit and self._timeouts_in_a_row >= limit:
+            self._eject.set()
+
+    async def _ejector(self) -> None:
+        """End the session once too many requests in a row timed out (B12)."""
+        await self._eject.wait()
+        count, self._timeouts_in_a_row = self._timeouts_in_a_row, 0
+        raise TransportBroken(f"ejected: {count} requests in a row timed out")
+
     async def drained(self) -> None:
         """Wait until no call is in flight."""
         await self._idle.wait()
@@ -367,12 +419,15 @@ class Backend:
                     on_progress(body)
 
             try:
-                return await peer.request(
+                result = await peer.request(
                     method, params, progress_token=progress_token, on_progress=handler
                 )
+                self._timeouts_in_a_row = 0
+                return result
             except TransportError as exc:
                 raise BackendUnavailable(self.name, str(exc)) from None
         assert scope.cancelled_caught
+        self._note_timeout()
         raise RequestTimeout(self.name, trio.current_time() - started)
 
     async def notify(
@@ -468,7 +523,7 @@ class Backend:
                     reason, state = _describe(failure), BackendState.DOWN
                 else:
                     reason, state = self._peer_reason or "session ended", BackendState.DOWN
-                went_up = self.state is BackendState.UP
+                went_up, self._was_up = self._was_up, False
                 self.settled.set()
                 stable = went_up and trio.current_time() - self._up_since >= STABLE_UPTIME
                 self._peer = None
@@ -541,6 +596,7 @@ class Backend:
             self._peer = peer
             self.listing = listing
             self._up_since = trio.current_time()
+            self._was_up = True
             self._set_state(BackendState.UP, "up")
             self.settled.set()
             self._log.info(
@@ -555,12 +611,20 @@ class Backend:
             self._nursery = nursery
             try:
                 nursery.start_soon(self._refresher, peer)
+                self._eject = trio.Event()
+                nursery.start_soon(self._ejector)
                 if self.config.health.ping_interval > 0:
                     nursery.start_soon(self._pinger, peer)
                 await peer.closed.wait()
                 self._peer_reason = str(peer.close_reason) if peer.close_reason else None
             finally:
+                # Refuse new calls now, not after the transport has finished
+                # closing (an HTTP DELETE can take a while): a caller must never
+                # be handed a session that is already over.
                 self._nursery = None
+                self._peer = None
+                if self.state is BackendState.UP:
+                    self._set_state(BackendState.DOWN, "session ending")
                 for link in list(self._links.values()):
                     link.scope.cancel()
                 self._links.clear()

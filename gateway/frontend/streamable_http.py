@@ -161,6 +161,7 @@ class McpEndpoint:
 
     async def __call__(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
         """Handle one HTTP request to the endpoint."""
+        send = _forgiving(send)
         if self._metrics is not None:
             send = _counting_rejections(send, self._metrics)
         refused = self._origin.check(scope)
@@ -544,6 +545,27 @@ _REJECTION_REASONS: Final = {
     429: "rate",
     503: "unavailable",
 }
+
+
+def _forgiving(send: h.Send) -> h.Send:
+    """Wrap ``send`` so that writing to a host that hung up is not an error.
+
+    ASGI servers may raise once the client is gone; the call it was for has
+    already completed (spec: a disconnect is not a cancel), and there is
+    nobody left to tell (robustness B8).
+    """
+    gone = False
+
+    async def forgiving(message: h.Message) -> None:
+        nonlocal gone
+        if gone:
+            return
+        try:
+            await send(message)
+        except OSError:
+            gone = True
+
+    return forgiving
 
 
 def _counting_rejections(send: h.Send, metrics: Metrics) -> h.Send:

@@ -150,6 +150,16 @@ def decode(
             raise LocalProtocolError(
                 "parse error: text is not valid Unicode", PARSE_ERROR
             ) from None
+    elif not bytes(data).isascii():
+        # msgspec checks UTF-8 only in what it decodes; Raw fields are skipped
+        # unchecked, and invalid bytes would be forwarded as they came
+        # (robustness D4, A28). ASCII, the common case, needs no second look.
+        try:
+            bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise LocalProtocolError(
+                f"parse error: invalid UTF-8 at byte {exc.start}", PARSE_ERROR
+            ) from None
     try:
         return classify(_envelope_decoder.decode(data))
     except msgspec.ValidationError:

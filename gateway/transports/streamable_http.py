@@ -99,7 +99,7 @@ REFUSED_STREAM_DELAY: Final = 1.0
 MAX_RESUME_ATTEMPTS: Final = 3
 # The DELETE that ends our session on close: shielded, so it goes out even
 # while the backend is being cancelled, and short, since nothing waits on it.
-DELETE_TIMEOUT: Final = 2.0
+DELETE_TIMEOUT: Final = 0.5
 # How much of an error response is read to explain it (a JSON-RPC error
 # body's message); the rest, an HTML page say, is not worth reading.
 ERROR_BODY_LIMIT: Final = 16 * 1024

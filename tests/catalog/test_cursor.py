@@ -7,6 +7,10 @@ decodes or yields -32602, and never crashes.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+import json
 from typing import Any
 
 import pytest
@@ -204,3 +208,55 @@ def test_any_position_round_trips(
     codec = CursorCodec(secret.encode("utf-8", "surrogatepass"))
     position = CursorPayload(kind=kind, after=after, backend=backend, backend_cursor=backend_cursor)
     assert codec.decode(codec.encode(position), kind) == position
+
+
+def signed(body: bytes, secret: bytes = b"s3cret") -> str:
+    """A cursor in the documented wire form, signed with ``secret``, whatever the body."""
+    tag = hmac.new(secret, body, hashlib.sha256).digest()
+    return f"{b64(body)}.{b64(tag)[:22]}"
+
+
+def b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def test_signing_by_hand_matches_the_codec() -> None:
+    """Spec (module docstring): base64url(json) "." base64url(hmac_sha256)[:22]."""
+    body = b'{"kind":"tools","after":"github__create_issue"}'
+    assert CODEC.decode(signed(body), "tools") == POSITION
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | JSON_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(JSON_TEXT, inner, max_size=4),
+    max_leaves=8,
+)
+PAYLOAD_LIKE = st.fixed_dictionaries(
+    {"kind": st.sampled_from(["tools", "prompts"]) | JSON_VALUES},
+    optional={
+        "after": JSON_TEXT | JSON_VALUES,
+        "backend": JSON_VALUES,
+        "backend_cursor": JSON_VALUES,
+        "extra": JSON_VALUES,
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.binary(max_size=120)
+    | st.builds(lambda value: json.dumps(value).encode(), JSON_VALUES | PAYLOAD_LIKE)
+)
+def test_a_correctly_signed_body_that_is_not_a_position_is_invalid_params(body: bytes) -> None:
+    """Gateway choice: a body signed with our own key (a leaked secret, a replica on another
+    version) still decodes to a position or yields -32602, never another exception."""
+    outcome: CursorPayload | LocalProtocolError
+    try:
+        outcome = CODEC.decode(signed(body), "tools")
+    except LocalProtocolError as exc:
+        outcome = exc
+    if isinstance(outcome, LocalProtocolError):
+        assert outcome.code == INVALID_PARAMS
+        assert outcome.message.startswith("invalid cursor: ")
+    else:
+        assert outcome.kind == "tools"

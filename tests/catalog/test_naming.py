@@ -272,3 +272,44 @@ def test_every_resource_uri_round_trips_through_resolve_uri_or_is_reported(
             assert kept or named_in_problems(snapshot, name, original)
             if original:
                 assert snapshot.resolve_uri(public) == (name, original)
+
+
+# --- whatever a host sends back ---------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(spec=backends(NAMES, allow_unprefixed=True), asked=NAMES | st.text(max_size=80))
+def test_any_name_a_host_sends_resolves_to_nothing_or_to_exactly_that_listed_name(
+    spec: list[tuple[str, str, list[str]]], asked: str
+) -> None:
+    """Spec: a tool name from a host (any text, lone surrogates included) resolves to None
+    or to the entry listed under exactly that name; it never raises."""
+    listings = [
+        BackendListing(name, prefix, tools=tuple({"name": o} for o in originals))
+        for name, prefix, originals in spec
+    ]
+    snapshot = build_snapshot(listings, RULES)
+    entry = snapshot.resolve(Kind.TOOLS, asked)
+    assert entry is None or (entry.key == asked and asked in snapshot.view(Kind.TOOLS).keys)
+    if entry is not None:
+        prefix = {name: prefix for name, prefix, _ in spec}[entry.backend]
+        assert public_name(prefix, entry.original, RULES) == asked
+
+
+@settings(max_examples=200, deadline=None)
+@given(spec=backends(URI_TEXT, allow_unprefixed=True), asked=st.text(max_size=60))
+def test_any_uri_a_host_sends_resolves_to_nothing_or_to_a_backend_that_would_publish_it(
+    spec: list[tuple[str, str, list[str]]], asked: str
+) -> None:
+    """Spec: a resource URI from a host (any text) resolves to None or to a backend whose
+    public form of the resolved URI is exactly what the host sent; it never raises."""
+    listings = [
+        BackendListing(name, prefix, resources=tuple({"uri": o, "name": "r"} for o in originals))
+        for name, prefix, originals in spec
+    ]
+    snapshot = build_snapshot(listings, RULES)
+    resolved = snapshot.resolve_uri(asked)
+    if resolved is not None:
+        backend, original = resolved
+        prefix = {name: prefix for name, prefix, _ in spec}[backend]
+        assert public_uri(prefix, original) == asked
