@@ -20,6 +20,7 @@ import trio
 
 from gateway.protocol.versions import SUPPORTED_VERSIONS
 from tests.harness import Running, gateway_config, start_gateway, stdio_backend
+from tests.servers.paths import SERVERS_DIR
 
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
@@ -113,3 +114,108 @@ async def test_a_host_on_each_revision_uses_backends_on_every_revision(
             if host_version < "2025-03-26":
                 assert "annotations" not in tool
         assert await host.post("ping") == {}
+
+
+def _short(version: str) -> str:
+    return version.replace("-", "")
+
+
+@pytest.fixture(name="chatty")
+async def _chatty(nursery: trio.Nursery) -> Running:
+    """Per revision: the notes demo (sends list_changed) and a progress sender."""
+    backends = []
+    for version in SUPPORTED_VERSIONS:
+        backends.append(
+            stdio_backend(
+                f"notes{_short(version)}",
+                [sys.executable, "-m", "gateway.demo.notes"],
+                env={"DEMO_PROTOCOL_VERSION": version},
+            )
+        )
+        backends.append(
+            stdio_backend(
+                f"prog{_short(version)}",
+                [
+                    sys.executable,
+                    str(SERVERS_DIR / "misbehaving.py"),
+                    "--protocol-version",
+                    version,
+                ],
+            )
+        )
+    return await start_gateway(nursery, gateway_config(backends, notifications={"debounce": 0.02}))
+
+
+def _sse_messages(body: str) -> list[dict[str, Any]]:
+    return [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: ")]
+
+
+@pytest.mark.parametrize("host_version", SUPPORTED_VERSIONS)
+async def test_progress_and_notifications_cross_every_revision_pair(
+    chatty: Running, host_version: str
+) -> None:
+    """Spec (issue 6): progress and a list_changed notification work for every pair."""
+    async with httpx.AsyncClient(timeout=10) as http:
+        init = await http.post(
+            chatty.url,
+            headers=ACCEPT,
+            content=json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": host_version,
+                        "capabilities": {},
+                        "clientInfo": {"name": "m", "version": "1"},
+                    },
+                }
+            ),
+        )
+        headers = {**ACCEPT, "mcp-session-id": init.headers["mcp-session-id"]}
+        if host_version >= "2025-06-18":
+            headers["mcp-protocol-version"] = host_version
+        note = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+        assert (await http.post(chatty.url, headers=headers, content=note)).status_code == 202
+        for version in SUPPORTED_VERSIONS:
+            call = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {
+                    "name": f"prog{_short(version)}__progress_back",
+                    "arguments": {},
+                    "_meta": {"progressToken": f"tok-{version}"},
+                },
+            }
+            response = await http.post(chatty.url, headers=headers, content=json.dumps(call))
+            assert response.headers["content-type"].startswith("text/event-stream")
+            messages = _sse_messages(response.text)
+            progress = [
+                m["params"] for m in messages if m.get("method") == "notifications/progress"
+            ]
+            assert [p["progress"] for p in progress] == [5, 6], (version, progress)
+            assert {p["progressToken"] for p in progress} == {f"tok-{version}"}
+            assert messages[-1]["id"] == 1 and "result" in messages[-1]
+        stream_headers = {**headers, "accept": "text/event-stream"}
+        with trio.fail_after(10):
+            async with http.stream("GET", chatty.url, headers=stream_headers) as stream:
+                lines = stream.aiter_lines()
+                for version in SUPPORTED_VERSIONS:
+                    add = {
+                        "jsonrpc": "2.0",
+                        "id": 2,
+                        "method": "tools/call",
+                        "params": {
+                            "name": f"notes{_short(version)}__add_note",
+                            "arguments": {"title": f"from {host_version}", "text": "x"},
+                        },
+                    }
+                    assert (
+                        await http.post(chatty.url, headers=headers, content=json.dumps(add))
+                    ).status_code == 200
+                    async for line in lines:
+                        if line.startswith("data: "):
+                            event = json.loads(line[6:])
+                            if event["method"] == "notifications/resources/list_changed":
+                                break
