@@ -61,7 +61,7 @@ pytest: install-dev node-deps
 test: lint typecheck pytest conformance
 
 bench: install-dev
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) $(NODE_DIR)/node_modules $(CONFORMANCE_DIR)/node_modules
