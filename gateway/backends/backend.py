@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import enum
+import math
 import os
 import sys
 from contextlib import asynccontextmanager, suppress
@@ -758,9 +759,16 @@ class Backend:
                 pass  # an error answer is still an answer: the backend is alive
 
     async def _refresher(self, peer: Peer) -> None:
+        """Re-list what a backend said changed: at once after a quiet spell,
+        then at most once per ``REFRESH_DEBOUNCE`` while changes keep coming.
+
+        The first change of a burst costs no delay (hosts see it promptly);
+        a storm still costs one re-list per window (robustness D16).
+        """
+        last_refresh = -math.inf
         while True:
             await self._dirty_event.wait()
-            await trio.sleep(REFRESH_DEBOUNCE)
+            await trio.sleep_until(last_refresh + REFRESH_DEBOUNCE)
             kinds, self._dirty = self._dirty, set()
             self._dirty_event = trio.Event()
             try:
@@ -768,6 +776,8 @@ class Backend:
             except (GatewayError, trio.TooSlowError) as exc:
                 self._log.warning("backend.refresh.failed", error=_describe(exc))
                 continue
+            finally:
+                last_refresh = trio.current_time()
             self._on_change(self)
 
     # -- messages from the backend ----------------------------------------
