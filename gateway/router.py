@@ -355,7 +355,10 @@ class Router:
         finally:
             elapsed = time.perf_counter() - started
             if self._metrics is not None:
-                self._metrics.observe_request(request.method, outcome, elapsed, call.backend)
+                # Only methods the gateway knows become label values: a host
+                # must not be able to mint time series (bounded labels).
+                method = request.method if handler is not None else "other"
+                self._metrics.observe_request(method, outcome, elapsed, call.backend)
             logger.debug(
                 "request.routed",
                 client_session=client.session_id[:8],

@@ -74,7 +74,11 @@ def media_types(value: bytes | None) -> set[str]:
 
 def accepts(scope: Scope, wanted: str) -> bool:
     """Whether the Accept header admits ``wanted`` (wildcards count)."""
-    types = media_types(header(scope, b"accept"))
+    return accepts_type(media_types(header(scope, b"accept")), wanted)
+
+
+def accepts_type(types: set[str], wanted: str) -> bool:
+    """Whether parsed Accept media types admit ``wanted`` (wildcards count)."""
     major = wanted.split("/", 1)[0]
     return bool(types & {wanted, f"{major}/*", "*/*"})
 

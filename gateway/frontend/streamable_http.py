@@ -14,6 +14,7 @@ half the CPU of SSE (DESIGN.md, "JSON first").
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import math
 from typing import TYPE_CHECKING, Final
@@ -60,6 +61,7 @@ RELATED_MESSAGE_BUFFER: Final = 64
 _LOOPBACK_NAMES: Final = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
 
+@functools.lru_cache(maxsize=256)
 def _is_loopback_host(host: str) -> bool:
     host = host.strip("[]").lower()
     if host == "localhost" or host.endswith(".localhost"):
@@ -279,7 +281,11 @@ class McpEndpoint:
                 ),
             )
             return
-        if not (h.accepts(scope, "application/json") and h.accepts(scope, "text/event-stream")):
+        accepted = h.media_types(h.header(scope, b"accept"))
+        if not (
+            h.accepts_type(accepted, "application/json")
+            and h.accepts_type(accepted, "text/event-stream")
+        ):
             await h.respond(
                 send,
                 406,

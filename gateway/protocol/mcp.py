@@ -10,6 +10,7 @@ anything to rewrite at all and, if not, returns the Raw it was given.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any, Final, TypeAlias
 
@@ -24,8 +25,9 @@ _decoder: Final = msgspec.json.Decoder()
 _object_decoder: Final = msgspec.json.Decoder(dict[str, Any])
 
 # Rewrites look for this before decoding: only content carrying a "uri"
-# (embedded resources, resource links, read contents) needs a rewrite.
-_URI_MARKER: Final = b'"uri"'
+# (embedded resources, resource links, read contents) needs a rewrite. A
+# compiled pattern searches the Raw's buffer without copying it.
+_URI_MARKER: Final = re.compile(rb'"uri"')
 
 
 def decode_params(params: msgspec.Raw | None) -> dict[str, Any]:
@@ -106,7 +108,7 @@ def _rewrite_blocks(blocks: Any, map_uri: UriMap) -> None:
 
 def rewrite_call_result(result: msgspec.Raw, map_uri: UriMap) -> msgspec.Raw:
     """Namespace URIs in a tools/call result's content blocks."""
-    if _URI_MARKER not in bytes(result):
+    if _URI_MARKER.search(result) is None:
         return result
     body = _strict_object(result)
     if body is None:
@@ -117,7 +119,7 @@ def rewrite_call_result(result: msgspec.Raw, map_uri: UriMap) -> msgspec.Raw:
 
 def rewrite_read_result(result: msgspec.Raw, map_uri: UriMap) -> msgspec.Raw:
     """Namespace the URIs of a resources/read result's contents."""
-    if _URI_MARKER not in bytes(result):
+    if _URI_MARKER.search(result) is None:
         return result
     body = _strict_object(result)
     if body is None:
@@ -132,7 +134,7 @@ def rewrite_read_result(result: msgspec.Raw, map_uri: UriMap) -> msgspec.Raw:
 
 def rewrite_prompt_result(result: msgspec.Raw, map_uri: UriMap) -> msgspec.Raw:
     """Namespace URIs in a prompts/get result's message contents."""
-    if _URI_MARKER not in bytes(result):
+    if _URI_MARKER.search(result) is None:
         return result
     body = _strict_object(result)
     if body is None:
