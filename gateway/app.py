@@ -7,6 +7,7 @@ all of them, backends last, so that no child process outlives the gateway.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import signal
@@ -154,10 +155,10 @@ async def open_gateway(
         def catalog_changed(snapshot: Snapshot, kinds: frozenset[Kind]) -> None:
             """Tell hosts (coalesced) and refresh the catalog gauges."""
             coalescer.add(kinds)
-            for backend in pool.backends.values():
-                for kind in Kind:
-                    count = sum(1 for e in snapshot.view(kind).entries if e.backend == backend.name)
-                    metrics.catalog_items.labels(backend=backend.name, kind=kind.value).set(count)
+            for kind in Kind:
+                counts = collections.Counter(e.backend for e in snapshot.view(kind).entries)
+                for name in pool.backends:
+                    metrics.catalog_items.labels(backend=name, kind=kind.value).set(counts[name])
 
         def track_state(backend: Backend) -> None:
             """Keep the up and ready gauges current."""

@@ -152,11 +152,57 @@ def _public_key(kind: Kind, prefix: str, original: str, rules: NamingRules) -> s
     return public_uri(prefix, original)
 
 
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    """One item of one backend, named and encoded under its primary public key."""
+
+    entry: Entry
+    item: dict[str, Any]
+
+
+# Per backend and kind: its candidates in listing order, and its own problems.
+_Prepared = dict[Kind, tuple[list[_Candidate], list[str]]]
+
+
+def _make_entry(kind: Kind, backend: str, key: str, original: str, item: dict[str, Any]) -> Entry:
+    public_item = dict(item)
+    public_item[kind.identity_key] = key
+    return Entry(key, backend, original, _encoder.encode(public_item))
+
+
+def _prepare(listing: BackendListing, rules: NamingRules) -> _Prepared:
+    """Name and encode one backend's items: the costly part of a rebuild.
+
+    Depends on nothing but the listing, so the catalog keeps the result for
+    as long as the backend's listing is the same object, and a change of one
+    backend re-encodes only that backend's items.
+    """
+    prepared: _Prepared = {}
+    for kind in Kind:
+        id_key = kind.identity_key
+        candidates: list[_Candidate] = []
+        problems: list[str] = []
+        for item in listing.items(kind):
+            original = item.get(id_key)
+            if not isinstance(original, str) or not original:
+                problems.append(
+                    f"{listing.backend}: {kind.value} item without a valid {id_key!r} skipped"
+                )
+                continue
+            key = _public_key(kind, listing.prefix, original, rules)
+            candidates.append(
+                _Candidate(_make_entry(kind, listing.backend, key, original, item), item)
+            )
+        prepared[kind] = (candidates, problems)
+    return prepared
+
+
 def build_snapshot(
     listings: Iterable[BackendListing],
     rules: NamingRules,
     *,
     prefixes: Mapping[str, str] | None = None,
+    prepared: Mapping[str, _Prepared] | None = None,
 ) -> Snapshot:
     """Merge backend listings into a new snapshot.
 
@@ -166,40 +212,40 @@ def build_snapshot(
         prefixes: every configured non-empty prefix → backend name, including
             backends that are down, so their URIs still resolve (to an
             "unavailable" error rather than "unknown resource").
+        prepared: per backend name, the result of ``_prepare`` for exactly
+            that listing, when the caller kept it (see ``Catalog``).
 
     Items without a string identity, duplicates within a backend and public
     names that would collide are left out and described in ``problems``; a
     misbehaving backend costs its own bad items, never the catalog.
     """
     listings = list(listings)
+    ready = {
+        lst.backend: (prepared or {}).get(lst.backend) or _prepare(lst, rules) for lst in listings
+    }
     problems: list[str] = []
     views: dict[Kind, KindView] = {}
     for kind in Kind:
-        id_key = kind.identity_key
         found: dict[str, Entry] = {}
         for listing in listings:
-            for item in listing.items(kind):
-                original = item.get(id_key)
-                if not isinstance(original, str) or not original:
-                    problems.append(
-                        f"{listing.backend}: {kind.value} item without a valid {id_key!r} skipped"
-                    )
-                    continue
-                key = _public_key(kind, listing.prefix, original, rules)
-                clash = found.get(key)
+            candidates, own_problems = ready[listing.backend][kind]
+            problems.extend(own_problems)
+            for candidate in candidates:
+                entry = candidate.entry
+                clash = found.get(entry.key)
                 if clash is not None and listing.on_collision == "rename":
-                    key = _public_key(kind, listing.backend, original, rules)
+                    key = _public_key(kind, listing.backend, entry.original, rules)
+                    entry = _make_entry(kind, listing.backend, key, entry.original, candidate.item)
                     clash = found.get(key)
                 if clash is not None:
                     if listing.on_collision != "skip" or clash.backend == listing.backend:
                         problems.append(
-                            f"{listing.backend}: {kind.value} {original!r} skipped: public name "
-                            f"{key!r} already taken by {clash.backend}:{clash.original!r}"
+                            f"{listing.backend}: {kind.value} {entry.original!r} skipped: public "
+                            f"name {entry.key!r} already taken by "
+                            f"{clash.backend}:{clash.original!r}"
                         )
                     continue
-                public_item = dict(item)
-                public_item[id_key] = key
-                found[key] = Entry(key, listing.backend, original, _encoder.encode(public_item))
+                found[entry.key] = entry
         keys = tuple(sorted(found))
         views[kind] = KindView(tuple(found[k] for k in keys), keys, found)
     all_prefixes = dict(prefixes or {})
@@ -224,6 +270,8 @@ class Catalog:
         self._rules = rules
         self._prefixes = dict(prefixes or {})
         self._listings: dict[str, BackendListing] = {}
+        # backend -> (the listing it was prepared from, the prepared items)
+        self._prepared: dict[str, tuple[BackendListing, _Prepared]] = {}
         self.snapshot: Snapshot = EMPTY_SNAPSHOT
         self._rebuild()
 
@@ -245,10 +293,21 @@ class Catalog:
 
     def _rebuild(self) -> frozenset[Kind]:
         old = self.snapshot
+        prepared: dict[str, _Prepared] = {}
+        for name, listing in self._listings.items():
+            kept = self._prepared.get(name)
+            if kept is None or kept[0] is not listing:
+                kept = (listing, _prepare(listing, self._rules))
+            prepared[name] = kept[1]
+            self._prepared[name] = kept
+        for name in list(self._prepared):
+            if name not in self._listings:
+                del self._prepared[name]
         new = build_snapshot(
             (self._listings[name] for name in sorted(self._listings)),
             self._rules,
             prefixes=self._prefixes,
+            prepared=prepared,
         )
         self.snapshot = new
         return frozenset(kind for kind in Kind if old.view(kind).entries != new.view(kind).entries)
