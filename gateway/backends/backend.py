@@ -52,10 +52,7 @@ from gateway.errors import (
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.versions import LATEST_VERSION, accept_as_client
 from gateway.session import NotificationHandler, Peer, ProgressHandler, open_session
-from gateway.transports.sse import open_sse
 from gateway.transports.stdio import open_stdio
-from gateway.transports.streamable_http import open_streamable_http
-from gateway.transports.websocket import open_websocket
 
 if TYPE_CHECKING:
     import random
@@ -174,15 +171,23 @@ async def open_channel(cfg: BackendConfig) -> AsyncIterator[MessageChannel]:
         ) as channel:
             yield channel
         return
+    # Network transports are imported on first use: httpx and trio-websocket
+    # cost a tenth of the gateway's start-up, and most setups are stdio only.
     if isinstance(cfg, HttpBackend):
+        from gateway.transports.streamable_http import open_streamable_http
+
         async with open_streamable_http(cfg, backend=cfg.name) as channel:
             yield channel
         return
     if isinstance(cfg, SseBackend):
+        from gateway.transports.sse import open_sse
+
         async with open_sse(cfg, backend=cfg.name) as channel:
             yield channel
         return
     if isinstance(cfg, WebSocketBackend):
+        from gateway.transports.websocket import open_websocket
+
         async with open_websocket(cfg, backend=cfg.name) as channel:
             yield channel
         return
