@@ -79,6 +79,24 @@ def _fds(pid: int) -> str:
     return f"{sum(kinds.values())} ({', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))})"
 
 
+def _lag_summary(metrics_text: str) -> str:
+    """The lag histogram's count and the smallest bucket holding every sample."""
+    buckets: list[tuple[float, float]] = []
+    count = 0.0
+    for line in metrics_text.splitlines():
+        if line.startswith("mcp_gateway_event_loop_lag_seconds_bucket"):
+            le = line.split('le="')[1].split('"')[0]
+            buckets.append((float(le), float(line.rsplit(" ", 1)[1])))
+        elif line.startswith("mcp_gateway_event_loop_lag_seconds_count"):
+            count = float(line.rsplit(" ", 1)[1])
+    if not count:
+        return "no samples"
+    worst = next((le for le, n in buckets if n >= count), float("inf"))
+    under_10ms = next((n for le, n in buckets if le == 0.01), 0.0)
+    share = under_10ms / count
+    return f"{count:.0f} samples, all within {worst * 1000:g} ms, {share:.0%} within 10 ms"
+
+
 class Tally:
     """What happened, counted."""
 
@@ -246,8 +264,20 @@ async def _main(seconds: float, sessions: int, seed: int) -> int:
                 async def run_chaos() -> None:
                     chaos.update(await _chaos(proc.pid, config_path, port, stop, seed))
 
+                scrapes: list[float] = []
+
+                async def scrape() -> None:
+                    # Robustness B20: metrics scraped every second never block.
+                    async with httpx.AsyncClient(timeout=10) as scraper:
+                        while trio.current_time() < stop:
+                            started = trio.current_time()
+                            await scraper.get(f"http://127.0.0.1:{port}/metrics")
+                            scrapes.append(trio.current_time() - started)
+                            await trio.sleep(1.0)
+
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(run_chaos)
+                    nursery.start_soon(scrape)
                     for index in range(sessions):
                         nursery.start_soon(
                             _session, http, url, ["b1", "b2"], stop, tally, seed * 1000 + index
@@ -257,6 +287,8 @@ async def _main(seconds: float, sessions: int, seed: int) -> int:
             # gateway's keep-alive timeout (5 s) ran out: what is left open now
             # is the gateway's own.
             await trio.sleep(6.0)
+            async with httpx.AsyncClient() as last_scrape:
+                metrics_text = (await last_scrape.get(f"http://127.0.0.1:{port}/metrics")).text
             end = {
                 "rss_kib": _rss_kib(proc.pid),
                 "fds": _fds(proc.pid),
@@ -277,6 +309,14 @@ async def _main(seconds: float, sessions: int, seed: int) -> int:
         f"open fds start {start['fds']}, end {end['fds']}; "
         f"children start {start['children']}, end {end['children']}"
     )
+    scrapes.sort()
+    if scrapes:
+        p99 = scrapes[min(len(scrapes) - 1, int(len(scrapes) * 0.99))]
+        print(
+            f"/metrics scrapes {len(scrapes)}: p50 {scrapes[len(scrapes) // 2] * 1000:.1f} ms, "
+            f"p99 {p99 * 1000:.1f} ms, max {scrapes[-1] * 1000:.1f} ms"
+        )
+    print(f"event loop lag: {_lag_summary(metrics_text)}")
     print(f"gateway exit code {code}")
     print(f"lost={tally.lost} misdelivered={tally.misdelivered}")
     return 0 if tally.lost == 0 and tally.misdelivered == 0 and code == 0 else 1

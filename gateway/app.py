@@ -52,6 +52,8 @@ logger = structlog.get_logger("gateway.app")
 # in CLOSE-WAIT until then), so it is kept short, as hypercorn's default.
 KEEP_ALIVE_TIMEOUT: Final = 5.0
 LISTEN_BACKLOG: Final = 1024
+# How often the event loop's lag is sampled.
+LAG_PROBE_INTERVAL: Final = 0.5
 # How often idle client sessions are looked for.
 EXPIRY_SWEEP_INTERVAL: Final = 30.0
 _LIST_CHANGED_METHOD: Final = {
@@ -239,6 +241,14 @@ def _hypercorn_config(host: str, port: int) -> hypercorn.config.Config:
     return hc
 
 
+async def _watch_loop_lag(metrics: Metrics) -> None:
+    """Measure how late timers fire: a stalled event loop stalls every session."""
+    while True:
+        due = trio.current_time() + LAG_PROBE_INTERVAL
+        await trio.sleep_until(due)
+        metrics.loop_lag.observe(max(0.0, trio.current_time() - due))
+
+
 async def _expire_sessions(gateway: Gateway) -> None:
     idle = gateway.config.server.session_idle_timeout
     while True:
@@ -268,6 +278,7 @@ async def serve(
         hc = _hypercorn_config(config.server.host, config.server.port)
         binds: list[str] = await nursery.start(hypercorn.trio.serve, gateway.app, hc)
         nursery.start_soon(_expire_sessions, gateway)
+        nursery.start_soon(_watch_loop_lag, gateway.metrics)
         logger.info(
             "gateway.listening", binds=binds, path=config.server.path, backends=len(config.backends)
         )

@@ -155,6 +155,12 @@ class Metrics:
         self._request_children: dict[tuple[str, str, str], Any] = {}
         self._duration_children: dict[tuple[str, str], Any] = {}
         self._tool_labels: set[tuple[str, str]] = set()
+        self.loop_lag = Histogram(
+            PREFIX + "event_loop_lag_seconds",
+            "How late a 0.5 s timer fires: time the event loop spent on other work.",
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+            registry=r,
+        )
         self.config_reloads = Counter(
             PREFIX + "config_reloads_total",
             "Config reloads, by outcome (applied, rejected).",
