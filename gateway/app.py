@@ -112,6 +112,7 @@ async def open_gateway(
             metrics,
             housekeeping,
             config.naming.separator,
+            config.logging.requests,
         )
 
         def opened(session: ClientSession) -> None:

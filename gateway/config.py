@@ -225,10 +225,14 @@ class LoggingConfig(Base, frozen=True, kw_only=True):
     Attributes:
         level: the least severe level emitted.
         format: ``auto`` is console on a tty and JSON otherwise.
+        requests: one ``request.routed`` line per routed request at info
+            level (client session, method, backend, duration, outcome); off,
+            the line is logged at debug level only.
     """
 
     level: LogLevel = "info"
     format: LogFormat = "auto"
+    requests: bool = False
 
 
 class HealthConfig(Base, frozen=True, kw_only=True):

@@ -186,6 +186,7 @@ class Router:
         nursery: where follow-up work runs (renewing subscriptions and log
             levels when a backend comes back).
         separator: the naming separator, to recognise a down backend's names.
+        log_requests: log each routed request at info level (else debug).
     """
 
     def __init__(
@@ -196,10 +197,12 @@ class Router:
         metrics: Metrics | None = None,
         nursery: trio.Nursery | None = None,
         separator: str = "__",
+        log_requests: bool = False,
     ) -> None:
         self._pool = pool
         self._nursery = nursery
         self._separator = separator
+        self._log_request = logger.info if log_requests else logger.debug
         self._cursors = cursors
         self._page_size = page_size
         self._metrics = metrics
@@ -359,10 +362,11 @@ class Router:
                 # must not be able to mint time series (bounded labels).
                 method = request.method if handler is not None else "other"
                 self._metrics.observe_request(method, outcome, elapsed, call.backend)
-            logger.debug(
+            self._log_request(
                 "request.routed",
                 client_session=client.session_id[:8],
-                method=request.method,
+                method=request.method[:64],
+                backend=call.backend or None,
                 outcome=outcome,
                 duration_ms=round(elapsed * 1000, 3),
             )

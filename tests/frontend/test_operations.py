@@ -175,3 +175,38 @@ async def test_the_legacy_sse_endpoints_need_the_same_credentials(nursery: trio.
         assert "resource_metadata=" in stream.headers["www-authenticate"]
         post = await http.post(running.base_url + "/messages?session_id=x", content=_initialize())
         assert post.status_code == 401
+
+
+async def test_each_routed_request_is_one_log_line_without_secrets(nursery: trio.Nursery) -> None:
+    """Spec (issue 7): one line per routed request with session, method, backend,
+    duration and outcome; the session id is shortened and tokens never appear."""
+    from structlog.testing import capture_logs
+
+    running = await start_gateway(
+        nursery,
+        gateway_config([_toolbox()], logging={"requests": True}, auth={"bearer_tokens": [TOKEN]}),
+    )
+    async with httpx.AsyncClient() as http:
+        authorized = {**HEADERS, "authorization": f"Bearer {TOKEN}"}
+        init = await http.post(running.url, headers=authorized, content=_initialize())
+        session_id = init.headers["mcp-session-id"]
+        headers = {**authorized, "mcp-session-id": session_id}
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "toolbox__add", "arguments": {"a": 1, "b": 2}},
+        }
+        with capture_logs() as logs:
+            await http.post(running.url, headers=headers, content=json.dumps(call))
+    routed = [entry for entry in logs if entry["event"] == "request.routed"]
+    assert len(routed) == 1
+    line = routed[0]
+    assert line["log_level"] == "info"
+    assert line["method"] == "tools/call"
+    assert line["backend"] == "toolbox"
+    assert line["outcome"] == "ok"
+    assert line["client_session"] == session_id[:8]
+    assert isinstance(line["duration_ms"], float)
+    assert TOKEN not in repr(logs)
+    assert session_id not in repr(logs)
