@@ -136,10 +136,6 @@ class Snapshot:
             return None
         return self.unprefixed[0], public
 
-    def public_uri_of(self, backend_prefix: str, uri: str) -> str:
-        """The public form of a URI coming from a backend with this prefix."""
-        return public_uri(backend_prefix, uri)
-
 
 EMPTY_SNAPSHOT: Final = Snapshot(
     views={kind: KindView() for kind in Kind}, prefixes={}, unprefixed=()

@@ -236,15 +236,6 @@ def test_listed_uri_of_an_unprefixed_backend_is_not_routed_to_a_prefixed_backend
         assert any("svn+ssh://host/repo" in problem for problem in snapshot.problems)
 
 
-def test_public_uri_of_applies_the_backend_prefix() -> None:
-    """Gateway choice: URIs inside results are namespaced with the same rule."""
-    assert EMPTY_SNAPSHOT.public_uri_of("fs", "file:///x") == "fs+file:///x"
-    assert EMPTY_SNAPSHOT.public_uri_of("", "file:///x") == "file:///x"
-
-
-# --- Catalog ----------------------------------------------------------------
-
-
 def test_publishing_a_backend_reports_exactly_the_kinds_it_adds() -> None:
     """Gateway choice: list_changed goes out only for lists a host would see change."""
     catalog = Catalog(RULES)
