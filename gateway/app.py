@@ -30,8 +30,9 @@ from gateway.frontend.asgi import GatewayApp
 from gateway.frontend.auth import Authenticator, RateLimiter
 from gateway.frontend.clients import ClientRegistry, ClientSession
 from gateway.frontend.legacy_sse import LegacySseEndpoint
+from gateway.frontend.origin import OriginPolicy
 from gateway.frontend.stdio import StdioServer
-from gateway.frontend.streamable_http import McpEndpoint, OriginPolicy
+from gateway.frontend.streamable_http import McpEndpoint
 from gateway.observability import BackendSample, Metrics
 from gateway.protocol import jsonrpc
 from gateway.router import Router

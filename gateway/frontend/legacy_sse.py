@@ -23,14 +23,15 @@ import trio
 
 from gateway.errors import INVALID_REQUEST, LocalProtocolError
 from gateway.frontend import http_util as h
-from gateway.frontend.auth import Authenticator, AuthError
 from gateway.frontend.dispatch import accept_one_way, open_client_session, route_request
+from gateway.frontend.guard import REFUSED, Guard
 from gateway.protocol import jsonrpc
 from gateway.protocol.jsonrpc import Request
 
 if TYPE_CHECKING:
+    from gateway.frontend.auth import Authenticator
     from gateway.frontend.clients import ClientRegistry, ClientSession
-    from gateway.frontend.streamable_http import OriginPolicy
+    from gateway.frontend.origin import OriginPolicy
     from gateway.router import Router
 
 logger = structlog.get_logger("gateway.frontend.sse")
@@ -82,33 +83,14 @@ class LegacySseEndpoint:
     ) -> None:
         self._router = router
         self._clients = clients
-        self._origin = origin_policy
+        self._guard = Guard(origin_policy, authenticator)
         self._messages_path = messages_path
         self._max_body = max_body_bytes
-        self._auth = authenticator
         self._links: dict[str, _Link] = {}
 
     async def _refused(self, scope: h.Scope, send: h.Send) -> bool:
         """Origin/Host and credentials, exactly as on the main endpoint."""
-        refused = self._origin.check(scope)
-        if refused is not None:
-            await h.respond_json(send, 403, {"error": f"Forbidden: {refused}"})
-            return True
-        if b"access_token=" in scope.get("query_string", b""):
-            await h.respond_json(send, 400, {"error": "credentials in the URL are not accepted"})
-            return True
-        if self._auth is not None and self._auth.enabled:
-            try:
-                self._auth.authenticate(h.header(scope, b"authorization"))
-            except AuthError as exc:
-                await h.respond_json(
-                    send,
-                    401,
-                    {"error": f"Unauthorized: {exc}"},
-                    headers=[(b"www-authenticate", self._auth.challenge(str(exc)))],
-                )
-                return True
-        return False
+        return await self._guard.admit(scope, send) is REFUSED
 
     async def stream(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
         """``GET /sse``: open a connection and stream everything for it."""

@@ -14,11 +14,7 @@ half the CPU of SSE (DESIGN.md, "JSON first").
 
 from __future__ import annotations
 
-import functools
-import ipaddress
-import math
 from typing import TYPE_CHECKING, Final
-from urllib.parse import urlsplit
 
 import structlog
 import trio
@@ -29,8 +25,8 @@ from gateway.errors import (
     LocalProtocolError,
 )
 from gateway.frontend import http_util as h
-from gateway.frontend.auth import Authenticator, AuthError, Principal, RateLimiter
 from gateway.frontend.dispatch import accept_one_way, open_client_session, route_request
+from gateway.frontend.guard import REFUSED, Guard, error_body, too_many
 from gateway.protocol import jsonrpc
 from gateway.protocol.jsonrpc import Request
 from gateway.protocol.versions import (
@@ -41,7 +37,9 @@ from gateway.protocol.versions import (
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from gateway.frontend.auth import Authenticator, RateLimiter
     from gateway.frontend.clients import ClientRegistry, ClientSession
+    from gateway.frontend.origin import OriginPolicy
     from gateway.observability import Metrics
     from gateway.router import Router
 
@@ -58,68 +56,6 @@ KEEPALIVE_INTERVAL: Final = 15.0
 # questions go to the GET stream instead, so a slow host cannot make the
 # gateway buffer without bound.
 RELATED_MESSAGE_BUFFER: Final = 64
-_LOOPBACK_NAMES: Final = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
-
-
-@functools.lru_cache(maxsize=256)
-def _is_loopback_host(host: str) -> bool:
-    host = host.strip("[]").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _host_without_port(value: str) -> str:
-    if value.startswith("["):
-        return value.split("]", 1)[0] + "]"
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
-
-
-class OriginPolicy:
-    """Which Origin and Host header values may reach the MCP endpoint.
-
-    On a loopback bind, only loopback hosts and origins are accepted unless
-    listed: that is what stops DNS rebinding (a page on evil.example whose
-    name resolves to 127.0.0.1). On any other bind, Host is checked only
-    when ``allowed_hosts`` is configured; Origin always is.
-    """
-
-    def __init__(
-        self, bind_host: str, allowed_origins: list[str], allowed_hosts: list[str]
-    ) -> None:
-        self._loopback_bind = _is_loopback_host(bind_host)
-        self._origins = {o.rstrip("/").lower() for o in allowed_origins}
-        self._hosts = {x.lower() for x in allowed_hosts}
-
-    def check(self, scope: h.Scope) -> str | None:
-        """None when allowed, else the reason for a 403."""
-        host = (h.header(scope, b"host") or b"").decode("latin-1").lower()
-        if host and host not in self._hosts:
-            bare = _host_without_port(host)
-            if bare not in self._hosts:
-                if self._loopback_bind and not _is_loopback_host(bare):
-                    return f"Host {host[:100]!r} is not allowed"
-                if not self._loopback_bind and self._hosts:
-                    return f"Host {host[:100]!r} is not allowed"
-        origin_raw = h.header(scope, b"origin")
-        if origin_raw is None:
-            return None
-        origin = origin_raw.decode("latin-1").rstrip("/").lower()
-        if origin in self._origins:
-            return None
-        if origin == "null":
-            return "Origin 'null' is not allowed"
-        parts = urlsplit(origin)
-        if (
-            parts.scheme in ("http", "https")
-            and parts.hostname
-            and _is_loopback_host(parts.hostname)
-        ):
-            return None
-        return f"Origin {origin[:100]!r} is not allowed"
 
 
 def _error_body(msg_id: jsonrpc.RequestId | None, code: int, message: str) -> bytes:
@@ -152,12 +88,10 @@ class McpEndpoint:
     ) -> None:
         self._router = router
         self._clients = clients
-        self._origin = origin_policy
+        self._guard = Guard(origin_policy, authenticator, principal_limiter)
         self._max_body = max_body_bytes
         self._is_draining = is_draining
-        self._auth = authenticator
         self._session_limiter = session_limiter
-        self._principal_limiter = principal_limiter
         self._metrics = metrics
         self.activity = h.Activity()
 
@@ -166,37 +100,8 @@ class McpEndpoint:
         send = _forgiving(send)
         if self._metrics is not None:
             send = _counting_rejections(send, self._metrics)
-        refused = self._origin.check(scope)
-        if refused is not None:
-            logger.info("request.rejected", reason="origin", detail=refused)
-            await h.respond(send, 403, _error_body(None, INVALID_REQUEST, f"Forbidden: {refused}"))
+        if await self._guard.admit(scope, send) is REFUSED:
             return
-        if b"access_token=" in scope.get("query_string", b""):
-            # Credentials in URLs end up in access logs and browser history
-            # (robustness A39); the token itself is never logged.
-            await h.respond(
-                send,
-                400,
-                _error_body(None, INVALID_REQUEST, "credentials in the URL are not accepted"),
-            )
-            return
-        principal: Principal | None = None
-        if self._auth is not None and self._auth.enabled:
-            try:
-                principal = self._auth.authenticate(h.header(scope, b"authorization"))
-            except AuthError as exc:
-                await h.respond(
-                    send,
-                    401,
-                    _error_body(None, INVALID_REQUEST, f"Unauthorized: {exc}"),
-                    headers=[(b"www-authenticate", self._auth.challenge(str(exc)))],
-                )
-                return
-        if principal is not None and self._principal_limiter is not None:
-            wait = self._principal_limiter.check(principal.key, trio.current_time())
-            if wait:
-                await _too_many(send, wait)
-                return
         method = scope["method"]
         if method == "POST":
             with self.activity:
@@ -255,7 +160,7 @@ class McpEndpoint:
         if self._session_limiter is not None:
             wait = self._session_limiter.check(session.session_id, session.last_seen)
             if wait:
-                await _too_many(send, wait)
+                await too_many(send, wait)
                 return None
         return session
 
@@ -296,26 +201,15 @@ class McpEndpoint:
                 ),
             )
             return
+        too_large = error_body(f"Payload Too Large: limit is {self._max_body} bytes")
         length = h.header(scope, b"content-length")
         if length is not None and length.isdigit() and int(length) > self._max_body:
-            await h.respond(
-                send,
-                413,
-                _error_body(
-                    None, INVALID_REQUEST, f"Payload Too Large: limit is {self._max_body} bytes"
-                ),
-            )
+            await h.respond(send, 413, too_large)  # refused before reading (A24)
             return
         try:
             body = await h.read_body(receive, self._max_body)
         except h.BodyTooLarge:
-            await h.respond(
-                send,
-                413,
-                _error_body(
-                    None, INVALID_REQUEST, f"Payload Too Large: limit is {self._max_body} bytes"
-                ),
-            )
+            await h.respond(send, 413, too_large)
             return
         try:
             message = jsonrpc.decode(body)
@@ -585,15 +479,6 @@ def _counting_rejections(send: h.Send, metrics: Metrics) -> h.Send:
         await send(message)
 
     return counted
-
-
-async def _too_many(send: h.Send, wait: float) -> None:
-    await h.respond(
-        send,
-        429,
-        _error_body(None, INVALID_REQUEST, "Too Many Requests: rate limit exceeded"),
-        headers=[(b"retry-after", str(max(1, math.ceil(wait))).encode())],
-    )
 
 
 class _EventStream:
