@@ -106,45 +106,54 @@ def _rewrite_blocks(blocks: Any, map_uri: UriMap) -> None:
         _rewrite_block(blocks, map_uri)
 
 
-def rewrite_call_result(result: msgspec.Raw, map_uri: UriMap) -> msgspec.Raw:
-    """Namespace URIs in a tools/call result's content blocks."""
+def _rewritten(result: msgspec.Raw, patch: Callable[[dict[str, Any]], None]) -> msgspec.Raw:
+    """Apply ``patch`` to the decoded result, or return it as it came.
+
+    Nothing is decoded unless the bytes mention a ``"uri"``, and a result
+    that would not re-encode exactly as it came is left alone.
+    """
     if _URI_MARKER.search(result) is None:
         return result
     body = _strict_object(result)
     if body is None:
         return result
-    _rewrite_blocks(body.get("content"), map_uri)
+    patch(body)
     return encode(body)
+
+
+def rewrite_call_result(result: msgspec.Raw, map_uri: UriMap) -> msgspec.Raw:
+    """Namespace URIs in a tools/call result's content blocks."""
+
+    def patch(body: dict[str, Any]) -> None:
+        _rewrite_blocks(body.get("content"), map_uri)
+
+    return _rewritten(result, patch)
 
 
 def rewrite_read_result(result: msgspec.Raw, map_uri: UriMap) -> msgspec.Raw:
     """Namespace the URIs of a resources/read result's contents."""
-    if _URI_MARKER.search(result) is None:
-        return result
-    body = _strict_object(result)
-    if body is None:
-        return result
-    contents = body.get("contents")
-    if isinstance(contents, list):
-        for item in contents:
-            if isinstance(item, dict) and isinstance(item.get("uri"), str):
-                item["uri"] = map_uri(item["uri"])
-    return encode(body)
+
+    def patch(body: dict[str, Any]) -> None:
+        contents = body.get("contents")
+        if isinstance(contents, list):
+            for item in contents:
+                if isinstance(item, dict) and isinstance(item.get("uri"), str):
+                    item["uri"] = map_uri(item["uri"])
+
+    return _rewritten(result, patch)
 
 
 def rewrite_prompt_result(result: msgspec.Raw, map_uri: UriMap) -> msgspec.Raw:
     """Namespace URIs in a prompts/get result's message contents."""
-    if _URI_MARKER.search(result) is None:
-        return result
-    body = _strict_object(result)
-    if body is None:
-        return result
-    messages = body.get("messages")
-    if isinstance(messages, list):
-        for message in messages:
-            if isinstance(message, dict):
-                _rewrite_blocks(message.get("content"), map_uri)
-    return encode(body)
+
+    def patch(body: dict[str, Any]) -> None:
+        messages = body.get("messages")
+        if isinstance(messages, list):
+            for message in messages:
+                if isinstance(message, dict):
+                    _rewrite_blocks(message.get("content"), map_uri)
+
+    return _rewritten(result, patch)
 
 
 def list_items(result: msgspec.Raw, key: str) -> tuple[list[dict[str, Any]], str | None]:
