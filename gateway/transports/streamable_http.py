@@ -403,6 +403,19 @@ class StreamableHttpChannel:
         self._log.warning(
             "backend.http.post.failed", problem=problem, requests=len(outgoing.request_ids)
         )
+        if (
+            response.status_code == 400
+            and self.session_id is not None
+            and detail
+            and "session" in detail.lower()
+        ):
+            # Some servers (the reference server among them) answer a session
+            # they no longer know with 400 rather than the spec's 404. Treat
+            # it as the same loss of session, so the supervisor starts a new
+            # one instead of every call failing from now on.
+            await self._fail(set(outgoing.request_ids), problem, status=response.status_code)
+            self._break(TransportBroken(f"session expired (400: {detail[:120]})"))
+            return
         await self._fail(set(outgoing.request_ids), problem, status=response.status_code)
 
     async def _fail(

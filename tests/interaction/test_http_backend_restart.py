@@ -6,6 +6,7 @@ killed and started again on the same port while the gateway keeps running.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import pytest
@@ -16,7 +17,7 @@ from pydantic import AnyUrl
 
 from gateway.backends.backend import BackendState
 from tests.harness import gateway_config, open_client, start_gateway, wait_for_states
-from tests.servers.paths import SERVERS_DIR
+from tests.servers.paths import EVERYTHING_ENTRY, SERVERS_DIR
 from tests.subprocess_servers import free_port, run_server
 
 
@@ -96,3 +97,46 @@ async def test_a_tool_call_that_meets_an_expired_session_is_not_repeated(
             assert [b.text for b in result.content if isinstance(b, TextContent)] == [
                 "alpha: twice"
             ]
+
+
+async def test_a_restarted_reference_server_that_answers_400_is_reinitialized(
+    nursery: trio.Nursery,
+) -> None:
+    """D14: the reference server answers a session it forgot with 400, not 404; the
+    gateway treats that as a lost session too and serves again after a restart."""
+    port = free_port()
+    argv = ["node", str(EVERYTHING_ENTRY), "streamableHttp"]
+    env = {"PORT": str(port)}
+    config = gateway_config(
+        [
+            {
+                "name": "ref",
+                "transport": "http",
+                "url": f"http://127.0.0.1:{port}/mcp",
+                "session": "shared",
+                "health": {"ping_interval": 0},
+            }
+        ]
+    )
+    with run_server(argv, port, env=env):
+        running = await start_gateway(nursery, config)
+        async with open_client(running.url) as client:
+            first = await client.call_tool("ref__echo", {"message": "a"})
+            assert [b.text for b in first.content if isinstance(b, TextContent)] == ["Echo: a"]
+    backend = running.gateway.pool.backends["ref"]
+    initializations = backend.initializations
+    with run_server(argv, port, env=env):
+        async with open_client(running.url) as client:
+            # The first call after the restart may meet the 400 (tools/call is
+            # never repeated); the one after it runs on a new session.
+            with contextlib.suppress(McpError):
+                await client.call_tool("ref__echo", {"message": "b"})
+            with trio.fail_after(10):
+                while True:
+                    changed = running.gateway.pool.state_changed
+                    fresh = backend.initializations > initializations
+                    if fresh and backend.state is BackendState.UP:
+                        break
+                    await changed.wait()
+            again = await client.call_tool("ref__echo", {"message": "c"})
+            assert [b.text for b in again.content if isinstance(b, TextContent)] == ["Echo: c"]
