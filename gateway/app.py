@@ -21,7 +21,7 @@ import hypercorn.trio
 import structlog
 import trio
 
-from gateway.backends.backend import Backend, BackendState, ChannelOpener
+from gateway.backends.backend import Backend, BackendState
 from gateway.backends.pool import Pool, open_pool
 from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from prometheus_client import CollectorRegistry
 
+    from gateway.backends.channel import ChannelOpener
     from gateway.config import GatewayConfig
 from gateway.config import load
 from gateway.errors import ConfigError

@@ -24,8 +24,6 @@ from __future__ import annotations
 import collections
 import enum
 import math
-import os
-import sys
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from functools import partial
@@ -36,12 +34,11 @@ import trio
 
 from gateway import __version__
 from gateway.backends.backoff import Backoff
+from gateway.backends.channel import ChannelOpener, open_channel
 from gateway.catalog.snapshot import BackendListing, Kind
-from gateway.config import BackendConfig, HttpBackend, SseBackend, StdioBackend, WebSocketBackend
 from gateway.errors import (
     METHOD_NOT_FOUND,
     BackendUnavailable,
-    ConnectError,
     GatewayError,
     LocalProtocolError,
     ProtocolError,
@@ -51,18 +48,16 @@ from gateway.errors import (
 )
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.versions import LATEST_VERSION, accept_as_client
-from gateway.session import NotificationHandler, Peer, ProgressHandler, open_session
-from gateway.transports.stdio import open_stdio
+from gateway.session import Peer, ProgressHandler, open_session
 
 if TYPE_CHECKING:
     import random
     from collections.abc import AsyncIterator, Awaitable, Callable
-    from contextlib import AbstractAsyncContextManager
 
     import msgspec
 
+    from gateway.config import BackendConfig
     from gateway.protocol.jsonrpc import RequestId
-    from gateway.transports.base import MessageChannel
 
 logger = structlog.get_logger("gateway.backends")
 
@@ -137,61 +132,6 @@ class ServerInfo:
 
 class IncompatibleBackend(GatewayError):
     """The backend answered initialize with a revision we do not speak."""
-
-
-def _stdio_command(cfg: StdioBackend) -> list[str]:
-    # ``python`` means the gateway's own interpreter, so the bundled demos
-    # (and any module installed beside the gateway) run from a virtualenv
-    # without it being on PATH. Documented in the README.
-    program = sys.executable if cfg.command == "python" else cfg.command
-    return [program, *cfg.args]
-
-
-def _stdio_environment(cfg: StdioBackend) -> dict[str, str]:
-    base = dict(os.environ) if cfg.inherit_env else {"PATH": os.environ.get("PATH", "")}
-    base.update(cfg.env)
-    return base
-
-
-@asynccontextmanager
-async def open_channel(cfg: BackendConfig) -> AsyncIterator[MessageChannel]:
-    """Open the transport a backend's config asks for.
-
-    Raises:
-        ConnectError: the transport could not be opened.
-    """
-    if isinstance(cfg, StdioBackend):
-        async with open_stdio(
-            _stdio_command(cfg),
-            env=_stdio_environment(cfg),
-            cwd=cfg.cwd,
-            max_line_bytes=cfg.max_line_bytes,
-            stop_grace=cfg.stop_grace,
-            backend=cfg.name,
-        ) as channel:
-            yield channel
-        return
-    # Network transports are imported on first use: httpx and trio-websocket
-    # cost a tenth of the gateway's start-up, and most setups are stdio only.
-    if isinstance(cfg, HttpBackend):
-        from gateway.transports.streamable_http import open_streamable_http
-
-        async with open_streamable_http(cfg, backend=cfg.name) as channel:
-            yield channel
-        return
-    if isinstance(cfg, SseBackend):
-        from gateway.transports.sse import open_sse
-
-        async with open_sse(cfg, backend=cfg.name) as channel:
-            yield channel
-        return
-    if isinstance(cfg, WebSocketBackend):
-        from gateway.transports.websocket import open_websocket
-
-        async with open_websocket(cfg, backend=cfg.name) as channel:
-            yield channel
-        return
-    raise ConnectError(f"transport {type(cfg).__name__} is not supported yet")
 
 
 class Backend:
@@ -817,14 +757,6 @@ class _ClientLink:
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
 
 
-class ChannelOpener(Protocol):
-    """Opens a backend's transport: ``open_channel`` in production."""
-
-    def __call__(self, cfg: BackendConfig, /) -> AbstractAsyncContextManager[MessageChannel]:
-        """An async context manager yielding the channel."""
-        ...
-
-
 class BackendNotificationHandler(Protocol):
     """Receives a backend's notifications (other than progress and list_changed)."""
 
@@ -866,4 +798,4 @@ def _describe(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-__all__ = ["Backend", "BackendState", "NotificationHandler", "ServerInfo", "open_channel"]
+__all__ = ["Backend", "BackendState", "ServerInfo"]

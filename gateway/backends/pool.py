@@ -20,7 +20,6 @@ from gateway.backends.backend import (
     BackendNotificationHandler,
     BackendRequestHandler,
     BackendState,
-    ChannelOpener,
 )
 from gateway.catalog.snapshot import Catalog, Kind, Snapshot
 from gateway.errors import METHOD_NOT_FOUND, LocalProtocolError
@@ -28,6 +27,7 @@ from gateway.errors import METHOD_NOT_FOUND, LocalProtocolError
 if TYPE_CHECKING:
     import msgspec
 
+    from gateway.backends.channel import ChannelOpener
     from gateway.catalog.naming import NamingRules
     from gateway.config import BackendConfig
 

@@ -10,7 +10,7 @@ import json
 
 import trio
 
-from gateway.backends.backend import open_channel
+from gateway.backends.channel import open_channel
 from gateway.config import GatewayConfig, parse
 from gateway.session import open_session
 from gateway.transports.sse import SseChannel

@@ -1,0 +1,92 @@
+"""Opening a backend's transport from its config.
+
+One function knows which transport each kind of backend config takes; the
+supervisor (``backend.py``) only asks for a channel. Tests pass their own
+opener of the same shape (``ChannelOpener``) to use in-memory fakes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Protocol
+
+from gateway.config import (
+    BackendConfig,
+    HttpBackend,
+    SseBackend,
+    StdioBackend,
+    WebSocketBackend,
+)
+from gateway.errors import ConnectError
+from gateway.transports.stdio import open_stdio
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from contextlib import AbstractAsyncContextManager
+
+    from gateway.transports.base import MessageChannel
+
+
+class ChannelOpener(Protocol):
+    """Opens a backend's transport: ``open_channel`` in production."""
+
+    def __call__(self, cfg: BackendConfig, /) -> AbstractAsyncContextManager[MessageChannel]:
+        """An async context manager yielding the channel."""
+        ...
+
+
+def _stdio_command(cfg: StdioBackend) -> list[str]:
+    # ``python`` means the gateway's own interpreter, so the bundled demos
+    # (and any module installed beside the gateway) run from a virtualenv
+    # without it being on PATH. Documented in the README.
+    program = sys.executable if cfg.command == "python" else cfg.command
+    return [program, *cfg.args]
+
+
+def _stdio_environment(cfg: StdioBackend) -> dict[str, str]:
+    base = dict(os.environ) if cfg.inherit_env else {"PATH": os.environ.get("PATH", "")}
+    base.update(cfg.env)
+    return base
+
+
+@asynccontextmanager
+async def open_channel(cfg: BackendConfig) -> AsyncIterator[MessageChannel]:
+    """Open the transport a backend's config asks for.
+
+    Raises:
+        ConnectError: the transport could not be opened.
+    """
+    if isinstance(cfg, StdioBackend):
+        async with open_stdio(
+            _stdio_command(cfg),
+            env=_stdio_environment(cfg),
+            cwd=cfg.cwd,
+            max_line_bytes=cfg.max_line_bytes,
+            stop_grace=cfg.stop_grace,
+            backend=cfg.name,
+        ) as channel:
+            yield channel
+        return
+    # Network transports are imported on first use: httpx and trio-websocket
+    # cost a tenth of the gateway's start-up, and most setups are stdio only.
+    if isinstance(cfg, HttpBackend):
+        from gateway.transports.streamable_http import open_streamable_http
+
+        async with open_streamable_http(cfg, backend=cfg.name) as channel:
+            yield channel
+        return
+    if isinstance(cfg, SseBackend):
+        from gateway.transports.sse import open_sse
+
+        async with open_sse(cfg, backend=cfg.name) as channel:
+            yield channel
+        return
+    if isinstance(cfg, WebSocketBackend):
+        from gateway.transports.websocket import open_websocket
+
+        async with open_websocket(cfg, backend=cfg.name) as channel:
+            yield channel
+        return
+    raise ConnectError(f"transport {type(cfg).__name__} is not supported yet")
