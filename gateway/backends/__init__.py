@@ -1,1 +1,1 @@
-"""backends."""
+"""The gateway as an MCP client: one supervised session per configured server."""

@@ -1,1 +1,1 @@
-"""protocol."""
+"""JSON-RPC and the parts of MCP the gateway reads or rewrites (sans-IO)."""
