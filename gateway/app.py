@@ -238,6 +238,9 @@ def _hypercorn_config(host: str, port: int) -> hypercorn.config.Config:
     # applies it to every read, which would cut GET streams and long tool
     # calls whose host sends nothing while it waits.
     hc.h11_max_incomplete_size = 64 * 1024
+    # No Server header: it tells a scanner what to try and nobody else
+    # anything. (Date stays: RFC 9110 requires it of an origin server.)
+    hc.include_server_header = False
     # A burst of hosts reconnecting at once must queue in the kernel and be
     # answered (503 past max_sessions), not reset (robustness B15).
     hc.backlog = LISTEN_BACKLOG
