@@ -123,9 +123,12 @@ async def open_gateway(
             metrics.client_sessions_opened.inc()
             metrics.client_sessions_open.inc()
 
+        session_limiter = RateLimiter(config.limits.session_rate, config.limits.session_burst)
+
         def closed(session: ClientSession) -> None:
             """A session ended, however: release what it held at the backends."""
             router.client_closed(session.session_id, housekeeping)
+            session_limiter.forget(session.session_id)
             metrics.client_sessions_open.dec()
 
         clients = ClientRegistry(config.server.max_sessions, on_open=opened, on_close=closed)
@@ -138,7 +141,7 @@ async def open_gateway(
             max_body_bytes=server.max_body_bytes,
             is_draining=lambda: gateway.draining,
             authenticator=Authenticator(config.auth),
-            session_limiter=RateLimiter(config.limits.session_rate, config.limits.session_burst),
+            session_limiter=session_limiter,
             principal_limiter=RateLimiter(config.limits.token_rate, config.limits.token_burst),
             metrics=metrics,
         )
