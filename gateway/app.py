@@ -142,6 +142,7 @@ async def open_gateway(
             is_draining=lambda: gateway.draining,
             authenticator=Authenticator(config.auth),
             session_limiter=session_limiter,
+            nursery=housekeeping,
             principal_limiter=RateLimiter(config.limits.token_rate, config.limits.token_burst),
             metrics=metrics,
         )

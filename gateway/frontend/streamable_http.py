@@ -14,6 +14,7 @@ half the CPU of SSE (DESIGN.md, "JSON first").
 
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING, Final
 
 import structlog
@@ -71,6 +72,7 @@ class McpEndpoint:
         origin_policy: Origin/Host checks.
         max_body_bytes: the largest POST body accepted.
         is_draining: returns True while the gateway shuts down (503).
+        nursery: where a request's related-message writer runs when it needs one.
     """
 
     def __init__(
@@ -85,6 +87,7 @@ class McpEndpoint:
         session_limiter: RateLimiter | None = None,
         principal_limiter: RateLimiter | None = None,
         metrics: Metrics | None = None,
+        nursery: trio.Nursery,
     ) -> None:
         self._router = router
         self._clients = clients
@@ -93,6 +96,7 @@ class McpEndpoint:
         self._is_draining = is_draining
         self._session_limiter = session_limiter
         self._metrics = metrics
+        self._nursery = nursery
         self.activity = h.Activity()
 
     async def __call__(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
@@ -317,37 +321,24 @@ class McpEndpoint:
 
     async def _post_request(self, send: h.Send, session: ClientSession, request: Request) -> None:
         # JSON first, SSE when needed (DESIGN.md): the response headers wait
-        # for the first thing there is to say about this request.
-        related_in, related_out = trio.open_memory_channel[bytes](RELATED_MESSAGE_BUFFER)
-
-        def emit(message: bytes) -> bool:
-            try:
-                related_in.send_nowait(message)
-            except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
-                return False
-            return True
-
-        replies: list[bytes] = []
-
-        async def route() -> None:
-            with related_in:
-                replies.append(await route_request(self._router, session, request, emit))
-
+        # for the first thing there is to say about this request. The request
+        # is routed in this task; only a request that has something to say
+        # before its answer pays for a writer task (_RelatedWriter).
         stream = _EventStream(send, session.session_id)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(route)
-            async with related_out:
-                async for message in related_out:
-                    await stream.event(message)
-        reply = replies[0] if replies else b""
-        if stream.started:
+        related = _RelatedWriter(stream, self._nursery)
+        try:
+            reply = await route_request(self._router, session, request, related.emit)
+        finally:
+            related.close()
+        if related.started:
+            await related.finished()
             if reply:
                 await stream.event(reply)
             await stream.end()
         elif reply:
             await h.respond(send, 200, reply)
         else:
-            await _EventStream(send, session.session_id).end()  # cancelled: no answer at all
+            await stream.end()  # cancelled by the host: no answer at all
 
     # -- GET ---------------------------------------------------------------
 
@@ -479,6 +470,57 @@ def _counting_rejections(send: h.Send, metrics: Metrics) -> h.Send:
         await send(message)
 
     return counted
+
+
+class _RelatedWriter:
+    """Writes a request's related messages (progress, questions) as they come.
+
+    ``emit`` is called synchronously from wherever the message arises; the
+    first call starts one writer task, which switches the response to SSE and
+    drains the queue in order. The handler waits for the writer before it
+    writes the final answer, so the answer is always the last event.
+    """
+
+    def __init__(self, stream: _EventStream, nursery: trio.Nursery) -> None:
+        self._stream = stream
+        self._nursery = nursery
+        self._queue: deque[bytes] = deque()
+        self._wake = trio.Event()
+        self._done = trio.Event()
+        self._closed = False
+        self.started = False
+
+    def emit(self, message: bytes) -> bool:
+        """Queue one message; False when full or over (the caller falls back)."""
+        if self._closed or len(self._queue) >= RELATED_MESSAGE_BUFFER:
+            return False
+        self._queue.append(message)
+        if not self.started:
+            self.started = True
+            self._nursery.start_soon(self._run)
+        self._wake.set()
+        return True
+
+    async def _run(self) -> None:
+        try:
+            while True:
+                while self._queue:
+                    await self._stream.event(self._queue.popleft())
+                if self._closed:
+                    return
+                self._wake = trio.Event()
+                await self._wake.wait()
+        finally:
+            self._done.set()
+
+    def close(self) -> None:
+        """No more messages: the writer drains what is queued and stops."""
+        self._closed = True
+        self._wake.set()
+
+    async def finished(self) -> None:
+        """Wait until the writer has written everything queued."""
+        await self._done.wait()
 
 
 class _EventStream:
