@@ -123,22 +123,27 @@ async def _session(
     rng = random.Random(seed)
     serial = 0
     while trio.current_time() < stop:
-        init = await http.post(
-            url,
-            headers=HEADERS,
-            content=json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 0,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-11-25",
-                        "capabilities": {},
-                        "clientInfo": {"name": "soak", "version": "1"},
-                    },
-                }
-            ),
-        )
+        try:
+            init = await http.post(
+                url,
+                headers=HEADERS,
+                content=json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 0,
+                        "method": "initialize",
+                        "params": {
+                            "protocolVersion": "2025-11-25",
+                            "capabilities": {},
+                            "clientInfo": {"name": "soak", "version": "1"},
+                        },
+                    }
+                ),
+            )
+        except httpx.HTTPError as exc:
+            # No session yet, so nothing can be lost: count it and go on.
+            tally.errors[f"initialize {type(exc).__name__}"] += 1
+            continue
         if init.status_code != 200:
             tally.errors[f"initialize {init.status_code}"] += 1
             await trio.sleep(0.1)
@@ -200,7 +205,10 @@ async def _session(
                 tally.misdelivered += 1
             tally.answered += 1
         if rng.random() < 0.5:
-            await http.delete(url, headers=headers)
+            try:
+                await http.delete(url, headers=headers)
+            except httpx.HTTPError as exc:
+                tally.errors[f"delete {type(exc).__name__}"] += 1
 
 
 async def _chaos(pid: int, config_path: Path, port: int, stop: float, seed: int) -> Counter[str]:
@@ -271,8 +279,12 @@ async def _main(seconds: float, sessions: int, seed: int) -> int:
                     async with httpx.AsyncClient(timeout=10) as scraper:
                         while trio.current_time() < stop:
                             started = trio.current_time()
-                            await scraper.get(f"http://127.0.0.1:{port}/metrics")
-                            scrapes.append(trio.current_time() - started)
+                            try:
+                                await scraper.get(f"http://127.0.0.1:{port}/metrics")
+                            except httpx.HTTPError:
+                                scrapes.append(float("inf"))  # counted as the worst
+                            else:
+                                scrapes.append(trio.current_time() - started)
                             await trio.sleep(1.0)
 
                 async with trio.open_nursery() as nursery:

@@ -49,10 +49,16 @@ from gateway.errors import ConfigError
 
 logger = structlog.get_logger("gateway.app")
 
-# Idle HTTP connections are closed after this. hypercorn's trio worker only
-# notices a host that hung up when this runs out (measured: connections sat
-# in CLOSE-WAIT until then), so it is kept short, as hypercorn's default.
-KEEP_ALIVE_TIMEOUT: Final = 5.0
+# Idle HTTP connections are closed after this. Three things set it:
+# - longer than clients' own idle expiry (httpx, and so the official SDKs,
+#   use 5 s): a server that closes first races the client's next request on
+#   that connection and the request dies with a reset (seen in a 45-minute
+#   soak with 5 s here);
+# - short, because hypercorn's trio worker only lets go of a connection the
+#   host hung up when this runs out (measured: they sit in CLOSE-WAIT);
+# - at most 10 s, because it is also what cuts off headers trickled in
+#   (robustness A26).
+KEEP_ALIVE_TIMEOUT: Final = 8.0
 LISTEN_BACKLOG: Final = 1024
 # How often the event loop's lag is sampled.
 LAG_PROBE_INTERVAL: Final = 0.5
