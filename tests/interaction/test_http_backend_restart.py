@@ -16,6 +16,7 @@ from mcp.types import TextContent, TextResourceContents
 from pydantic import AnyUrl
 
 from gateway.backends.backend import BackendState
+from gateway.config import GatewayConfig
 from tests.harness import gateway_config, open_client, start_gateway, wait_for_states
 from tests.servers.paths import EVERYTHING_ENTRY, SERVERS_DIR
 from tests.subprocess_servers import free_port, run_server
@@ -31,22 +32,24 @@ def _argv(port: int) -> list[str]:
     ]
 
 
+def _http_config(name: str, port: int) -> GatewayConfig:
+    """One shared-session HTTP backend on ``port``, without idle pings."""
+    backend = {
+        "name": name,
+        "transport": "http",
+        "url": f"http://127.0.0.1:{port}/mcp",
+        "session": "shared",
+        "health": {"ping_interval": 0},
+    }
+    return gateway_config([backend])
+
+
 async def test_a_restarted_http_backend_is_reinitialized_and_idempotent_calls_succeed(
     nursery: trio.Nursery,
 ) -> None:
     """B11: the backend session is re-initialized transparently; list and read work again."""
     port = free_port()
-    config = gateway_config(
-        [
-            {
-                "name": "remote",
-                "transport": "http",
-                "url": f"http://127.0.0.1:{port}/mcp",
-                "session": "shared",
-                "health": {"ping_interval": 0},
-            }
-        ]
-    )
+    config = _http_config("remote", port)
     with run_server(_argv(port), port):
         running = await start_gateway(nursery, config)
         async with open_client(running.url) as client:
@@ -73,17 +76,7 @@ async def test_a_tool_call_that_meets_an_expired_session_is_not_repeated(
 ) -> None:
     """D14: tools/call is never retried after reaching the backend; the host gets an error."""
     port = free_port()
-    config = gateway_config(
-        [
-            {
-                "name": "remote",
-                "transport": "http",
-                "url": f"http://127.0.0.1:{port}/mcp",
-                "session": "shared",
-                "health": {"ping_interval": 0},
-            }
-        ]
-    )
+    config = _http_config("remote", port)
     with run_server(_argv(port), port):
         running = await start_gateway(nursery, config)
     with run_server(_argv(port), port):
@@ -107,17 +100,7 @@ async def test_a_restarted_reference_server_that_answers_400_is_reinitialized(
     port = free_port()
     argv = ["node", str(EVERYTHING_ENTRY), "streamableHttp"]
     env = {"PORT": str(port)}
-    config = gateway_config(
-        [
-            {
-                "name": "ref",
-                "transport": "http",
-                "url": f"http://127.0.0.1:{port}/mcp",
-                "session": "shared",
-                "health": {"ping_interval": 0},
-            }
-        ]
-    )
+    config = _http_config("ref", port)
     with run_server(argv, port, env=env):
         running = await start_gateway(nursery, config)
         async with open_client(running.url) as client:
