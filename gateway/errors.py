@@ -11,6 +11,7 @@ them to a JSON-RPC error or an HTTP status)::
     │   ├── ConnectError            could not reach or start the peer
     │   ├── TransportClosed         we closed it
     │   └── TransportBroken         the world broke it (EOF, reset, oversize line)
+    │       └── SessionExpired      the server no longer knows our session
     ├── ProtocolError               abstract; carries a JSON-RPC ``code``
     │   ├── LocalProtocolError      *we* were sent something invalid
     │   └── RemoteProtocolError     the peer answered with a JSON-RPC error
@@ -72,6 +73,15 @@ class TransportBroken(TransportError):
     """The link was broken from outside: EOF, reset, an oversize frame."""
 
 
+class SessionExpired(TransportBroken):
+    """The server forgot the session we hold (404, or a 400 that names it).
+
+    A type of its own because the backend's reaction differs from any other
+    break: re-initialize at once and repeat an idempotent request once, which
+    would be wrong after a reset or an EOF (spec: session management).
+    """
+
+
 class ProtocolError(GatewayError):
     """A JSON-RPC level failure; ``code`` is the JSON-RPC error code to use.
 
@@ -105,12 +115,22 @@ class BackendUnavailable(GatewayError):
         kind: the machine-readable reason hosts see in the error's data
             (``backend_unavailable``, or ``overloaded`` when the backend's
             call limits are full).
+        cause: the condition that took the backend down, when one is known
+            (a ``SessionExpired`` tells the caller a retry may be safe); the
+            decision is made on this type, never on ``reason``'s text.
     """
 
-    def __init__(self, backend: str, reason: str, kind: str = "backend_unavailable") -> None:
+    def __init__(
+        self,
+        backend: str,
+        reason: str,
+        kind: str = "backend_unavailable",
+        cause: BaseException | None = None,
+    ) -> None:
         self.backend = backend
         self.reason = reason
         self.kind = kind
+        self.cause = cause
         super().__init__(f"backend {backend!r} is unavailable: {reason}")
 
 
