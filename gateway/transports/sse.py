@@ -27,7 +27,13 @@ import httpx
 import structlog
 import trio
 
-from gateway.errors import ConnectError, TransportBroken, TransportClosed, TransportError
+from gateway.errors import (
+    ConnectError,
+    SessionExpired,
+    TransportBroken,
+    TransportClosed,
+    TransportError,
+)
 from gateway.transports.base import map_exceptions
 from gateway.transports.framing import SseParser
 from gateway.transports.http_base import (
@@ -126,7 +132,7 @@ class SseChannel:
             return
         if status == 404:
             await discard_body(response)
-            self._break("session expired (404)")
+            self._break("session expired (404)", SessionExpired)
             self._inbox.raise_if_ended()
         problem = describe_status(response)
         if not outgoing.request_ids:
@@ -206,10 +212,10 @@ class SseChannel:
             )
         return url
 
-    def _break(self, reason: str) -> None:
+    def _break(self, reason: str, condition: type[TransportBroken] = TransportBroken) -> None:
         if self._inbox.ended is None and not self._closed:
             self._log.warning("backend.sse.broken", reason=reason)
-        self._inbox.end(TransportBroken(reason))
+        self._inbox.end(condition(reason))
 
     async def _fail_requests(
         self, response: httpx.Response, outgoing: Outgoing, problem: str

@@ -44,6 +44,7 @@ import trio
 from gateway.errors import (
     ConnectError,
     LocalProtocolError,
+    SessionExpired,
     TransportBroken,
     TransportClosed,
     TransportError,
@@ -238,7 +239,7 @@ class StreamableHttpChannel:
         """Decide what a POST's response means; True when a task now owns it."""
         status = response.status_code
         if status == 404 and self.session_id is not None:
-            self._break(TransportBroken("session expired (404)"))
+            self._break(SessionExpired("session expired (404)"))
             self._inbox.raise_if_ended()
         kind = media_type(response)
         if 200 <= status < 300:
@@ -373,7 +374,7 @@ class StreamableHttpChannel:
             with map_exceptions(HTTP_ERRORS):
                 async with self._client.stream("GET", self._url, headers=headers) as response:
                     if response.status_code == 404 and self.session_id is not None:
-                        self._break(TransportBroken("session expired (404)"))
+                        self._break(SessionExpired("session expired (404)"))
                         return False
                     if response.status_code != 200 or media_type(response) != SSE_MEDIA_TYPE:
                         self._log.debug("backend.http.resume.refused", status=response.status_code)
@@ -414,7 +415,7 @@ class StreamableHttpChannel:
             # it as the same loss of session, so the supervisor starts a new
             # one instead of every call failing from now on.
             await self._fail(set(outgoing.request_ids), problem, status=response.status_code)
-            self._break(TransportBroken(f"session expired (400: {detail[:120]})"))
+            self._break(SessionExpired(f"session expired (400: {detail[:120]})"))
             return
         await self._fail(set(outgoing.request_ids), problem, status=response.status_code)
 
@@ -476,7 +477,7 @@ class StreamableHttpChannel:
             self._log.debug("backend.http.stream.unsupported")
             return False
         if status == 404 and self.session_id is not None:
-            self._break(TransportBroken("session expired (404)"))
+            self._break(SessionExpired("session expired (404)"))
             return False
         retry = status in _RETRYABLE_STREAM_STATUS or status >= 500
         self._log.warning(
