@@ -26,7 +26,17 @@ from __future__ import annotations
 
 import difflib
 import types
-from typing import Annotated, Any, Final, Literal, TypeVar, Union, get_args, get_origin
+from typing import (
+    Annotated,
+    Any,
+    Final,
+    Literal,
+    TypeGuard,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+)
 
 import msgspec
 
@@ -110,7 +120,7 @@ def _decode(tp: Any, value: object, place: str, problems: Problems) -> object:
         return msgspec.convert(value, tp, strict=False)
     except msgspec.ValidationError:
         pass
-    if isinstance(tp, type) and issubclass(tp, Base):
+    if _is_struct(tp):
         return _decode_struct(tp, value, place, problems)
     tagged = _tagged_union(tp)
     if tagged is not None:
@@ -189,15 +199,17 @@ def _empty_section(tp: Any) -> object:
     that means an empty one. Any other field keeps the null, and a type
     that does not accept it says so.
     """
-    if isinstance(tp, type) and issubclass(tp, Base):
+    if _is_struct(tp):
         return {}
-    if get_origin(tp) is list and _is_section(get_args(tp)[0]):
-        return []
+    if get_origin(tp) is list:
+        (item,) = get_args(tp)
+        if _is_struct(item) or _tagged_union(item) is not None:
+            return []
     return None
 
 
-def _is_section(tp: Any) -> bool:
-    return (isinstance(tp, type) and issubclass(tp, Base)) or _tagged_union(tp) is not None
+def _is_struct(tp: Any) -> TypeGuard[type[Base]]:
+    return isinstance(tp, type) and issubclass(tp, Base)
 
 
 def _tagged_union(tp: Any) -> tuple[str, dict[str, type[Base]]] | None:
@@ -205,7 +217,7 @@ def _tagged_union(tp: Any) -> tuple[str, dict[str, type[Base]]] | None:
     if not (isinstance(tp, types.UnionType) or get_origin(tp) is Union):
         return None
     members = get_args(tp)
-    if not all(isinstance(m, type) and issubclass(m, Base) for m in members):
+    if not all(_is_struct(m) for m in members):
         return None
     tag_field = members[0].__struct_config__.tag_field
     return (tag_field, tag_table(tp)) if isinstance(tag_field, str) else None
