@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from textwrap import dedent
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 import msgspec
 import pytest
 
 from gateway.config import (
+    BACKEND_CLASSES,
+    TRANSPORTS,
     BackendBase,
+    BackendConfig,
     GatewayConfig,
     HttpBackend,
     ItemFilter,
@@ -26,6 +29,7 @@ from gateway.config import (
     load,
     parse,
 )
+from gateway.config.schema import Invalid, tag_table
 from gateway.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -664,3 +668,117 @@ def test_load_reports_a_file_that_is_not_utf8(tmp_path: Path) -> None:
 def test_format_problems_without_a_path_prints_bare_problems() -> None:
     """Gateway choice: text parsed without a source has no file prefix."""
     assert format_problems(ConfigError(["a: b", "c: d"])) == "a: b\nc: d"
+
+
+# --- the schema on its own ------------------------------------------------
+
+
+def test_the_transport_table_is_read_off_the_tagged_union() -> None:
+    """Gateway choice: a backend kind is declared once, as a member of `BackendConfig`."""
+    members = get_args(BackendConfig)
+    assert {cls.__struct_config__.tag: cls for cls in members} == BACKEND_CLASSES
+    assert list(BACKEND_CLASSES.values()) == list(members)
+    assert TRANSPORTS == ("stdio", "http", "sse", "websocket")
+
+
+def test_a_tag_table_names_each_member_of_a_union_by_its_tag() -> None:
+    """Gateway choice: the decoder finds a tagged union's classes the same way."""
+
+    class Pigeon(BackendBase, tag="pigeon", frozen=True, kw_only=True):
+        """A made-up transport."""
+
+    assert tag_table(StdioBackend | Pigeon) == {"stdio": StdioBackend, "pigeon": Pigeon}
+    with pytest.raises(TypeError):
+        tag_table(StdioBackend | None)
+
+
+def test_a_bound_is_enforced_by_msgspec_itself_at_its_place() -> None:
+    """Gateway choice: bounds are `msgspec.Meta` constraints, so plain msgspec refuses them."""
+    data = {"backends": [{"name": "a", "transport": "stdio", "command": "x"}]}
+    data["backends"][0]["health"] = {"ping_timeout": 0}
+    with pytest.raises(
+        msgspec.ValidationError, match=r"at `\$\.backends\[0\]\.health\.ping_timeout`"
+    ):
+        msgspec.convert(data, GatewayConfig)
+
+
+def test_a_bound_nested_in_a_backend_is_reported_at_its_place_in_words() -> None:
+    """Gateway choice: a Meta bound without its own words is phrased from the bound."""
+    text = f"""\
+    backends:
+      - {stdio("a")}
+      - {{name: b, transport: stdio, command: x, health: {{ping_timeout: 0}}}}
+    """
+    assert problems_of(text) == ["backends[1].health.ping_timeout: must be positive (got 0.0)"]
+
+
+def test_a_rule_across_fields_is_a_post_init_naming_its_field() -> None:
+    """Gateway choice: msgspec reports a `__post_init__` rule, and its Invalid keeps the field."""
+    with pytest.raises(Invalid) as direct:
+        Timeouts(request=700.0)
+    assert direct.value.problems == (("request", "must not exceed max_total (600.0)"),)
+    with pytest.raises(msgspec.ValidationError) as decoded:
+        msgspec.convert({"request": 700}, Timeouts)
+    assert isinstance(decoded.value.__cause__, Invalid)
+
+
+def test_duplicate_backends_are_refused_by_msgspec_alone() -> None:
+    """Gateway choice: the rules across backends are the schema's, not only the decoder's."""
+    backend = {"name": "a", "transport": "stdio", "command": "x"}
+    with pytest.raises(msgspec.ValidationError) as info:
+        msgspec.convert({"backends": [backend, backend]}, GatewayConfig)
+    assert isinstance(info.value.__cause__, Invalid)
+    assert info.value.__cause__.problems == (
+        ("backends[1].name", "duplicate backend name 'a' (also backends[0])"),
+    )
+
+
+def test_a_rule_across_fields_waits_until_its_fields_are_valid() -> None:
+    """Gateway choice: a field already wrong draws no second complaint from its struct's rules."""
+    text = """\
+    backends:
+      - {name: a, transport: stdio, command: x, timeouts: {connect: 0, request: 9, max_total: 5}}
+    """
+    assert problems_of(text) == ["backends[0].timeouts.connect: must be positive (got 0.0)"]
+
+
+def test_a_duplicate_name_is_found_even_when_that_backend_is_broken_elsewhere() -> None:
+    """Gateway choice: one run of `check` shows the duplicate together with the typo."""
+    text = f"backends: [{{name: a, transport: stdio, comand: x}}, {stdio('a')}]"
+    assert problems_of(text) == [
+        "backends[0].comand: unknown field, did you mean `command`?",
+        "backends[0].command: required field missing",
+        "backends[1].name: duplicate backend name 'a' (also backends[0])",
+    ]
+
+
+def test_problems_are_listed_in_the_order_of_the_file() -> None:
+    """Gateway choice: the list reads top to bottom like the file it points into."""
+    text = """\
+    backends:
+      - {name: a, transport: stdio, command: x, max_pending: -1, stop_grace: 0}
+    server: {port: x}
+    """
+    assert problems_of(text) == [
+        "backends[0].max_pending: must be 0 (no limit) or more",
+        "backends[0].stop_grace: must be positive (got 0.0)",
+        "server.port: expected int, got str 'x'",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("server: {max_sessions: 0}", "server.max_sessions: must be positive (got 0)"),
+        ("limits: {token_rate: -1}", "limits.token_rate: must be 0 (off) or more"),
+        (
+            "backends: [{name: a, transport: http, url: 'HTTPS://x', prefix: 'My'}]",
+            "backends[0].prefix: 'My' is not a valid prefix (\"\" or lowercase letters, digits "
+            "and '-', starting with a letter or digit)",
+        ),
+        ("naming: {max_length: 129}", "naming.max_length: must be between 16 and 128 (got 129)"),
+    ],
+)
+def test_each_bound_has_words_for_a_person(text: str, problem: str) -> None:
+    """Gateway choice: a bound's failure reads like the rest, never as msgspec's message."""
+    assert problems_of(text) == [problem]

@@ -1,0 +1,100 @@
+"""Typed, validated gateway configuration: YAML → ``${ENV}`` expansion → Structs.
+
+A config file is read once, at startup or reload, by a person who wants to
+know everything that is wrong with it at once: every problem is reported
+with its place in the file, all together in one
+:class:`~gateway.errors.ConfigError`.
+
+The package, bottom up:
+
+- :mod:`~gateway.config.schema`, :mod:`~gateway.config.schema_backends`,
+  :mod:`~gateway.config.schema_gateway`: the msgspec Structs, with their
+  bounds as ``msgspec.Meta`` constraints and their rules across fields in
+  ``__post_init__``; nothing else.
+- :mod:`~gateway.config.source`: the file, its YAML (duplicate keys
+  refused) and ``${VAR}`` expansion.
+- :mod:`~gateway.config.decode`: msgspec decoding that goes on past the
+  first problem.
+- :mod:`~gateway.config.loading`: :func:`parse` and :func:`load`, the
+  pipeline; :func:`format_problems`.
+
+Callers import everything from here.
+"""
+
+from __future__ import annotations
+
+from gateway.config.loading import format_problems, load, parse
+from gateway.config.schema import (
+    MAX_NAME_LENGTH,
+    MIB,
+    MIN_NAME_LENGTH,
+    AuthConfig,
+    Base,
+    JwtConfig,
+    LimitsConfig,
+    LogFormat,
+    LoggingConfig,
+    LogLevel,
+    NamingConfig,
+    NotificationsConfig,
+    PaginationConfig,
+    ServerConfig,
+    SessionMode,
+    ShutdownConfig,
+)
+from gateway.config.schema_backends import (
+    BACKEND_CLASSES,
+    TRANSPORTS,
+    BackendBase,
+    BackendConfig,
+    HealthConfig,
+    HttpBackend,
+    HttpLikeBackend,
+    ItemFilter,
+    NetworkBackend,
+    ResourceFilter,
+    RestartPolicy,
+    SseBackend,
+    StdioBackend,
+    Timeouts,
+    WebSocketBackend,
+)
+from gateway.config.schema_gateway import GatewayConfig
+
+__all__ = [
+    "Base",
+    "ServerConfig",
+    "JwtConfig",
+    "AuthConfig",
+    "LimitsConfig",
+    "NamingConfig",
+    "PaginationConfig",
+    "LoggingConfig",
+    "ShutdownConfig",
+    "NotificationsConfig",
+    "HealthConfig",
+    "Timeouts",
+    "ItemFilter",
+    "ResourceFilter",
+    "RestartPolicy",
+    "BackendBase",
+    "StdioBackend",
+    "NetworkBackend",
+    "HttpLikeBackend",
+    "HttpBackend",
+    "SseBackend",
+    "WebSocketBackend",
+    "BackendConfig",
+    "GatewayConfig",
+    "SessionMode",
+    "LogLevel",
+    "LogFormat",
+    "BACKEND_CLASSES",
+    "TRANSPORTS",
+    "MIB",
+    "MIN_NAME_LENGTH",
+    "MAX_NAME_LENGTH",
+    "parse",
+    "load",
+    "format_problems",
+]

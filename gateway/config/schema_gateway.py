@@ -1,0 +1,172 @@
+"""The configuration schema, part three: the whole file, and the rules across backends.
+
+Backend names and prefixes must be unique, and each prefix must fit the
+naming section. These rules see every backend at once, so they are
+:class:`GatewayConfig`'s ``__post_init__``; :func:`backend_problems` is also
+called on its own by the decoder when another section is broken, so one run
+of ``check`` still shows the duplicates.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Final, NamedTuple
+
+import msgspec
+
+from gateway.config.schema import (
+    NAME_PATTERN,
+    AuthConfig,
+    Base,
+    Invalid,
+    LimitsConfig,
+    LoggingConfig,
+    NamingConfig,
+    NotificationsConfig,
+    PaginationConfig,
+    ServerConfig,
+    ShutdownConfig,
+)
+from gateway.config.schema_backends import BackendConfig
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["GatewayConfig", "BackendIdentity", "backend_problems"]
+
+_NAME: Final = re.compile(NAME_PATTERN)
+# catalog/naming.py shortens an over-long public name to
+# "{prefix}{sep}{at least 1 char}-{8 hex}"; a prefix must leave room for that.
+_SHORT_FORM_MIN_TAIL: Final = 1 + 1 + 8
+
+
+class GatewayConfig(Base, frozen=True, kw_only=True):
+    """The whole configuration file.
+
+    Attributes:
+        server: the HTTP frontend.
+        naming: public names of backend items.
+        pagination: paging of merged lists.
+        logging: the log pipeline.
+        shutdown: graceful stop and the pid file.
+        auth: client authentication.
+        limits: request rate limits.
+        notifications: fan-out to hosts.
+        backends: the MCP servers behind the gateway, in file order.
+    """
+
+    server: ServerConfig = msgspec.field(default_factory=ServerConfig)
+    naming: NamingConfig = msgspec.field(default_factory=NamingConfig)
+    pagination: PaginationConfig = msgspec.field(default_factory=PaginationConfig)
+    logging: LoggingConfig = msgspec.field(default_factory=LoggingConfig)
+    shutdown: ShutdownConfig = msgspec.field(default_factory=ShutdownConfig)
+    auth: AuthConfig = msgspec.field(default_factory=AuthConfig)
+    limits: LimitsConfig = msgspec.field(default_factory=LimitsConfig)
+    notifications: NotificationsConfig = msgspec.field(default_factory=NotificationsConfig)
+    backends: list[BackendConfig] = msgspec.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        identities = (
+            BackendIdentity(position, backend.name, backend.prefix)
+            for position, backend in enumerate(self.backends)
+        )
+        problems = backend_problems(identities, self.naming)
+        if problems:
+            raise Invalid(*problems)
+
+
+class BackendIdentity(NamedTuple):
+    """What the rules across backends read of one backend.
+
+    Attributes:
+        position: its index in ``backends``, for the place of a problem.
+        name: its name.
+        prefix: its ``prefix`` field (None: defaults to the name).
+    """
+
+    position: int
+    name: str
+    prefix: str | None
+
+    @property
+    def public_prefix(self) -> str:
+        """The prefix actually used: ``prefix``, or the name when unset."""
+        return self.prefix if self.prefix is not None else self.name
+
+
+def backend_problems(
+    backends: Iterable[BackendIdentity], naming: NamingConfig | None
+) -> list[tuple[str, str]]:
+    """Check backends against each other: unique names and prefixes, prefixes that fit naming.
+
+    Args:
+        backends: the backends whose name and prefix are known, in file order.
+        naming: the naming section, or None when it is itself invalid (its
+            problems would only make every prefix look wrong).
+
+    Returns:
+        ``(place, message)`` pairs, places relative to the whole file.
+    """
+    problems: list[tuple[str, str]] = []
+    names: dict[str, int] = {}
+    prefixes: dict[str, BackendIdentity] = {}
+    for backend in backends:
+        place = f"backends[{backend.position}]"
+        if backend.name in names:
+            problems.append(
+                (
+                    f"{place}.name",
+                    f"duplicate backend name {backend.name!r} "
+                    f"(also backends[{names[backend.name]}])",
+                )
+            )
+        else:
+            names[backend.name] = backend.position
+        prefix = backend.public_prefix
+        if not prefix:
+            continue  # several backends may be mounted unprefixed
+        # Where the prefix came from: the prefix key, or the name it defaults to.
+        prefix_place = f"{place}.prefix" if backend.prefix is not None else f"{place}.name"
+        hint = (
+            ""
+            if backend.prefix is not None
+            else "; the prefix defaults to the name, set `prefix` to choose another"
+        )
+        other = prefixes.get(prefix)
+        if other is None:
+            prefixes[prefix] = backend
+        elif backend.prefix is not None or other.prefix is not None:
+            # Two defaulted prefixes collide only when the names do: said above.
+            problems.append(
+                (
+                    prefix_place,
+                    f"duplicate prefix {prefix!r} (also backends[{other.position}]){hint}",
+                )
+            )
+        if naming is not None and _NAME.fullmatch(prefix):
+            problems.extend(
+                (prefix_place, message + hint) for message in _prefix_problems(prefix, naming)
+            )
+    return problems
+
+
+def _prefix_problems(prefix: str, naming: NamingConfig) -> list[str]:
+    problems: list[str] = []
+    separator = naming.separator
+    # The first separator in a public name must end the prefix, or two
+    # backends' names could collide: prefix "ab" with separator "bb" gives
+    # "abbbx", which is also prefix "a" + "bb" + "bx". Plain containment
+    # ("a__b") is the common case of the same thing.
+    if (prefix + separator).find(separator) != len(prefix):
+        problems.append(
+            f"prefix {prefix!r} contains or runs into the naming separator "
+            f"{separator!r}, so public names could collide"
+        )
+    room = naming.max_length - len(separator) - _SHORT_FORM_MIN_TAIL
+    if len(prefix) > room:
+        problems.append(
+            f"prefix {prefix!r} is too long: with separator {separator!r} and "
+            f"naming.max_length {naming.max_length} it may have at most {max(room, 0)} "
+            "characters"
+        )
+    return problems
