@@ -5,8 +5,13 @@ Rules:
 1. A shared backend sees one subscription per URI however many clients
    hold it: the first subscriber's request goes to the backend, the last
    unsubscriber's too (``protocol.tables.Subscriptions`` counts).
-2. A per-client backend session gets each client's subscribe as it is.
-3. When a backend comes (back) up, every URI someone holds there is
+2. A client is told it is subscribed only when the backend has accepted
+   the subscription. A client that arrives while the first subscribe is in
+   flight waits for its outcome; if it failed (refused, timed out, or its
+   client went away), the waiter sends its own subscribe and gets that
+   answer, so it never believes in a subscription the backend lacks.
+3. A per-client backend session gets each client's subscribe as it is.
+4. When a backend comes (back) up, every URI someone holds there is
    subscribed again; when a client goes, what only it held is released.
 """
 
@@ -15,14 +20,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import structlog
+import trio
 
 from gateway.errors import METHOD_NOT_FOUND, GatewayError, LocalProtocolError, ProtocolError
 from gateway.protocol import jsonrpc, mcp
+from gateway.protocol.tables import Subscribe
 from gateway.router.views import subscribable
 
 if TYPE_CHECKING:
     import msgspec
-    import trio
 
     from gateway.protocol.tables import Subscriptions
     from gateway.router.calls import Call, Forwarder, Target, Targets
@@ -32,7 +38,7 @@ logger = structlog.get_logger("gateway.router")
 
 
 class SubscriptionRelay:
-    """Turns clients' subscriptions into the backend's, counted (rules 1-3).
+    """Turns clients' subscriptions into the backend's, counted (rules 1-4).
 
     Args:
         pool: the backends.
@@ -48,6 +54,8 @@ class SubscriptionRelay:
         self._table = table
         self._targets = targets
         self._forward = forwarder.forward
+        # One event per URI whose first subscribe is in flight; set when it ends.
+        self._settled: dict[tuple[str, str], trio.Event] = {}
 
     def _target(self, call: Call, params: dict[str, Any]) -> Target:
         target = self._targets.uri(mcp.require_str(params, "uri", "resource"), call)
@@ -74,12 +82,26 @@ class SubscriptionRelay:
         return jsonrpc.EMPTY_OBJECT
 
     async def _subscribe_shared(self, backend: BackendView, uri: str, client: str) -> None:
-        if self._table.subscribe(backend.name, uri, client):
+        key = (backend.name, uri)
+        while True:
+            step = self._table.subscribe(backend.name, uri, client)
+            if step is Subscribe.HELD:
+                return
+            if step is Subscribe.WAIT:
+                await self._settled[key].wait()
+                continue
+            settled = self._settled[key] = trio.Event()
             try:
                 await backend.request("resources/subscribe", mcp.encode({"uri": uri}))
             except BaseException:
-                self._table.unsubscribe(backend.name, uri, client)
+                self._table.abandon(backend.name, uri)
                 raise
+            else:
+                self._table.confirm(backend.name, uri)
+                return
+            finally:
+                del self._settled[key]
+                settled.set()
 
     async def unsubscribe(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
         """``resources/unsubscribe``; the backend hears of it when the last holder leaves.

@@ -32,6 +32,7 @@ def _fan_out(
 
 def _subscribed(table: Subscriptions, backend: str, uri: str, client: str) -> None:
     table.subscribe(backend, uri, client)
+    table.confirm(backend, uri)
 
 
 def test_resources_updated_reaches_only_the_subscribers_under_the_public_uri() -> None:
