@@ -11,8 +11,9 @@ Rules:
    -32001 with ``data.reason = "timeout"``; a ``ProtocolError`` keeps its
    own code, message and data.
 4. Each request leaves one ``request.routed`` log line and one metrics
-   observation, whatever its outcome, cancellation included. Only methods
-   the gateway knows become metric labels (bounded labels).
+   observation, whatever its outcome, cancellation included (also when it
+   reaches us as a group from a handler's own nursery). Only methods the
+   gateway knows become metric labels (bounded labels).
 
 Theory of operation: ``handle_request`` takes the catalog snapshot, looks the
 method up in the table and awaits its handler, which returns a Raw result or
@@ -222,6 +223,13 @@ class Router:
         except trio.Cancelled:
             outcome = "cancelled"
             self._metrics.cancellations.labels(direction="client").inc()
+            raise
+        except BaseExceptionGroup as group:
+            # A handler with a nursery of its own (setLevel) is cancelled as
+            # a group of Cancelled; that is still a cancellation.
+            if group.split(trio.Cancelled)[1] is None:
+                outcome = "cancelled"
+                self._metrics.cancellations.labels(direction="client").inc()
             raise
         finally:
             elapsed = time.perf_counter() - started

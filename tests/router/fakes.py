@@ -23,6 +23,7 @@ from gateway.errors import BackendUnavailable, RequestTimeout
 from gateway.protocol import jsonrpc
 from gateway.protocol.versions import LATEST_VERSION
 from gateway.router import NO_METRICS, Emit, Router, RouterMetrics
+from gateway.router.metrics import Counter
 from gateway.router.views import NotificationListener, ProgressListener, RequestListener
 
 # Answers one request: (params, client) -> result.
@@ -219,6 +220,43 @@ class FakeClient:
         if self.answer is None:
             return jsonrpc.EMPTY_OBJECT
         return await self.answer(method, params)
+
+
+class _Series:
+    """One counter series of RecordingMetrics."""
+
+    def __init__(self, counts: dict[tuple[str, ...], int], key: tuple[str, ...]) -> None:
+        self._counts = counts
+        self._key = key
+
+    def labels(self, **labels: str) -> Counter:
+        """The child series for these label values."""
+        return _Series(self._counts, (*self._key, *sorted(labels.values())))
+
+    def inc(self) -> None:
+        """Count one."""
+        self._counts[self._key] = self._counts.get(self._key, 0) + 1
+
+
+class RecordingMetrics:
+    """RouterMetrics that keep what was recorded, for assertions."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, ...], int] = {}
+        self.requests: list[tuple[str, str, str]] = []
+        self.tool_calls: list[tuple[str, str]] = []
+        self.timeouts = _Series(self.counts, ("timeouts",))
+        self.cancellations = _Series(self.counts, ("cancellations",))
+        self.invalid_cursors = _Series(self.counts, ("invalid_cursors",))
+        self.pages_served = _Series(self.counts, ("pages_served",))
+
+    def observe_request(self, method: str, outcome: str, seconds: float, backend: str = "") -> None:
+        """Keep (method, outcome, backend); durations are not asserted."""
+        self.requests.append((method, outcome, backend))
+
+    def count_tool_call(self, backend: str, tool: str) -> None:
+        """Keep (backend, tool)."""
+        self.tool_calls.append((backend, tool))
 
 
 def make_router(

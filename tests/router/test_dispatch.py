@@ -11,41 +11,16 @@ from gateway.backends.backend import BackendState
 from gateway.catalog.naming import public_uri
 from gateway.errors import RemoteProtocolError
 from gateway.protocol import jsonrpc
-from gateway.router.metrics import Counter
-from tests.router.fakes import FakeBackend, FakeClient, FakePool, ask, make_router
+from tests.router.fakes import (
+    FakeBackend,
+    FakeClient,
+    FakePool,
+    RecordingMetrics,
+    ask,
+    make_router,
+)
 
 TOOL = {"name": "echo", "inputSchema": {"type": "object"}}
-
-
-class _Series:
-    def __init__(self, counts: dict[tuple[str, ...], int], key: tuple[str, ...]) -> None:
-        self._counts = counts
-        self._key = key
-
-    def labels(self, **labels: str) -> Counter:
-        return _Series(self._counts, (*self._key, *sorted(labels.values())))
-
-    def inc(self) -> None:
-        self._counts[self._key] = self._counts.get(self._key, 0) + 1
-
-
-class RecordingMetrics:
-    """RouterMetrics that keep what was recorded, for assertions."""
-
-    def __init__(self) -> None:
-        self.counts: dict[tuple[str, ...], int] = {}
-        self.requests: list[tuple[str, str, str]] = []
-        self.tool_calls: list[tuple[str, str]] = []
-        self.timeouts = _Series(self.counts, ("timeouts",))
-        self.cancellations = _Series(self.counts, ("cancellations",))
-        self.invalid_cursors = _Series(self.counts, ("invalid_cursors",))
-        self.pages_served = _Series(self.counts, ("pages_served",))
-
-    def observe_request(self, method: str, outcome: str, seconds: float, backend: str = "") -> None:
-        self.requests.append((method, outcome, backend))
-
-    def count_tool_call(self, backend: str, tool: str) -> None:
-        self.tool_calls.append((backend, tool))
 
 
 def _routed(logs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -6,11 +6,19 @@ from typing import Any
 
 import trio
 import trio.testing
+from structlog.testing import capture_logs
 
 from gateway.backends.backend import BackendState
 from gateway.errors import RemoteProtocolError
 from gateway.protocol import jsonrpc
-from tests.router.fakes import FakeBackend, FakeClient, FakePool, ask, make_router
+from tests.router.fakes import (
+    FakeBackend,
+    FakeClient,
+    FakePool,
+    RecordingMetrics,
+    ask,
+    make_router,
+)
 
 
 def _levels_sent(backend: FakeBackend) -> list[tuple[str, str | None]]:
@@ -110,3 +118,19 @@ async def test_one_hung_backend_delays_set_level_by_one_timeout_not_one_per_back
     assert answer["result"] == {}
     assert trio.current_time() - started == 5.0
     assert _levels_sent(fine) == [("info", None)]
+
+
+async def test_a_cancelled_set_level_is_logged_and_counted_as_cancelled(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Router rule (dispatch 4): the concurrent sends' nursery does not hide the cancellation."""
+    pool = FakePool()
+    pool.add(FakeBackend("alpha", request_timeout=10)).hang_until_timeout("logging/setLevel")
+    metrics = RecordingMetrics()
+    router = make_router(pool, nursery, metrics=metrics)
+    with capture_logs() as logs, trio.move_on_after(1):
+        await ask(router, FakeClient("c1"), "logging/setLevel", level="info")
+    [line] = [entry for entry in logs if entry["event"] == "request.routed"]
+    assert line["outcome"] == "cancelled"
+    assert metrics.counts == {("cancellations", "client"): 1}
+    assert metrics.requests == [("logging/setLevel", "cancelled", "")]
