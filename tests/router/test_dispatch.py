@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from typing import Any
 
 import trio
@@ -23,7 +24,7 @@ from tests.router.fakes import (
 TOOL = {"name": "echo", "inputSchema": {"type": "object"}}
 
 
-def _routed(logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _routed(logs: list[MutableMapping[str, Any]]) -> list[MutableMapping[str, Any]]:
     return [entry for entry in logs if entry["event"] == "request.routed"]
 
 
