@@ -117,10 +117,10 @@ async def open_gateway(
             pool,
             CursorCodec(config.pagination.cursor_secret),
             config.pagination.page_size,
-            metrics,
-            housekeeping,
-            config.naming.separator,
-            config.logging.requests,
+            nursery=housekeeping,
+            metrics=metrics,
+            separator=config.naming.separator,
+            log_requests=config.logging.requests,
         )
 
         def opened(session: ClientSession) -> None:

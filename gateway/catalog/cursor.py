@@ -7,8 +7,9 @@ that was present for the whole walk, while backends come and go between
 pages. No state is kept; any replica with the same secret can continue a
 walk.
 
-Wire form: ``base64url(json(payload)) "." base64url(hmac_sha256(secret, payload))[:22]``
-(128 bits of tag). Anything else decodes to a ``LocalProtocolError`` with
+Wire form: ``base64url(json(payload)) "." base64url(hmac_sha256(secret, payload))[:22]``.
+The tag is the first 22 base64url characters of the 256-bit HMAC, six bits
+each: 132 bits. Anything else decodes to a ``LocalProtocolError`` with
 code -32602 and a message saying what was wrong, never an exception of
 another type.
 """
@@ -26,7 +27,7 @@ import msgspec
 
 from gateway.errors import INVALID_PARAMS, LocalProtocolError
 
-_TAG_CHARS: Final = 22  # 22 base64url chars = 132 bits of the SHA-256 tag
+_TAG_CHARS: Final = 22  # base64url characters kept of the HMAC (module docstring)
 # Generous: a passthrough backend's own cursor rides inside ours, and a long
 # URI can be a keyset key. The request body limit bounds it anyway.
 MAX_CURSOR_CHARS: Final = 65536

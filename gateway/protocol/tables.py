@@ -6,7 +6,8 @@ than performing it:
 
 - ``Subscriptions``: which clients want ``resources/updated`` for a backend
   URI, and whether a (un)subscribe must now go to the backend: the backend
-  sees one subscription per URI however many clients hold it.
+  sees one subscription per URI however many clients hold it, and nobody
+  holds one the backend has not accepted.
 - ``LogLevels``: which level each client asked for, and the most verbose
   of them, which is what the backend must be set to.
 - ``Owners``: which clients have calls in flight to which backend, to find
@@ -16,6 +17,7 @@ than performing it:
 from __future__ import annotations
 
 from collections import defaultdict
+from enum import Enum
 from typing import Final, Generic, TypeVar
 
 LOG_LEVELS: Final = (
@@ -38,18 +40,53 @@ def level_rank(level: object) -> int | None:
     return _RANK.get(level) if isinstance(level, str) else None
 
 
+class Subscribe(Enum):
+    """What the caller of ``Subscriptions.subscribe`` must do next."""
+
+    SEND = "send"
+    """Subscribe at the backend, then ``confirm`` or ``abandon``."""
+    WAIT = "wait"
+    """Another client's subscribe to the backend is in flight: wait for its
+    outcome, then ask again."""
+    HELD = "held"
+    """The backend is subscribed; the client now holds the subscription too."""
+
+
 class Subscriptions:
-    """Reference-counted subscriptions, keyed by (backend, backend URI)."""
+    """Reference-counted subscriptions, keyed by (backend, backend URI).
+
+    A client counts as a subscriber only once the backend has accepted the
+    subscription: while the first subscribe of a URI is in flight, other
+    clients wait for it rather than believe themselves subscribed, and if
+    it fails one of them sends its own.
+    """
 
     def __init__(self) -> None:
         self._clients: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self._pending: dict[tuple[str, str], str] = {}
 
-    def subscribe(self, backend: str, uri: str, client: str) -> bool:
-        """Add a subscriber; True when the backend must now be subscribed."""
-        holders = self._clients[(backend, uri)]
-        first = not holders
-        holders.add(client)
-        return first
+    def subscribe(self, backend: str, uri: str, client: str) -> Subscribe:
+        """A client asks to subscribe; says whether the backend must be asked first."""
+        key = (backend, uri)
+        if key in self._pending:
+            return Subscribe.WAIT
+        holders = self._clients.get(key)
+        if holders:
+            holders.add(client)
+            return Subscribe.HELD
+        self._pending[key] = client
+        return Subscribe.SEND
+
+    def confirm(self, backend: str, uri: str) -> None:
+        """The backend accepted the pending subscribe: its client now holds it."""
+        key = (backend, uri)
+        client = self._pending.pop(key, None)
+        if client is not None:
+            self._clients[key].add(client)
+
+    def abandon(self, backend: str, uri: str) -> None:
+        """The pending subscribe failed or was cancelled: nobody holds the URI."""
+        self._pending.pop((backend, uri), None)
 
     def unsubscribe(self, backend: str, uri: str, client: str) -> bool:
         """Drop a subscriber; True when the backend must now be unsubscribed."""

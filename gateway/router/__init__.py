@@ -1,0 +1,36 @@
+"""Where each message goes, in both directions, by direction of travel.
+
+- ``dispatch``: the ``Router``, its method table and the one answer and log
+  line per host request;
+- ``calls``: target lookup through the catalog and the forwarded methods;
+- ``lists``: list pages, cached and passthrough;
+- ``levels`` and ``subscriptions``: what clients asked for, kept in step at
+  the backends;
+- ``to_clients``: notifications and backends' own requests, back to clients;
+- ``initialize``: what the gateway says about itself;
+- ``views`` and ``metrics``: the narrow protocols the router sees of its
+  neighbours (``BackendView``, ``PoolView``, ``ClientPeer``, ``RouterMetrics``).
+
+Each module states its own rules.
+"""
+
+from __future__ import annotations
+
+from gateway.router.calls import Call
+from gateway.router.dispatch import Router
+from gateway.router.initialize import SERVER_NAME
+from gateway.router.metrics import NO_METRICS, NoMetrics, RouterMetrics
+from gateway.router.views import BackendView, ClientPeer, Emit, PoolView
+
+__all__ = [
+    "Router",
+    "Call",
+    "ClientPeer",
+    "Emit",
+    "BackendView",
+    "PoolView",
+    "RouterMetrics",
+    "NoMetrics",
+    "NO_METRICS",
+    "SERVER_NAME",
+]

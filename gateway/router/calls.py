@@ -1,0 +1,291 @@
+"""Host requests for one named item: find its backend, forward, rewrite the answer.
+
+Rules:
+
+1. Every public name or URI is resolved through one catalog snapshot, taken
+   at the start of the request; a refresh in the middle changes nothing for
+   that request.
+2. A request for something the catalog does not know is answered by the
+   gateway (-32602, or -32002 for resources/read on revisions that use it)
+   and never reaches a backend.
+3. A request for an item of a backend that is down fails at once with
+   -32603 and ``data.reason = "backend_unavailable"`` naming the backend.
+4. Payloads are forwarded as Raw bytes; the router decodes params only to
+   swap a public name, URI or progress token for the backend's, and results
+   only when they carry URIs to namespace.
+5. Backend errors pass through with their own code, message and data.
+6. Progress reaches only the client whose request asked for it, under that
+   client's own token, with ``progress`` strictly increasing, and never
+   after the response (the session drops it once the answer is in).
+
+Theory of operation: ``Targets`` turns a public name or URI into a backend
+and its original name (rules 1-3). ``Forwarder.forward`` swaps the progress
+token, registers the call in ``Owners`` for its duration (which is what
+``to_clients`` consults to find the owner of a backend's own request) and
+sends it. ``Calls`` holds the handlers of the forwarded methods.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from gateway.backends.backend import BackendState
+from gateway.catalog.naming import public_uri
+from gateway.catalog.snapshot import Kind
+from gateway.errors import INVALID_PARAMS, BackendUnavailable, LocalProtocolError
+from gateway.protocol import jsonrpc, mcp, revisions
+from gateway.protocol.versions import resource_not_found_code
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import msgspec
+
+    from gateway.catalog.snapshot import Snapshot
+    from gateway.protocol.tables import Owners
+    from gateway.router.metrics import RouterMetrics
+    from gateway.router.views import BackendView, ClientPeer, Emit, PoolView
+
+logger = structlog.get_logger("gateway.router")
+
+
+@dataclass(eq=False, slots=True)
+class Call:
+    """One host request while the router handles it."""
+
+    client: ClientPeer
+    snapshot: Snapshot
+    emit: Emit | None = None
+    backend: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The backend that serves a public item, and the item's name there."""
+
+    backend: BackendView
+    original: str
+
+
+class Targets:
+    """Resolves public names and URIs to their backend (rules 1-3).
+
+    Args:
+        pool: the backends, to tell "unknown" from "its backend is down".
+        separator: the naming separator, to recognise a down backend's names.
+    """
+
+    def __init__(self, pool: PoolView, separator: str) -> None:
+        self._pool = pool
+        self._separator = separator
+
+    def backend(self, name: str) -> BackendView:
+        """The backend of that name.
+
+        Raises:
+            BackendUnavailable: the snapshot outlived a reload that removed it.
+        """
+        backend = self._pool.get(name)
+        if backend is None:
+            raise BackendUnavailable(name, "removed from the configuration")
+        return backend
+
+    def named(self, kind: Kind, public: str, snap: Snapshot, what: str) -> Target:
+        """The target of a public tool or prompt name.
+
+        Raises:
+            LocalProtocolError: -32602, no such item.
+            BackendUnavailable: the name is under the prefix of a backend that is down.
+        """
+        entry = snap.resolve(kind, public)
+        if entry is None:
+            # A name under the prefix of a backend that is down is not
+            # unknown: say the backend is unavailable, at once (A31).
+            head, sep, _ = public.partition(self._separator)
+            owner = snap.prefixes.get(head) if sep else None
+            backend = self._pool.get(owner) if owner is not None else None
+            if backend is not None and backend.state is not BackendState.UP:
+                raise BackendUnavailable(backend.name, backend.reason)
+            raise LocalProtocolError(f"Unknown {what}: {public}", INVALID_PARAMS)
+        return Target(self.backend(entry.backend), entry.original)
+
+    def uri(self, public: str, call: Call) -> Target:
+        """The target of a public resource URI.
+
+        Raises:
+            LocalProtocolError: resource not found, with the code the client's
+                revision uses.
+        """
+        resolved = call.snapshot.resolve_uri(public)
+        if resolved is None:
+            raise LocalProtocolError(
+                f"Resource not found: {public}",
+                resource_not_found_code(call.client.protocol_version),
+                data={"uri": public},
+            )
+        backend_name, original = resolved
+        return Target(self.backend(backend_name), original)
+
+
+class _Progress:
+    """Relays one call's progress to its client under the client's token."""
+
+    def __init__(self, token: Any, emit: Emit) -> None:
+        self._token = token
+        self._emit = emit
+        self._last: float | None = None
+
+    def __call__(self, body: dict[str, Any]) -> None:
+        progress = body.get("progress")
+        if isinstance(progress, bool) or not isinstance(progress, int | float):
+            return
+        if self._last is not None and progress <= self._last:
+            return  # spec: progress increases; a backend that goes back is dropped (D8)
+        self._last = progress
+        body["progressToken"] = self._token
+        if not self._emit(jsonrpc.encode_notification("notifications/progress", mcp.encode(body))):
+            logger.debug("progress.dropped", reason="stream full or gone")
+
+
+class Forwarder:
+    """Sends a host request on to a backend (rules 4-6).
+
+    Args:
+        owners: the calls in flight, by backend and client.
+    """
+
+    def __init__(self, owners: Owners[Call]) -> None:
+        self._owners = owners
+        self._tokens = itertools.count(1)
+
+    async def forward(
+        self, call: Call, backend: BackendView, method: str, params: dict[str, Any]
+    ) -> msgspec.Raw:
+        """Send one request to a backend on behalf of a host request.
+
+        Swaps the client's progress token for one unique on the backend's
+        link, and records the call as in flight for the owner lookup.
+        """
+        progress: _Progress | None = None
+        token: str | None = None
+        meta = params.get("_meta")
+        if isinstance(meta, dict) and "progressToken" in meta:
+            client_token = meta["progressToken"]
+            if call.emit is not None:
+                token = f"gw-{next(self._tokens)}"
+                progress = _Progress(client_token, call.emit)
+                params["_meta"] = {**meta, "progressToken": token}
+            else:
+                params["_meta"] = {k: v for k, v in meta.items() if k != "progressToken"}
+        client_id = call.client.session_id
+        call.backend = backend.name
+        self._owners.add(backend.name, client_id, call)
+        try:
+            return await backend.request(
+                method,
+                mcp.encode(params),
+                client=client_id,
+                progress_token=token,
+                on_progress=progress,
+            )
+        finally:
+            self._owners.remove(backend.name, client_id, call)
+
+
+def _uri_mapper(backend: BackendView) -> mcp.UriMap:
+    prefix = backend.prefix
+    return lambda uri: public_uri(prefix, uri)
+
+
+def downgraded(
+    result: msgspec.Raw,
+    version: str,
+    adapt: Callable[[dict[str, Any], str], dict[str, Any]],
+) -> msgspec.Raw:
+    """The result as a host on an older revision may see it (revisions.py)."""
+    if not revisions.needs_downgrade(version):
+        return result
+    body = mcp.decode_object(result)
+    return result if body is None else mcp.encode(adapt(body, version))
+
+
+class Calls:
+    """Handlers of the methods that name one item and go to its backend.
+
+    Args:
+        targets: public name and URI lookup.
+        forwarder: sends the call on.
+        metrics: where tool calls are counted.
+    """
+
+    def __init__(self, targets: Targets, forwarder: Forwarder, metrics: RouterMetrics) -> None:
+        self._targets = targets
+        self._forward = forwarder.forward
+        self._metrics = metrics
+
+    async def call_tool(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
+        """``tools/call``: forward under the original name, namespace URIs in the result."""
+        name = mcp.require_str(params, "name", "tool")
+        arguments = params.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            raise LocalProtocolError(
+                f"invalid params: tool arguments must be an object, not {type(arguments).__name__}",
+                INVALID_PARAMS,
+            )
+        target = self._targets.named(Kind.TOOLS, name, call.snapshot, "tool")
+        params["name"] = target.original
+        self._metrics.count_tool_call(target.backend.name, target.original)
+        result = await self._forward(call, target.backend, "tools/call", params)
+        result = mcp.rewrite_call_result(result, _uri_mapper(target.backend))
+        return downgraded(result, call.client.protocol_version, revisions.call_result)
+
+    async def get_prompt(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
+        """``prompts/get``: forward under the original name, namespace URIs in the result."""
+        name = mcp.require_str(params, "name", "prompt")
+        target = self._targets.named(Kind.PROMPTS, name, call.snapshot, "prompt")
+        params["name"] = target.original
+        result = await self._forward(call, target.backend, "prompts/get", params)
+        result = mcp.rewrite_prompt_result(result, _uri_mapper(target.backend))
+        return downgraded(result, call.client.protocol_version, revisions.prompt_result)
+
+    async def read_resource(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
+        """``resources/read``: forward the backend's URI, namespace the contents' URIs."""
+        uri = mcp.require_str(params, "uri", "resource")
+        target = self._targets.uri(uri, call)
+        params["uri"] = target.original
+        result = await self._forward(call, target.backend, "resources/read", params)
+        return mcp.rewrite_read_result(result, _uri_mapper(target.backend))
+
+    async def complete(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
+        """``completion/complete``: route by the prompt or resource reference."""
+        ref = params.get("ref")
+        if not isinstance(ref, dict):
+            raise LocalProtocolError("invalid params: completion 'ref' missing", INVALID_PARAMS)
+        ref_type = ref.get("type")
+        if ref_type == "ref/prompt":
+            target = self._targets.named(
+                Kind.PROMPTS,
+                mcp.require_str(ref, "name", "prompt reference"),
+                call.snapshot,
+                "prompt",
+            )
+            ref["name"] = target.original
+        elif ref_type == "ref/resource":
+            target = self._targets.uri(mcp.require_str(ref, "uri", "resource reference"), call)
+            ref["uri"] = target.original
+        else:
+            raise LocalProtocolError(
+                f"invalid params: unknown completion reference type {ref_type!r}", INVALID_PARAMS
+            )
+        if not target.backend.offers("completions"):
+            # Nothing to complete is an answer, not an error (spec: completion).
+            return mcp.encode({"completion": {"values": [], "hasMore": False}})
+        return await self._forward(call, target.backend, "completion/complete", params)
+
+    async def ping(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
+        """``ping``: the gateway itself answers."""
+        return jsonrpc.EMPTY_OBJECT

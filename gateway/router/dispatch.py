@@ -1,0 +1,277 @@
+"""The router: one method table, one answer and one log line per host request.
+
+Rules:
+
+1. Every host request gets exactly one encoded response for its id: a
+   result, or a JSON-RPC error; nothing a handler raises other than
+   cancellation escapes ``handle_request``.
+2. A method the gateway does not route is -32601 and reaches no backend.
+3. ``BackendUnavailable`` becomes -32603 with ``data.reason`` (the
+   condition's kind) and ``data.backend``; ``RequestTimeout`` becomes
+   -32001 with ``data.reason = "timeout"``; a ``ProtocolError`` keeps its
+   own code, message and data.
+4. Each request leaves one ``request.routed`` log line and one metrics
+   observation, whatever its outcome, cancellation included (also when it
+   reaches us as a group from a handler's own nursery). Only methods the
+   gateway knows become metric labels (bounded labels).
+
+Theory of operation: ``handle_request`` takes the catalog snapshot, looks the
+method up in the table and awaits its handler, which returns a Raw result or
+raises; the handlers live by job in ``calls``, ``lists``, ``levels`` and
+``subscriptions``, and what flows back to clients in ``to_clients``. The
+``Router`` also keeps the per-client state in step with client sessions and
+backends coming and going.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import structlog
+import trio
+
+from gateway.backends.backend import BackendState
+from gateway.errors import (
+    INTERNAL_ERROR,
+    METHOD_NOT_FOUND,
+    REQUEST_TIMEOUT_CODE,
+    BackendUnavailable,
+    LocalProtocolError,
+    ProtocolError,
+    RequestTimeout,
+)
+from gateway.protocol import jsonrpc, mcp
+from gateway.protocol.tables import LogLevels, Owners, Subscriptions
+from gateway.router import initialize
+from gateway.router.calls import Call, Calls, Forwarder, Targets
+from gateway.router.levels import Levels
+from gateway.router.lists import Lists
+from gateway.router.metrics import NO_METRICS
+from gateway.router.subscriptions import SubscriptionRelay
+from gateway.router.to_clients import ToClients
+
+if TYPE_CHECKING:
+    import msgspec
+
+    from gateway.catalog.cursor import CursorCodec
+    from gateway.protocol.jsonrpc import Request
+    from gateway.router.metrics import RouterMetrics
+    from gateway.router.views import BackendView, ClientPeer, Emit, PoolView
+
+logger = structlog.get_logger("gateway.router")
+
+Handler = Callable[[Call, dict[str, Any]], Awaitable["msgspec.Raw"]]
+
+
+def _unavailable(exc: BackendUnavailable) -> LocalProtocolError:
+    return LocalProtocolError(
+        str(exc), INTERNAL_ERROR, data={"reason": exc.kind, "backend": exc.backend}
+    )
+
+
+def _timed_out(exc: RequestTimeout) -> LocalProtocolError:
+    return LocalProtocolError(
+        f"backend {exc.backend!r} did not answer within {exc.seconds:.3g} s",
+        REQUEST_TIMEOUT_CODE,
+        data={"reason": "timeout", "backend": exc.backend, "seconds": round(exc.seconds, 3)},
+    )
+
+
+class Router:
+    """Routes host requests to backends and backend messages to hosts.
+
+    Args:
+        pool: the live backends and their catalog.
+        cursors: signs and checks pagination cursors.
+        page_size: items per list page; 0 means everything in one page.
+        nursery: where follow-up work runs (renewing subscriptions and log
+            levels when a backend comes back).
+        metrics: where request counts and latencies go; none by default.
+        separator: the naming separator, to recognise a down backend's names.
+        log_requests: log each routed request at info level (else debug).
+    """
+
+    def __init__(
+        self,
+        pool: PoolView,
+        cursors: CursorCodec,
+        page_size: int,
+        *,
+        nursery: trio.Nursery,
+        metrics: RouterMetrics = NO_METRICS,
+        separator: str = "__",
+        log_requests: bool = False,
+    ) -> None:
+        self._pool = pool
+        self._nursery = nursery
+        self._metrics = metrics
+        self._log_request = logger.info if log_requests else logger.debug
+        owners: Owners[Call] = Owners()
+        subscriptions = Subscriptions()
+        wanted = LogLevels()
+        targets = Targets(pool, separator)
+        forwarder = Forwarder(owners)
+        calls = Calls(targets, forwarder, metrics)
+        self._lists = Lists(pool, cursors, page_size, metrics)
+        self._levels = Levels(pool, wanted)
+        self._wanted = wanted
+        self._subscriptions = SubscriptionRelay(pool, subscriptions, targets, forwarder)
+        self._to_clients = ToClients(owners, subscriptions, wanted)
+        self._up: set[str] = set()
+        self._handlers: dict[str, Handler] = {
+            "ping": calls.ping,
+            "tools/list": self._lists.list_tools,
+            "prompts/list": self._lists.list_prompts,
+            "resources/list": self._lists.list_resources,
+            "resources/templates/list": self._lists.list_templates,
+            "tools/call": calls.call_tool,
+            "prompts/get": calls.get_prompt,
+            "resources/read": calls.read_resource,
+            "completion/complete": calls.complete,
+            "logging/setLevel": self._levels.set_level,
+            "resources/subscribe": self._subscriptions.subscribe,
+            "resources/unsubscribe": self._subscriptions.unsubscribe,
+        }
+        pool.request_handler = self.backend_request
+        pool.on_notification(self.backend_notification)
+        pool.on_state_change(self._backend_state_changed)
+
+    def set_page_size(self, page_size: int) -> None:
+        """Change the list page size (on reload); walks in progress stay exact."""
+        self._lists.page_size = page_size
+
+    # -- clients -----------------------------------------------------------
+
+    def client_opened(self, client: ClientPeer) -> None:
+        """A client session was created."""
+        self._to_clients.opened(client)
+
+    def client_closed(self, session_id: str, nursery: trio.Nursery) -> None:
+        """A client session ended: release what it held at the backends.
+
+        Its calls in flight are cancelled by the frontend; here its
+        subscriptions, its log level and its per-client backend sessions go.
+        Unsubscribes that must reach backends run in ``nursery``.
+        """
+        self._to_clients.closed(session_id)
+        self._subscriptions.client_closed(session_id, nursery)
+        self._wanted.drop_client(session_id)
+        nursery.start_soon(self._levels.apply)
+        for backend in self._pool.backends.values():
+            backend.close_client(session_id)
+
+    async def client_notification(
+        self, client: ClientPeer, method: str, params: msgspec.Raw | None
+    ) -> None:
+        """A notification from a host other than initialized/cancelled."""
+        if method == "notifications/roots/list_changed":
+            for backend in self._pool.backends.values():
+                if backend.state is BackendState.UP:
+                    await backend.notify(method, params, client=client.session_id)
+
+    # -- initialize ------------------------------------------------------
+
+    def server_capabilities(self) -> dict[str, Any]:
+        """Capabilities to advertise to a host (see ``initialize``)."""
+        return initialize.server_capabilities(self._pool)
+
+    def instructions(self) -> str | None:
+        """The backends' own instructions, each under its prefix."""
+        return initialize.instructions(self._pool)
+
+    def initialize_result(self, version: str) -> msgspec.Raw:
+        """The InitializeResult for a host that negotiated ``version``."""
+        return initialize.initialize_result(self._pool, version)
+
+    # -- dispatch --------------------------------------------------------
+
+    async def handle_request(
+        self, client: ClientPeer, request: Request, emit: Emit | None = None
+    ) -> bytes:
+        """Answer one host request; always returns exactly one encoded response.
+
+        Args:
+            client: the client session it came from.
+            request: the decoded request.
+            emit: where messages related to this request go before its
+                response (progress, server-to-client requests): the POST's
+                SSE stream. None when there is no such stream.
+        """
+        started = time.perf_counter()
+        handler = self._handlers.get(request.method)
+        outcome = "ok"
+        call = Call(client, self._pool.snapshot, emit)
+        try:
+            if handler is None:
+                raise LocalProtocolError(f"method not found: {request.method}", METHOD_NOT_FOUND)
+            params = mcp.decode_params(request.params)
+            result = await handler(call, params)
+            return jsonrpc.encode_response(request.id, result)
+        except BackendUnavailable as exc:
+            outcome = "unavailable"
+            err: ProtocolError = _unavailable(exc)
+        except RequestTimeout as exc:
+            outcome = "timeout"
+            err = _timed_out(exc)
+            self._metrics.timeouts.labels(backend=exc.backend).inc()
+            self._metrics.cancellations.labels(direction="timeout").inc()
+        except ProtocolError as exc:
+            outcome = "error"
+            err = exc
+        except trio.Cancelled:
+            outcome = "cancelled"
+            self._metrics.cancellations.labels(direction="client").inc()
+            raise
+        except BaseExceptionGroup as group:
+            # A handler with a nursery of its own (setLevel) is cancelled as
+            # a group of Cancelled; that is still a cancellation.
+            if group.split(trio.Cancelled)[1] is None:
+                outcome = "cancelled"
+                self._metrics.cancellations.labels(direction="client").inc()
+            raise
+        finally:
+            elapsed = time.perf_counter() - started
+            # Only methods the gateway knows become label values: a host
+            # must not be able to mint time series (bounded labels).
+            method = request.method if handler is not None else "other"
+            self._metrics.observe_request(method, outcome, elapsed, call.backend)
+            self._log_request(
+                "request.routed",
+                client_session=client.session_id[:8],
+                method=request.method[:64],
+                backend=call.backend or None,
+                outcome=outcome,
+                duration_ms=round(elapsed * 1000, 3),
+            )
+        return jsonrpc.encode_error(request.id, err.code, err.message, err.data)
+
+    # -- from backends ---------------------------------------------------
+
+    def backend_notification(
+        self, backend: BackendView, method: str, params: msgspec.Raw | None, client: str | None
+    ) -> None:
+        """Fan a backend's notification out to the clients it concerns."""
+        self._to_clients.backend_notification(backend, method, params, client)
+
+    async def backend_request(
+        self, backend: BackendView, method: str, params: msgspec.Raw | None, client: str | None
+    ) -> msgspec.Raw:
+        """Relay a backend's own request to the client that owns it."""
+        return await self._to_clients.backend_request(backend, method, params, client)
+
+    def _backend_state_changed(self, backend: BackendView) -> None:
+        if backend.state is not BackendState.UP:
+            self._levels.backend_down(backend.name)
+            self._up.discard(backend.name)
+            return
+        if backend.name in self._up:
+            return  # a listing refresh, not a new session
+        self._up.add(backend.name)
+        self._nursery.start_soon(self._renew, backend)
+
+    async def _renew(self, backend: BackendView) -> None:
+        """A backend came (back) up: give it the subscriptions and log level it lost."""
+        await self._subscriptions.renew(backend)
+        await self._levels.apply()

@@ -1,0 +1,170 @@
+"""From backends back to clients: notifications and backends' own requests.
+
+Rules:
+
+1. A backend's own request (sampling, elicitation, roots) goes to the one
+   client that owns it: the client of a per-client backend session, else the
+   only client with calls in flight to that backend. No owner, several
+   owners, or an owner without the capability: the backend gets an error at
+   once, never a guess and never a hang.
+2. Notifications fan out only to the clients they concern: list_changed to
+   all (the app's coalescer does that), resources/updated to subscribers,
+   log messages to clients whose level admits them.
+3. The router never awaits a client while fanning out: messages are queued
+   with ``notify_nowait`` (STYLE rule 4).
+4. A client that does not answer a backend's request within the backend's
+   request timeout is answered for, with -32001, so the backend never hangs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import structlog
+import trio
+
+from gateway.catalog.naming import public_uri
+from gateway.errors import (
+    INTERNAL_ERROR,
+    METHOD_NOT_FOUND,
+    REQUEST_TIMEOUT_CODE,
+    LocalProtocolError,
+)
+from gateway.protocol import jsonrpc, mcp
+
+if TYPE_CHECKING:
+    import msgspec
+
+    from gateway.protocol.tables import LogLevels, Owners, Subscriptions
+    from gateway.router.calls import Call
+    from gateway.router.views import BackendView, ClientPeer
+
+logger = structlog.get_logger("gateway.router")
+
+# Server-to-client requests a backend may send, and the client capability
+# each needs (spec: client features).
+_CLIENT_FEATURES: Final = {
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+    "roots/list": "roots",
+}
+
+
+class ToClients:
+    """The client sessions the router can reach, and what goes to them.
+
+    Args:
+        owners: calls in flight, to find who owns a backend's request.
+        subscriptions: who receives which ``resources/updated``.
+        levels: which log messages each client receives.
+    """
+
+    def __init__(
+        self, owners: Owners[Call], subscriptions: Subscriptions, levels: LogLevels
+    ) -> None:
+        self._owners = owners
+        self._subscriptions = subscriptions
+        self._levels = levels
+        self._clients: dict[str, ClientPeer] = {}
+
+    def opened(self, client: ClientPeer) -> None:
+        """A client session was created: it may now receive messages."""
+        self._clients[client.session_id] = client
+
+    def closed(self, session_id: str) -> None:
+        """A client session ended: nothing more goes to it."""
+        self._clients.pop(session_id, None)
+
+    def backend_notification(
+        self, backend: BackendView, method: str, params: msgspec.Raw | None, client: str | None
+    ) -> None:
+        """Fan a backend's notification out to the clients it concerns (rule 2)."""
+        if method == "notifications/resources/updated":
+            self._resource_updated(backend, params, client)
+        elif method == "notifications/message":
+            self._log_message(backend, params, client)
+        elif method == "notifications/cancelled":
+            pass  # cancels of server-to-client requests are handled by their waiters' timeouts
+        else:
+            logger.debug("backend.notification.dropped", backend=backend.name, method=method)
+
+    def _resource_updated(
+        self, backend: BackendView, params: msgspec.Raw | None, client: str | None
+    ) -> None:
+        try:
+            body = mcp.decode_params(params)
+        except LocalProtocolError:
+            return
+        uri = body.get("uri")
+        if not isinstance(uri, str):
+            return
+        holders = (
+            {client} if client is not None else self._subscriptions.subscribers(backend.name, uri)
+        )
+        body["uri"] = public_uri(backend.prefix, uri)
+        message = jsonrpc.encode_notification("notifications/resources/updated", mcp.encode(body))
+        for holder in holders:
+            peer = self._clients.get(holder)
+            if peer is not None:
+                peer.notify_nowait(message)
+
+    def _log_message(
+        self, backend: BackendView, params: msgspec.Raw | None, client: str | None
+    ) -> None:
+        try:
+            body = mcp.decode_params(params)
+        except LocalProtocolError:
+            return
+        level = body.get("level")
+        source = body.get("logger")
+        body["logger"] = (
+            f"{backend.name}/{source}" if isinstance(source, str) and source else backend.name
+        )
+        message = jsonrpc.encode_notification("notifications/message", mcp.encode(body))
+        targets = [client] if client is not None else list(self._clients)
+        for target in targets:
+            peer = self._clients.get(target)
+            if peer is not None and self._levels.wants(target, level):
+                peer.notify_nowait(message)
+
+    async def backend_request(
+        self, backend: BackendView, method: str, params: msgspec.Raw | None, client: str | None
+    ) -> msgspec.Raw:
+        """Relay a backend's own request to the client that owns it (rules 1 and 4).
+
+        Raises:
+            LocalProtocolError: no single owner, the owner lacks the
+                capability or has gone, or it did not answer in time.
+            RemoteProtocolError: the client answered with an error.
+        """
+        feature = _CLIENT_FEATURES.get(method)
+        if feature is None:
+            raise LocalProtocolError(f"method not found: {method}", METHOD_NOT_FOUND)
+        related: Call | None = None
+        if client is None:
+            owner = self._owners.sole_owner(backend.name)
+            if owner is None:
+                raise LocalProtocolError(
+                    f"{method}: the gateway cannot tell which client this request is for "
+                    "(no single client has a call in flight to this backend)",
+                    INTERNAL_ERROR,
+                )
+            client, related = owner
+        else:
+            related = self._owners.latest(backend.name, client)
+        peer = self._clients.get(client)
+        if peer is None:
+            raise LocalProtocolError(f"{method}: the client session has ended", INTERNAL_ERROR)
+        if feature not in peer.capabilities:
+            raise LocalProtocolError(
+                f"{method}: the client did not declare the {feature!r} capability",
+                METHOD_NOT_FOUND,
+            )
+        emit = related.emit if related is not None else None
+        with trio.move_on_after(backend.config.timeouts.request) as scope:
+            return await peer.request(method, params, emit)
+        assert scope.cancelled_caught
+        raise LocalProtocolError(
+            f"{method}: the client did not answer within {backend.config.timeouts.request:g} s",
+            REQUEST_TIMEOUT_CODE,
+        )

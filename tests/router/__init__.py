@@ -1,0 +1,1 @@
+"""Router tests on fakes: a FakeBackend, a FakePool and a FakeClient."""

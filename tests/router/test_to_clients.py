@@ -1,0 +1,158 @@
+"""Notifications and backends' own requests, back to the clients they concern."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+
+from gateway.catalog.naming import public_uri
+from gateway.errors import LocalProtocolError
+from gateway.protocol import jsonrpc
+from gateway.protocol.tables import LogLevels, Owners, Subscriptions
+from gateway.router.calls import Call
+from gateway.router.to_clients import ToClients
+from tests.router.fakes import FakeBackend, FakeClient, FakePool, ask, make_router
+
+URI = "file:///notes.txt"
+
+
+def _fan_out(
+    *clients: FakeClient,
+) -> tuple[ToClients, Subscriptions, LogLevels, Owners[Call]]:
+    owners: Owners[Call] = Owners()
+    subscriptions = Subscriptions()
+    levels = LogLevels()
+    to_clients = ToClients(owners, subscriptions, levels)
+    for client in clients:
+        to_clients.opened(client)
+    return to_clients, subscriptions, levels, owners
+
+
+def _subscribed(table: Subscriptions, backend: str, uri: str, client: str) -> None:
+    table.subscribe(backend, uri, client)
+    table.confirm(backend, uri)
+
+
+def test_resources_updated_reaches_only_the_subscribers_under_the_public_uri() -> None:
+    """Router rule (to_clients 2): resources/updated goes to subscribers, URI namespaced."""
+    one, two = FakeClient("c1"), FakeClient("c2")
+    to_clients, subscriptions, _, _ = _fan_out(one, two)
+    _subscribed(subscriptions, "alpha", URI, "c1")
+    params = jsonrpc.to_raw({"uri": URI})
+    to_clients.backend_notification(
+        FakeBackend("alpha"), "notifications/resources/updated", params, None
+    )
+    assert one.notifications == [
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": {"uri": public_uri("alpha", URI)},
+        }
+    ]
+    assert two.notifications == []
+
+
+def test_a_notification_on_a_clients_own_backend_session_reaches_only_that_client() -> None:
+    """Router rule (to_clients 2): a per-client session's updates are that client's."""
+    one, two = FakeClient("c1"), FakeClient("c2")
+    to_clients, _, _, _ = _fan_out(one, two)
+    params = jsonrpc.to_raw({"uri": URI})
+    to_clients.backend_notification(
+        FakeBackend("alpha"), "notifications/resources/updated", params, "c2"
+    )
+    assert one.notifications == []
+    assert [n["params"]["uri"] for n in two.notifications] == [public_uri("alpha", URI)]
+
+
+@pytest.mark.parametrize(
+    ("asked", "delivered"),
+    [(None, False), ("debug", True), ("warning", True), ("error", False)],
+)
+def test_a_log_message_reaches_a_client_only_at_or_above_the_level_it_asked_for(
+    asked: str | None, delivered: bool
+) -> None:
+    """Router rule (levels 1): and none at all before the client asks for a level."""
+    client = FakeClient("c1")
+    to_clients, _, levels, _ = _fan_out(client)
+    if asked is not None:
+        levels.set("c1", asked)
+    params = jsonrpc.to_raw({"level": "warning", "logger": "db", "data": "slow"})
+    to_clients.backend_notification(FakeBackend("alpha"), "notifications/message", params, None)
+    if delivered:
+        [message] = client.notifications
+        assert message["params"] == {"level": "warning", "logger": "alpha/db", "data": "slow"}
+    else:
+        assert client.notifications == []
+
+
+def test_a_closed_client_receives_nothing_more() -> None:
+    """Router rule: fan-out skips sessions that ended."""
+    client = FakeClient("c1")
+    to_clients, _, levels, _ = _fan_out(client)
+    levels.set("c1", "debug")
+    to_clients.closed("c1")
+    params = jsonrpc.to_raw({"level": "error", "data": "x"})
+    to_clients.backend_notification(FakeBackend("alpha"), "notifications/message", params, None)
+    assert client.notifications == []
+
+
+async def test_a_backend_request_without_a_single_owner_is_refused_at_once() -> None:
+    """Router rule (to_clients 1): no client has a call in flight there, so no guess."""
+    to_clients, _, _, _ = _fan_out(FakeClient("c1", capabilities={"sampling": {}}))
+    with pytest.raises(LocalProtocolError, match="cannot tell which client") as caught:
+        await to_clients.backend_request(FakeBackend("alpha"), "sampling/createMessage", None, None)
+    assert caught.value.code == -32603
+
+
+async def test_a_backend_request_goes_to_the_client_whose_call_is_in_flight(
+    nursery: trio.Nursery,
+) -> None:
+    """Router rule (to_clients 1): the sole owner is asked, on its request's stream."""
+    pool = FakePool()
+    alpha = pool.add(FakeBackend("alpha"), tools=({"name": "ask", "inputSchema": {}},))
+    router = make_router(pool, nursery)
+    owner = FakeClient("c1", capabilities={"sampling": {}})
+    bystander = FakeClient("c2", capabilities={"sampling": {}})
+    router.client_opened(owner)
+    router.client_opened(bystander)
+    relayed: list[Any] = []
+
+    async def call_back(params: dict[str, Any], client: str | None) -> Any:
+        relayed.append(await router.backend_request(alpha, "sampling/createMessage", None, None))
+        return jsonrpc.to_raw({"content": [], "isError": False})
+
+    alpha.answers["tools/call"] = call_back
+    await ask(router, owner, "tools/call", name="alpha__ask")
+    assert [method for method, _, _ in owner.asked] == ["sampling/createMessage"]
+    assert bystander.asked == []
+    assert relayed == [jsonrpc.EMPTY_OBJECT]
+
+
+async def test_a_backend_request_the_owner_lacks_the_capability_for_is_method_not_found(
+    nursery: trio.Nursery,
+) -> None:
+    """Router rule (to_clients 1): a client that did not declare sampling is not asked."""
+    to_clients, _, _, _ = _fan_out(FakeClient("c1"))
+    with pytest.raises(LocalProtocolError, match="did not declare") as caught:
+        await to_clients.backend_request(FakeBackend("alpha"), "sampling/createMessage", None, "c1")
+    assert caught.value.code == -32601
+
+
+async def test_a_client_that_never_answers_is_answered_for_after_the_backend_timeout(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Router rule (to_clients 4): the backend gets -32001 after its own request timeout."""
+
+    async def never(method: str, params: Any) -> Any:
+        await trio.sleep_forever()
+
+    to_clients, _, _, _ = _fan_out(FakeClient("c1", capabilities={"roots": {}}, answer=never))
+    started = trio.current_time()
+    with pytest.raises(LocalProtocolError, match="did not answer") as caught:
+        await to_clients.backend_request(
+            FakeBackend("alpha", request_timeout=7), "roots/list", None, "c1"
+        )
+    assert caught.value.code == -32001
+    assert trio.current_time() - started == 7
