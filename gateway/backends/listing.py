@@ -106,15 +106,21 @@ class Failed:
     error: ProtocolError
 
 
-def begin(kind: Kind, *, max_pages: int, max_items: int) -> PageRequest | Listed:
-    """Start a walk; ``Listed`` at once only when no page may be asked for."""
-    walk = PageRequest(kind=kind, max_pages=max_pages, max_items=max_items)
-    if max_pages <= 0:
-        return Listed(kind=kind, items=(), pages=0, received=0, guard=Guard.MAX_PAGES)
-    return walk
+def begin(kind: Kind, *, max_pages: int, max_items: int) -> PageRequest:
+    """Start a walk: the request for its first page.
+
+    Raises:
+        ValueError: a limit below one (config refuses those before this).
+    """
+    if max_pages < 1 or max_items < 1:
+        raise ValueError(f"list limits must be positive (pages {max_pages}, items {max_items})")
+    return PageRequest(kind=kind, max_pages=max_pages, max_items=max_items)
 
 
-def step(walk: PageRequest, answer: msgspec.Raw | ProtocolError) -> PageRequest | Listed | Failed:
+Step = PageRequest | Listed | Failed
+
+
+def step(walk: PageRequest, answer: msgspec.Raw | ProtocolError) -> Step:
     """Take one page's answer; return what to do next (rule order as in the docstring)."""
     if isinstance(answer, ProtocolError):
         return Failed(kind=walk.kind, error=answer)

@@ -19,6 +19,7 @@ from gateway.backends.listing import (
     Guard,
     Listed,
     PageRequest,
+    Step,
     begin,
     filtered,
     merged,
@@ -59,9 +60,7 @@ def test_the_first_request_has_no_cursor_and_the_kinds_list_method() -> None:
 
 def test_each_next_request_carries_the_cursor_of_the_page_before() -> None:
     """Spec: the client sends the ``nextCursor`` it got as ``cursor``."""
-    walk = begin(Kind.TOOLS, max_pages=5, max_items=10)
-    assert isinstance(walk, PageRequest)
-    walk = step(walk, page(["a"], cursor="c1"))
+    walk: Step = step(begin(Kind.TOOLS, max_pages=5, max_items=10), page(["a"], cursor="c1"))
     assert isinstance(walk, PageRequest)
     assert walk.method == "tools/list"
     assert walk.params is not None
@@ -70,9 +69,7 @@ def test_each_next_request_carries_the_cursor_of_the_page_before() -> None:
 
 def test_a_page_without_next_cursor_finishes_the_walk_with_every_item_in_order() -> None:
     """Spec: the last page has no ``nextCursor``."""
-    walk = begin(Kind.TOOLS, max_pages=5, max_items=10)
-    assert isinstance(walk, PageRequest)
-    walk = step(walk, page(["a", "b"], cursor="c1"))
+    walk: Step = step(begin(Kind.TOOLS, max_pages=5, max_items=10), page(["a", "b"], cursor="c1"))
     assert isinstance(walk, PageRequest)
     done = step(walk, page(["c"]))
     assert isinstance(done, Listed)
@@ -82,9 +79,7 @@ def test_a_page_without_next_cursor_finishes_the_walk_with_every_item_in_order()
 
 def test_a_repeated_cursor_ends_the_walk_and_keeps_what_came() -> None:
     """Robustness D15: a backend that hands out the same cursor again is not followed."""
-    walk = begin(Kind.TOOLS, max_pages=100, max_items=1000)
-    assert isinstance(walk, PageRequest)
-    walk = step(walk, page(["a"], cursor="same"))
+    walk: Step = step(begin(Kind.TOOLS, max_pages=100, max_items=1000), page(["a"], cursor="same"))
     assert isinstance(walk, PageRequest)
     done = step(walk, page(["b"], cursor="same"))
     assert isinstance(done, Listed)
@@ -95,7 +90,7 @@ def test_a_repeated_cursor_ends_the_walk_and_keeps_what_came() -> None:
 
 def test_a_cursor_seen_several_pages_ago_also_counts_as_repeated() -> None:
     """Robustness D15: a cycle longer than one page is caught too."""
-    walk: PageRequest | Listed | Failed = begin(Kind.TOOLS, max_pages=100, max_items=1000)
+    walk: Step = begin(Kind.TOOLS, max_pages=100, max_items=1000)
     for name, cursor in [("a", "x"), ("b", "y"), ("c", "z"), ("d", "x")]:
         assert isinstance(walk, PageRequest)
         walk = step(walk, page([name], cursor=cursor))
@@ -106,7 +101,7 @@ def test_a_cursor_seen_several_pages_ago_also_counts_as_repeated() -> None:
 
 def test_max_pages_stops_a_backend_whose_cursors_never_end() -> None:
     """Robustness D15: at most ``max_list_pages`` requests, then the walk ends."""
-    walk: PageRequest | Listed | Failed = begin(Kind.TOOLS, max_pages=3, max_items=1000)
+    walk: Step = begin(Kind.TOOLS, max_pages=3, max_items=1000)
     requests = 0
     while isinstance(walk, PageRequest):
         requests += 1
@@ -119,9 +114,7 @@ def test_max_pages_stops_a_backend_whose_cursors_never_end() -> None:
 
 def test_the_last_allowed_page_without_a_cursor_is_a_complete_listing() -> None:
     """Gateway choice: reaching max_pages with the real last page trips no guard."""
-    walk = begin(Kind.TOOLS, max_pages=2, max_items=1000)
-    assert isinstance(walk, PageRequest)
-    walk = step(walk, page(["a"], cursor="c1"))
+    walk: Step = step(begin(Kind.TOOLS, max_pages=2, max_items=1000), page(["a"], cursor="c1"))
     assert isinstance(walk, PageRequest)
     done = step(walk, page(["b"]))
     assert isinstance(done, Listed)
@@ -130,9 +123,7 @@ def test_the_last_allowed_page_without_a_cursor_is_a_complete_listing() -> None:
 
 def test_max_items_keeps_the_first_items_and_drops_the_rest() -> None:
     """Robustness D15: at most ``max_list_items`` are kept; ``received`` says how many came."""
-    walk = begin(Kind.TOOLS, max_pages=100, max_items=3)
-    assert isinstance(walk, PageRequest)
-    walk = step(walk, page(["a", "b"], cursor="c1"))
+    walk: Step = step(begin(Kind.TOOLS, max_pages=100, max_items=3), page(["a", "b"], cursor="c1"))
     assert isinstance(walk, PageRequest)
     done = step(walk, page(["c", "d", "e"], cursor="c2"))
     assert isinstance(done, Listed)
@@ -152,9 +143,9 @@ def test_exactly_max_items_counts_as_the_guard_tripping() -> None:
 
 def test_an_error_answer_fails_the_walk_with_that_error() -> None:
     """Gateway choice: a list that errors counts as empty; the error is kept for the log."""
-    walk = begin(Kind.PROMPTS, max_pages=5, max_items=10)
-    assert isinstance(walk, PageRequest)
-    walk = step(walk, page(["a"], cursor="c1", key="prompts"))
+    walk: Step = step(
+        begin(Kind.PROMPTS, max_pages=5, max_items=10), page(["a"], cursor="c1", key="prompts")
+    )
     assert isinstance(walk, PageRequest)
     error = RemoteProtocolError("boom", -32603)
     failed = step(walk, error)
@@ -198,9 +189,7 @@ def test_any_backend_ends_within_the_guards(
 ) -> None:
     """Robustness D15: whatever a backend answers, the walk sends at most ``max_pages``
     requests and keeps at most ``max_items`` items, in the order they came."""
-    walk: PageRequest | Listed | Failed = begin(
-        Kind.TOOLS, max_pages=max_pages, max_items=max_items
-    )
+    walk: Step = begin(Kind.TOOLS, max_pages=max_pages, max_items=max_items)
     sent: list[str] = []
     requests = 0
     script = iter(pages)
@@ -275,3 +264,11 @@ def test_every_kind_names_its_list_method_capability_and_notification() -> None:
         assert kind.list_method.endswith("/list")
         assert kind in Kind.changed_by(kind.list_changed)
         assert kind.list_changed == f"notifications/{kind.capability}/list_changed"
+
+
+def test_limits_below_one_are_refused_at_the_start() -> None:
+    """Gateway choice: config refuses them; the walk does not guess what zero would mean."""
+    with pytest.raises(ValueError, match="positive"):
+        begin(Kind.TOOLS, max_pages=0, max_items=10)
+    with pytest.raises(ValueError, match="positive"):
+        begin(Kind.TOOLS, max_pages=1, max_items=0)
