@@ -24,8 +24,9 @@ caller holds a ``PageRequest``, sends ``request.method`` with
         walk = step(walk, await send(walk.method, walk.params))
 
 Timeouts and broken links are the caller's: they never reach ``step``.
-The helpers below the walk (``wanted``, ``filtered``, ``merged``) are the
-pure rest of turning a backend's lists into its catalog listing.
+The helpers below the walk (``guard_report``, ``wanted``, ``filtered``,
+``merged``) are the pure rest of turning a backend's lists into its
+catalog listing.
 """
 
 from __future__ import annotations
@@ -155,6 +156,23 @@ def _replace(done: Listed, *, items: Items | None = None, guard: Guard) -> Liste
         received=done.received,
         guard=guard,
     )
+
+
+def guard_report(done: Listed, config: BackendConfig) -> tuple[str, dict[str, Any]]:
+    """The warning a tripped guard is logged with: event name and fields.
+
+    The events are ``backend.list.max_items``, ``backend.list.cursor_repeated``
+    and ``backend.list.max_pages`` (operators alert on them).
+    """
+    assert done.guard is not None
+    fields: dict[str, Any] = {"method": done.kind.list_method}
+    if done.guard is Guard.MAX_PAGES:
+        fields["pages"] = config.max_list_pages
+    else:
+        fields["items"] = done.received
+    if done.guard is Guard.MAX_ITEMS:
+        fields["limit"] = config.max_list_items
+    return f"backend.list.{done.guard.value}", fields
 
 
 def wanted(kind: Kind, capabilities: Mapping[str, Any], config: BackendConfig) -> bool:

@@ -22,6 +22,7 @@ from gateway.backends.listing import (
     Step,
     begin,
     filtered,
+    guard_report,
     merged,
     step,
     wanted,
@@ -272,3 +273,19 @@ def test_limits_below_one_are_refused_at_the_start() -> None:
         begin(Kind.TOOLS, max_pages=0, max_items=10)
     with pytest.raises(ValueError, match="positive"):
         begin(Kind.TOOLS, max_pages=1, max_items=0)
+
+
+@pytest.mark.parametrize(
+    ("guard", "fields"),
+    [
+        (Guard.MAX_ITEMS, {"method": "tools/list", "items": 7, "limit": 100_000}),
+        (Guard.CURSOR_REPEATED, {"method": "tools/list", "items": 7}),
+        (Guard.MAX_PAGES, {"method": "tools/list", "pages": 100}),
+    ],
+)
+def test_a_tripped_guard_is_reported_under_its_own_event(
+    guard: Guard, fields: dict[str, Any]
+) -> None:
+    """Robustness D11/D15: operators see which guard tripped, for which list, with numbers."""
+    done = Listed(kind=Kind.TOOLS, items=(), pages=3, received=7, guard=guard)
+    assert guard_report(done, config()) == (f"backend.list.{guard.value}", fields)
