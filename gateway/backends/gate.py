@@ -71,17 +71,26 @@ class Gate:
         if slots is None:
             yield
             return
-        if slots.value == 0 and self._waiting >= self._max_pending:
-            raise BackendUnavailable(
-                self._backend,
-                f"overloaded: {self._max_in_flight} calls in flight and {self._waiting} waiting",
-                kind="overloaded",
-            )
-        self._waiting += 1
         try:
-            await slots.acquire()
-        finally:
-            self._waiting -= 1
+            slots.acquire_nowait()
+        except trio.WouldBlock:
+            # Only a call that really waits counts as waiting: one whose
+            # acquire succeeded but has not yet been scheduled again must not
+            # make the next caller look overloaded.
+            if self._waiting >= self._max_pending:
+                raise BackendUnavailable(
+                    self._backend,
+                    f"overloaded: {self._max_in_flight} calls in flight and "
+                    f"{self._waiting} waiting",
+                    kind="overloaded",
+                ) from None
+            self._waiting += 1
+            try:
+                await slots.acquire()
+            finally:
+                self._waiting -= 1
+        else:
+            await trio.lowlevel.cancel_shielded_checkpoint()
         try:
             yield
         finally:
