@@ -64,12 +64,6 @@ LISTEN_BACKLOG: Final = 1024
 LAG_PROBE_INTERVAL: Final = 0.5
 # How often idle client sessions are looked for.
 EXPIRY_SWEEP_INTERVAL: Final = 30.0
-_LIST_CHANGED_METHOD: Final = {
-    Kind.TOOLS: "notifications/tools/list_changed",
-    Kind.PROMPTS: "notifications/prompts/list_changed",
-    Kind.RESOURCES: "notifications/resources/list_changed",
-    Kind.TEMPLATES: "notifications/resources/list_changed",
-}
 
 
 @dataclass
@@ -222,7 +216,7 @@ class ListChangedCoalescer:
 
     def add(self, kinds: frozenset[Kind]) -> None:
         """Note that these kinds changed; sent at the end of the current window."""
-        self._pending.update(_LIST_CHANGED_METHOD[k] for k in kinds)
+        self._pending.update(k.list_changed for k in kinds)
         self._wake.set()
 
     async def run(self) -> None:

@@ -1,7 +1,7 @@
 """Opening a backend's transport from its config.
 
 One function knows which transport each kind of backend config takes; the
-supervisor (``backend.py``) only asks for a channel. Tests pass their own
+supervisor (``supervisor.py``) only asks for a channel. Tests pass their own
 opener of the same shape (``ChannelOpener``) to use in-memory fakes.
 """
 
