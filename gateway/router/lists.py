@@ -140,7 +140,7 @@ class Lists:
         self, backend: BackendView, cursor: str | None
     ) -> tuple[list[bytes], str | None]:
         params = None if cursor is None else mcp.encode({"cursor": cursor})
-        result = await backend.request("resources/list", params)
+        result = await backend.request(Kind.RESOURCES.list_method, params)
         page, backend_next = mcp.list_items(result, Kind.RESOURCES.value)
         rules = backend.config.resources
         encoded = []
