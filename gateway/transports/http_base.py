@@ -1,6 +1,6 @@
 """What the two HTTP transports share: the client, the inbox, SSE reading.
 
-Streamable HTTP (``streamable_http.py``) and legacy HTTP+SSE (``sse.py``)
+Streamable HTTP (``streamable_*.py``) and legacy HTTP+SSE (``sse.py``)
 both talk to one backend through one ``httpx.AsyncClient``, receive
 messages from several concurrent HTTP responses, and must end every waiting
 ``receive()`` the moment the link is known to be gone. The pieces for that
