@@ -193,8 +193,11 @@ class Peer:
     def _fail_all(self, error: TransportError) -> None:
         self.close_reason = error
         for pending in self._pending.values():
-            pending.error = error
-            pending.done.set()
+            # A waiter already answered (or given up) keeps its outcome (rule
+            # 2): it may not have run yet to collect it when the link breaks.
+            if not pending.done.is_set():
+                pending.error = error
+                pending.done.set()
         self.closed.set()
 
     async def _read_loop(self) -> None:

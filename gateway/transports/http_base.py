@@ -1,6 +1,6 @@
 """What the two HTTP transports share: the client, the inbox, SSE reading.
 
-Streamable HTTP (``streamable_http.py``) and legacy HTTP+SSE (``sse.py``)
+Streamable HTTP (``streamable_*.py``) and legacy HTTP+SSE (``sse.py``)
 both talk to one backend through one ``httpx.AsyncClient``, receive
 messages from several concurrent HTTP responses, and must end every waiting
 ``receive()`` the moment the link is known to be gone. The pieces for that
@@ -9,6 +9,7 @@ live here so both transports behave the same way.
 
 from __future__ import annotations
 
+import copy
 import re
 import ssl
 from contextlib import suppress
@@ -353,11 +354,14 @@ class Inbox:
     def raise_if_ended(self) -> None:
         """Raise the end reason, if the channel has ended.
 
+        The copy has the recorded reason's type and attributes, so a caller
+        can decide on them (``except SessionExpired``), never on its text.
+
         Raises:
             TransportError: a copy of the recorded reason.
         """
         if self.ended is not None:
-            raise type(self.ended)(*self.ended.args)
+            raise copy.copy(self.ended)
 
     def end(self, reason: TransportError) -> None:
         """Record why the channel ended (the first reason wins) and wake all readers."""

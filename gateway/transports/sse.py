@@ -15,7 +15,8 @@ Rules:
    There is no reconnecting in this revision.
 3. A POST for a request refused with an HTTP error is answered with a
    JSON-RPC error for that request (as for Streamable HTTP); ``404`` means
-   the server forgot the session and breaks the channel.
+   the server forgot the session and breaks the channel with
+   ``SessionExpired``, the type the supervisor reacts to.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ class SseChannel:
         self._inbox = Inbox()
         self._closed = False
         self._ready = trio.Event()
-        self._connect_failure: str | None = None
+        self._connect_failure: TransportBroken | None = None
         self.endpoint: httpx.URL | None = None
         """Where messages are POSTed, from the server's ``endpoint`` event."""
 
@@ -105,8 +106,8 @@ class SseChannel:
 
         Raises:
             TransportClosed: the channel was closed.
-            TransportBroken: the stream ended, the session expired (404) or
-                the POST failed.
+            SessionExpired: the server forgot the session (404).
+            TransportBroken: the stream ended or the POST failed.
             ConnectError: the backend could not be reached (the channel
                 breaks too).
         """
@@ -124,7 +125,7 @@ class SseChannel:
             with map_exceptions(HTTP_ERRORS):
                 response = await self._client.send(request, stream=True)
         except ConnectError as exc:
-            self._inbox.end(TransportBroken(f"cannot reach backend: {exc}"))
+            self._break(TransportBroken(f"cannot reach backend: {exc}"))
             raise
         status = response.status_code
         if 200 <= status < 300:
@@ -132,7 +133,7 @@ class SseChannel:
             return
         if status == 404:
             await discard_body(response)
-            self._break("session expired (404)", SessionExpired)
+            self._break(SessionExpired("session expired (404)"))
             self._inbox.raise_if_ended()
         problem = describe_status(response)
         if not outgoing.request_ids:
@@ -170,24 +171,25 @@ class SseChannel:
         """
         headers = self._headers.copy()
         headers["accept"] = SSE_MEDIA_TYPE
-        reason = "SSE stream ended"
+        ended = TransportBroken("SSE stream ended")
         try:
             with map_exceptions(HTTP_ERRORS):
                 async with self._client.stream("GET", self._sse_url, headers=headers) as response:
                     kind = media_type(response)
                     if response.status_code != 200 or kind != SSE_MEDIA_TYPE:
-                        reason = (
+                        ended = TransportBroken(
                             f"GET {self._sse_url} answered HTTP {response.status_code} "
                             f"({kind or 'no content type'})"
                         )
                     else:
                         await read_sse(response, SseParser(MAX_MESSAGE_BYTES), self._on_event)
         except TransportError as exc:
-            reason = f"SSE stream failed: {exc}"
+            ended = TransportBroken(f"SSE stream failed: {exc}")
+            ended.__cause__ = exc
         if self._ready.is_set():
-            self._break(reason)
+            self._break(ended)
         else:
-            self._connect_failure = reason
+            self._connect_failure = ended
             self._ready.set()
 
     async def _on_event(self, event: SseEvent) -> None:
@@ -212,10 +214,10 @@ class SseChannel:
             )
         return url
 
-    def _break(self, reason: str, condition: type[TransportBroken] = TransportBroken) -> None:
+    def _break(self, reason: TransportBroken) -> None:
         if self._inbox.ended is None and not self._closed:
-            self._log.warning("backend.sse.broken", reason=reason)
-        self._inbox.end(condition(reason))
+            self._log.warning("backend.sse.broken", reason=str(reason))
+        self._inbox.end(reason)
 
     async def _fail_requests(
         self, response: httpx.Response, outgoing: Outgoing, problem: str
@@ -238,7 +240,7 @@ class SseChannel:
         await self._ready.wait()
 
     @property
-    def connect_failure(self) -> str | None:
+    def connect_failure(self) -> TransportBroken | None:
         """Why the stream failed before naming its endpoint, if it did."""
         return self._connect_failure
 
@@ -260,16 +262,18 @@ async def open_sse(cfg: SseBackend, *, backend: str = "") -> AsyncIterator[SseCh
             endpoint in time.
     """
     log = logger.bind(backend=backend or cfg.name)
-    failure: str | None = None
+    failure: ConnectError | None = None
     async with open_client(cfg) as client, trio.open_nursery() as nursery:
         channel = SseChannel(cfg, client, nursery, log)
         nursery.start_soon(channel.run_stream)
         with trio.move_on_after(cfg.timeouts.connect):
             await channel.wait_ready()
         if channel.endpoint is None:
-            failure = channel.connect_failure or (
-                f"no endpoint event within {cfg.timeouts.connect:g} s"
+            cause = channel.connect_failure
+            failure = ConnectError(
+                str(cause) if cause else f"no endpoint event within {cfg.timeouts.connect:g} s"
             )
+            failure.__cause__ = cause
             nursery.cancel_scope.cancel()
         else:
             try:
@@ -278,4 +282,4 @@ async def open_sse(cfg: SseBackend, *, backend: str = "") -> AsyncIterator[SseCh
                 await channel.aclose()
                 nursery.cancel_scope.cancel()
     if failure is not None:
-        raise ConnectError(failure)
+        raise failure

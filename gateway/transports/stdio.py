@@ -43,6 +43,14 @@ _SEND_ERRORS: Final[dict[type[BaseException], type[TransportError]]] = {
     trio.BrokenResourceError: TransportBroken,
     OSError: TransportBroken,
 }
+"""How a failed write to the child's stdin maps to the gateway's transport errors."""
+_RECEIVE_ERRORS: Final[dict[type[BaseException], type[TransportError]]] = {
+    trio.ClosedResourceError: TransportClosed,
+    # trio's pipes raise this for every OSError but EBADF (EIO, say).
+    trio.BrokenResourceError: TransportBroken,
+    OSError: TransportBroken,
+}
+"""How a failed read of the child's stdout maps (EOF is not an error: it is b"")."""
 
 
 class StdioChannel:
@@ -77,9 +85,7 @@ class StdioChannel:
         while not self._lines:
             if self._closed:
                 raise TransportClosed("stdio channel closed")
-            with map_exceptions(
-                {trio.ClosedResourceError: TransportClosed, OSError: TransportBroken}
-            ):
+            with map_exceptions(_RECEIVE_ERRORS):
                 chunk = await self._stdout.receive_some(READ_CHUNK_BYTES)
             if not chunk:
                 raise TransportBroken(await self._exit_description())

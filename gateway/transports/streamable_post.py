@@ -1,0 +1,252 @@
+"""One POST of a Streamable HTTP session, and whatever comes back for it.
+
+What comes back depends on the server and on the message: ``202`` and
+nothing for a notification or a response; for a request, either one
+``application/json`` body or a ``text/event-stream`` that carries the
+request's notifications and server-to-client requests, then its response.
+:func:`post` returns as soon as the response headers are in; the body is
+read by its own task in the session's nursery, so a tool call that streams
+for minutes never holds up another send.
+
+Rules:
+
+1. A request is never left hanging: when its POST fails with an HTTP
+   status, a wrong content type or a stream that ends before the answer,
+   the request gets a JSON-RPC error response (-32603, naming the cause)
+   through ``receive`` (robustness D13).
+2. An answer that means the server forgot our session breaks the session
+   with ``SessionExpired`` (see ``streamable_session``). The transport never
+   retries a message itself.
+3. A POST stream cut before its answer, with an event id, is resumed by GET
+   with ``Last-Event-ID`` after the server's ``retry:``; one that yields
+   nothing new ``MAX_RESUME_ATTEMPTS`` times in a row is given up (rule 1).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import msgspec
+import trio
+
+from gateway.errors import ConnectError, LocalProtocolError, TransportClosed, TransportError
+from gateway.protocol import jsonrpc
+from gateway.transports.base import map_exceptions
+from gateway.transports.framing import SseParser
+from gateway.transports.http_base import (
+    HTTP_ERRORS,
+    JSON_MEDIA_TYPE,
+    LAST_EVENT_ID_HEADER,
+    MAX_MESSAGE_BYTES,
+    SSE_MEDIA_TYPE,
+    Outgoing,
+    close_response,
+    describe_status,
+    discard_body,
+    error_message,
+    media_type,
+    read_body,
+    read_sse,
+    split_json_body,
+)
+
+if TYPE_CHECKING:
+    import httpx
+
+    from gateway.protocol.jsonrpc import RequestId
+    from gateway.transports.framing import SseEvent
+    from gateway.transports.streamable_session import HttpSession
+
+POST_ACCEPT: Final = f"{JSON_MEDIA_TYPE}, {SSE_MEDIA_TYPE}"
+# Resuming a POST's stream (GET with Last-Event-ID) that yields nothing new
+# this many times in a row is given up; the request then fails (rule 1).
+MAX_RESUME_ATTEMPTS: Final = 3
+# How much of an error response is read to explain it (a JSON-RPC error
+# body's message); the rest, an HTML page say, is not worth reading.
+ERROR_BODY_LIMIT: Final = 16 * 1024
+
+
+async def post(session: HttpSession, message: bytes) -> Outgoing:
+    """POST one message; return what it carried once the response headers are in.
+
+    Raises:
+        TransportClosed: the channel was closed.
+        TransportBroken: the session ended (``SessionExpired`` when the server
+            forgot it) or the POST failed.
+        ConnectError: the backend could not be reached (the session breaks too).
+    """
+    session.check_open()
+    outgoing = Outgoing.of(message)
+    headers = session.request_headers(POST_ACCEPT)
+    headers["content-type"] = JSON_MEDIA_TYPE
+    request = session.client.build_request("POST", session.url, content=message, headers=headers)
+    response = await session.send(request)
+    handed_off = False
+    try:
+        if session.closed:
+            raise TransportClosed("channel closed")
+        handed_off = _dispatch(session, response, outgoing)
+    finally:
+        if not handed_off:
+            await discard_body(response)
+    return outgoing
+
+
+def _dispatch(session: HttpSession, response: httpx.Response, outgoing: Outgoing) -> bool:
+    """Decide what a POST's response means; True when a task now owns it."""
+    status = response.status_code
+    if session.expire_on(status):
+        session.inbox.raise_if_ended()
+    kind = media_type(response)
+    if 200 <= status < 300:
+        if outgoing.initialize_id is not None:
+            session.capture_session_id(response)
+        if status in (202, 204):
+            return False
+        if kind == JSON_MEDIA_TYPE:
+            session.nursery.start_soon(_read_json, session, response, outgoing)
+            return True
+        if kind == SSE_MEDIA_TYPE:
+            session.nursery.start_soon(_read_stream, session, response, outgoing)
+            return True
+        if not outgoing.request_ids and not kind:
+            return False  # a bodiless 200 to a notification: fine
+    problem = describe_status(response)
+    if 200 <= status < 300 or kind not in (JSON_MEDIA_TYPE, ""):
+        problem += f" ({kind or 'no content type'})"
+    if not outgoing.request_ids:
+        session.log.warning("backend.http.post.rejected", problem=problem)
+        return False
+    session.nursery.start_soon(_fail_from_response, session, response, outgoing, problem)
+    return True
+
+
+async def _deliver(
+    session: HttpSession, message: bytes, outgoing: Outgoing, awaiting: set[RequestId]
+) -> None:
+    """Note what the message answers, then hand it to ``receive``."""
+    if awaiting:
+        try:
+            decoded = jsonrpc.decode(message)
+        except LocalProtocolError:
+            decoded = []
+        for member in decoded if isinstance(decoded, list) else [decoded]:
+            if isinstance(member, jsonrpc.Response | jsonrpc.ErrorResponse):
+                if member.id is not None:
+                    awaiting.discard(member.id)
+                if isinstance(member, jsonrpc.Response) and member.id == outgoing.initialize_id:
+                    # Peeked at in passing so that every later request
+                    # carries MCP-Protocol-Version (2025-06-18).
+                    session.learn_version(member.result)
+    await session.deliver(message)
+
+
+async def _read_json(session: HttpSession, response: httpx.Response, outgoing: Outgoing) -> None:
+    awaiting = set(outgoing.request_ids)
+    problem = "backend ended the response without answering"
+    try:
+        body = await read_body(response, MAX_MESSAGE_BYTES)
+        for message in split_json_body(body):
+            await _deliver(session, message, outgoing, awaiting)
+    except TransportError as exc:
+        problem = f"backend response failed: {exc}"
+    except msgspec.DecodeError:
+        problem = "backend sent a body that is not JSON"
+    finally:
+        await close_response(response)
+    await session.fail(awaiting, problem)
+
+
+async def _read_stream(session: HttpSession, response: httpx.Response, outgoing: Outgoing) -> None:
+    awaiting = set(outgoing.request_ids)
+    parser = SseParser(MAX_MESSAGE_BYTES)
+    problem = "backend closed the stream before answering"
+    try:
+        await _pump(session, response, parser, outgoing, awaiting)
+    except TransportError as exc:
+        problem = f"backend stream failed: {exc}"
+    finally:
+        await close_response(response)
+    # A stream with event ids can be resumed where it stopped (spec,
+    # "Resumability and Redelivery"; 2025-11-25 servers close POST
+    # streams on purpose and expect the client to poll this way).
+    idle = 0
+    while awaiting and parser.last_event_id and idle < MAX_RESUME_ATTEMPTS:
+        if session.inbox.ended is not None:
+            return
+        await trio.sleep(session.reconnect_delay(parser.retry))
+        before = (parser.last_event_id, len(awaiting))
+        if not await _resume(session, parser, outgoing, awaiting):
+            break
+        idle = 0 if (parser.last_event_id, len(awaiting)) != before else idle + 1
+    await session.fail(awaiting, problem)
+
+
+async def _pump(
+    session: HttpSession,
+    response: httpx.Response,
+    parser: SseParser,
+    outgoing: Outgoing,
+    awaiting: set[RequestId],
+) -> None:
+    """Deliver a POST stream's messages until it ends or has answered everything.
+
+    Reading stops once every request of the POST is answered: the server
+    has nothing more to say there (spec: it SHOULD close the stream after
+    the response), and a resumed stream may stay open regardless, which
+    would hold a connection for the channel's life.
+    """
+    with trio.CancelScope() as scope:
+
+        async def on_event(event: SseEvent) -> None:
+            if event.event == "message" and event.data:
+                await _deliver(session, event.data.encode(), outgoing, awaiting)
+                if outgoing.request_ids and not awaiting:
+                    scope.cancel()
+
+        await read_sse(response, parser, on_event)
+
+
+async def _resume(
+    session: HttpSession, parser: SseParser, outgoing: Outgoing, awaiting: set[RequestId]
+) -> bool:
+    """One GET with Last-Event-ID for a POST's stream; False when refused."""
+    headers = session.request_headers(SSE_MEDIA_TYPE)
+    headers[LAST_EVENT_ID_HEADER] = parser.last_event_id
+    try:
+        with map_exceptions(HTTP_ERRORS):
+            async with session.client.stream("GET", session.url, headers=headers) as response:
+                if session.expire_on(response.status_code):
+                    return False
+                if response.status_code != 200 or media_type(response) != SSE_MEDIA_TYPE:
+                    session.log.debug("backend.http.resume.refused", status=response.status_code)
+                    return False
+                await _pump(session, response, parser, outgoing, awaiting)
+    except ConnectError as exc:
+        session.unreachable(exc)
+        return False
+    except TransportError as exc:
+        session.log.debug("backend.http.resume.dropped", error=str(exc))
+    return True
+
+
+async def _fail_from_response(
+    session: HttpSession, response: httpx.Response, outgoing: Outgoing, problem: str
+) -> None:
+    """Rule 1: answer the POST's requests with an error naming what went wrong."""
+    detail = None
+    try:
+        if media_type(response) == JSON_MEDIA_TYPE:
+            detail = error_message(await read_body(response, ERROR_BODY_LIMIT))
+    except TransportError:
+        pass
+    finally:
+        await close_response(response)
+    if detail:
+        problem = f"{problem}: {detail}"
+    session.log.warning(
+        "backend.http.post.failed", problem=problem, requests=len(outgoing.request_ids)
+    )
+    await session.fail(set(outgoing.request_ids), problem, status=response.status_code)
+    # After the requests are answered: a 400 may name a forgotten session.
+    session.expire_on(response.status_code, detail)
