@@ -4,13 +4,14 @@
 #   docker run --rm -p 8000:8000 --stop-timeout 30 mcp-gateway
 #
 # Serves http://0.0.0.0:8000/mcp with the config at /etc/mcp-gateway/gateway.yaml
-# (by default the shipped config/gateway.yaml: two bundled demo backends). Mount
+# (by default the shipped config/gateway.yaml: the two demo backends of the
+# `demo` extra, package mcp_gateway_demo). Mount
 # your own file over it. Bound to 0.0.0.0 the gateway checks the Host header
 # only when `server.allowed_hosts` is set (set it to the names clients use, e.g.
 # "mcp.example.com"), and the Origin header always: a browser-based host must
 # have its origin listed in `server.allowed_origins`.
 
-# ---- build: a virtualenv with the package and its runtime dependencies only
+# ---- build: a virtualenv with the package, its runtime dependencies and the demo extra
 FROM python:3.11-slim AS build
 
 ENV PIP_NO_CACHE_DIR=1 \
@@ -23,7 +24,9 @@ WORKDIR /src
 # The build needs only these (pyproject.toml names README.md as the readme).
 COPY pyproject.toml README.md ./
 COPY gateway ./gateway
-RUN pip install .
+COPY mcp_gateway_demo ./mcp_gateway_demo
+# The demo extra: the shipped config's backends run on the official MCP SDK.
+RUN pip install ".[demo]"
 
 # ---- runtime: the virtualenv, the default config, a non-root user
 FROM python:3.11-slim

@@ -1,5 +1,5 @@
 # The two commands a newcomer needs:
-#   make run    install into .venv and serve config/gateway.yaml
+#   make run    install into .venv (with the demo extra) and serve config/gateway.yaml
 #   make test   install everything the tests need and run the whole suite:
 #               lint, mypy, pytest, and the official MCP conformance suite
 #               through the gateway (make conformance alone runs just that)
@@ -19,6 +19,12 @@ $(BIN)/mcp-gateway: pyproject.toml
 	@touch $@
 
 install: $(BIN)/mcp-gateway
+
+# The demo backends config/gateway.yaml runs (package mcp_gateway_demo, on the
+# official MCP SDK): `make run` needs them, the gateway itself does not.
+$(VENV)/.demo-installed: pyproject.toml $(BIN)/mcp-gateway
+	$(BIN)/pip install --quiet -e ".[demo]"
+	@touch $@
 
 $(VENV)/.dev-installed: pyproject.toml $(BIN)/mcp-gateway
 	$(BIN)/pip install --quiet -e ".[dev]"
@@ -43,14 +49,14 @@ conformance-deps: $(CONFORMANCE_DIR)/node_modules/.package-lock.json node-deps
 conformance: install-dev conformance-deps
 	$(BIN)/python $(CONFORMANCE_DIR)/run.py $(CONFORMANCE_ARGS)
 
-run: install
+run: $(VENV)/.demo-installed
 	$(BIN)/mcp-gateway serve -c $(CONFIG)
 
 lint: install-dev
-	$(BIN)/ruff check gateway tests benchmarks
-	$(BIN)/ruff format --check gateway tests benchmarks
+	$(BIN)/ruff check gateway mcp_gateway_demo tests benchmarks
+	$(BIN)/ruff format --check gateway mcp_gateway_demo tests benchmarks
 	$(BIN)/lint-imports
-	$(BIN)/interrogate gateway
+	$(BIN)/interrogate gateway mcp_gateway_demo
 
 typecheck: install-dev
 	$(BIN)/mypy

@@ -45,7 +45,7 @@ backends:
     prefix: notes               # default: the name; "" mounts it unprefixed
     transport: stdio            # stdio | http | sse | websocket
     command: python
-    args: ["-m", "gateway.demo.notes"]
+    args: ["-m", "mcp_gateway_demo.notes"]
     env: {NOTES_DIR: /var/lib/notes}
     session: auto               # auto | shared | per_client
     required: false
@@ -120,7 +120,7 @@ def test_the_design_example_parses() -> None:
     notes, search = config.backends
     assert isinstance(notes, StdioBackend)
     assert notes.command == "python"
-    assert notes.args == ["-m", "gateway.demo.notes"]
+    assert notes.args == ["-m", "mcp_gateway_demo.notes"]
     assert notes.env == {"NOTES_DIR": "/var/lib/notes"}
     assert notes.timeouts.connect == 5.0
     assert isinstance(notes.timeouts.max_total, float)

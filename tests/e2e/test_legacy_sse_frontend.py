@@ -19,7 +19,7 @@ async def test_an_old_host_on_http_sse_lists_and_calls_through_the_gateway(
     config = gateway_config(
         [
             sdk_backend("alpha"),
-            stdio_backend("toolbox", [sys.executable, "-m", "gateway.demo.toolbox"]),
+            stdio_backend("toolbox", [sys.executable, "-m", "mcp_gateway_demo.toolbox"]),
         ]
     )
     running = await start_gateway(nursery, config)

@@ -23,7 +23,7 @@ def _config(tmp_path: Path) -> Path:
                 "name": "toolbox",
                 "transport": "stdio",
                 "command": "python",
-                "args": ["-m", "gateway.demo.toolbox"],
+                "args": ["-m", "mcp_gateway_demo.toolbox"],
             },
         ],
     }

@@ -21,7 +21,7 @@ JWT_SECRET = "jwt-shared-secret"
 
 
 def _toolbox() -> dict[str, Any]:
-    return stdio_backend("toolbox", [sys.executable, "-m", "gateway.demo.toolbox"])
+    return stdio_backend("toolbox", [sys.executable, "-m", "mcp_gateway_demo.toolbox"])
 
 
 def _b64(data: bytes) -> str:

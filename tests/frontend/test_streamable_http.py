@@ -30,8 +30,8 @@ MCP: Final = "/mcp"
 LATEST: Final = "2025-11-25"
 ACCEPT_BOTH: Final = "application/json, text/event-stream"
 SMALL_BODY_LIMIT: Final = 1024
-TOOLBOX: Final = stdio_backend("toolbox", [sys.executable, "-m", "gateway.demo.toolbox"])
-NOTES: Final = stdio_backend("notes", [sys.executable, "-m", "gateway.demo.notes"])
+TOOLBOX: Final = stdio_backend("toolbox", [sys.executable, "-m", "mcp_gateway_demo.toolbox"])
+NOTES: Final = stdio_backend("notes", [sys.executable, "-m", "mcp_gateway_demo.notes"])
 INITIALIZED: Final = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 

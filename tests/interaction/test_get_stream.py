@@ -68,7 +68,7 @@ async def test_list_changed_reaches_the_get_stream_and_a_reconnect_resumes_after
 ) -> None:
     """Spec (issue 5): events carry ids; Last-Event-ID replays what was missed, once."""
     config = gateway_config(
-        [stdio_backend("notes", [sys.executable, "-m", "gateway.demo.notes"])],
+        [stdio_backend("notes", [sys.executable, "-m", "mcp_gateway_demo.notes"])],
         notifications={"debounce": 0.05},
     )
     running = await start_gateway(nursery, config)

@@ -28,7 +28,9 @@ ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "appl
 def _backend(version: str) -> dict[str, Any]:
     name = "v" + version.replace("-", "")
     return stdio_backend(
-        name, [sys.executable, "-m", "gateway.demo.toolbox"], env={"DEMO_PROTOCOL_VERSION": version}
+        name,
+        [sys.executable, "-m", "mcp_gateway_demo.toolbox"],
+        env={"DEMO_PROTOCOL_VERSION": version},
     )
 
 
@@ -128,7 +130,7 @@ async def _chatty(nursery: trio.Nursery) -> Running:
         backends.append(
             stdio_backend(
                 f"notes{_short(version)}",
-                [sys.executable, "-m", "gateway.demo.notes"],
+                [sys.executable, "-m", "mcp_gateway_demo.notes"],
                 env={"DEMO_PROTOCOL_VERSION": version},
             )
         )
