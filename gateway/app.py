@@ -148,7 +148,6 @@ async def open_gateway(
             is_draining=lambda: gateway.draining,
             authenticator=Authenticator(config.auth),
             session_limiter=session_limiter,
-            nursery=housekeeping,
             principal_limiter=RateLimiter(config.limits.token_rate, config.limits.token_burst),
             metrics=metrics,
         )
@@ -158,10 +157,9 @@ async def open_gateway(
             OriginPolicy(server.host, server.allowed_origins, server.allowed_hosts),
             max_body_bytes=server.max_body_bytes,
             authenticator=Authenticator(config.auth),
+            metrics=metrics,
         )
-        app = GatewayApp(
-            server.path, endpoint, lambda: gateway.readiness(), metrics.registry, legacy
-        )
+        app = GatewayApp(server.path, endpoint, lambda: gateway.readiness(), metrics, legacy)
         gateway = Gateway(config, pool, router, clients, app, metrics, endpoint)
 
         coalescer = ListChangedCoalescer(clients, metrics, config.notifications.debounce)
@@ -393,7 +391,12 @@ async def serve_stdio(config: GatewayConfig, config_path: str | None = None) -> 
 
             nursery.start_soon(watch_signals)
             server = StdioServer(
-                gateway.router, gateway.clients, stdin, stdout, startup=gateway.pool.settled
+                gateway.router,
+                gateway.clients,
+                stdin,
+                stdout,
+                startup=gateway.pool.settled,
+                metrics=gateway.metrics,
             )
             await server.run()
             nursery.cancel_scope.cancel()
