@@ -7,7 +7,9 @@ the SSE stream. The stream *is* the connection: when it closes, the client
 session ends and its calls are cancelled.
 
 Requests run in the stream's own nursery, so they live exactly as long as
-the connection that will carry their answers. Refusals are the same
+the connection that will carry their answers; for the same reason the
+session counts as having an open stream (it never idles out) while the
+connection lasts. Refusals are the same
 :class:`~gateway.frontend.rejection.Rejection` as on ``/mcp``, answered with
 the same JSON-RPC error body.
 """
@@ -138,6 +140,7 @@ class LegacySseEndpoint:
         finally:
             self._links.pop(link_id, None)
             if link is not None and link.session is not None:
+                link.session.stream_open = False
                 self._clients.close(link.session)
                 logger.info("client.session.closed", reason="sse stream closed")
             # The host may be gone already; there is nothing else to finish.
@@ -172,6 +175,8 @@ class LegacySseEndpoint:
         link = self._links.get((query.get("session_id") or [""])[0])
         if link is None:
             raise Rejection(404, "Session not found: unknown or closed connection")
+        if link.session is not None:
+            link.session.last_seen = trio.current_time()
         try:
             body = await h.read_body(receive, self._max_body)
         except h.BodyTooLarge:
@@ -195,6 +200,9 @@ class LegacySseEndpoint:
             except LocalProtocolError as exc:
                 link.emit(jsonrpc.encode_error(message.id, exc.code, exc.message))
                 return
+            # The connection is the session's stream: while it is open the
+            # session must not idle out (ClientRegistry.expire_idle).
+            session.stream_open = True
             link.session = session
             link.session_opened.set()
             link.emit(reply)
