@@ -31,6 +31,7 @@ from gateway.frontend.dispatch import accept_one_way, open_client_session, route
 from gateway.frontend.guard import Guard
 from gateway.frontend.rejection import Rejection
 from gateway.protocol import jsonrpc
+from gateway.protocol.headers import SSE_MEDIA_TYPE
 from gateway.protocol.jsonrpc import Request
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ class LegacySseEndpoint:
             raise Rejection(
                 405, f"Method {scope['method']} not allowed: use GET", headers=[(b"allow", b"GET")]
             )
-        if not h.accepts(scope, "text/event-stream"):
+        if not h.accepts(scope, SSE_MEDIA_TYPE):
             raise Rejection(406, "Not Acceptable: Accept must list text/event-stream")
         link_id = secrets.token_urlsafe(24)
         outgoing, incoming = trio.open_memory_channel[bytes](STREAM_BUFFER)

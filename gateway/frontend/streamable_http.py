@@ -27,7 +27,12 @@ from gateway.frontend.guard import Guard, too_many
 from gateway.frontend.post_response import respond_to_request
 from gateway.frontend.rejection import Rejection
 from gateway.protocol import jsonrpc
-from gateway.protocol.headers import MCP_PROTOCOL_VERSION_HEADER_RAW, MCP_SESSION_ID_HEADER_RAW
+from gateway.protocol.headers import (
+    JSON_MEDIA_TYPE,
+    MCP_PROTOCOL_VERSION_HEADER_RAW,
+    MCP_SESSION_ID_HEADER_RAW,
+    SSE_MEDIA_TYPE,
+)
 from gateway.protocol.jsonrpc import Request
 from gateway.protocol.versions import SUPPORTED_VERSIONS, supports_batches
 
@@ -96,7 +101,7 @@ class McpEndpoint:
             with self.activity:
                 await self._post(scope, receive, send)
         elif method == "GET":
-            if not h.accepts(scope, "text/event-stream"):
+            if not h.accepts(scope, SSE_MEDIA_TYPE):
                 raise Rejection(406, "Not Acceptable: Accept must list text/event-stream")
             await serve_get_stream(scope, receive, send, self._session_for(scope))
         elif method == "DELETE":
@@ -152,12 +157,11 @@ class McpEndpoint:
                 code=INTERNAL_ERROR,
                 headers=[(b"retry-after", b"1")],
             )
-        if "application/json" not in h.media_types(h.header(scope, b"content-type")):
+        if JSON_MEDIA_TYPE not in h.media_types(h.header(scope, b"content-type")):
             raise Rejection(415, "Unsupported Media Type: Content-Type must be application/json")
         accepted = h.media_types(h.header(scope, b"accept"))
         if not (
-            h.accepts_type(accepted, "application/json")
-            and h.accepts_type(accepted, "text/event-stream")
+            h.accepts_type(accepted, JSON_MEDIA_TYPE) and h.accepts_type(accepted, SSE_MEDIA_TYPE)
         ):
             raise Rejection(
                 406, "Not Acceptable: Accept must list application/json and text/event-stream"
