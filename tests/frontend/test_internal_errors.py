@@ -22,6 +22,8 @@ from gateway.protocol import jsonrpc
 from tests.robustness.support import ACCEPT_BOTH, AsgiResponse, asgi_call, sse_messages
 
 if TYPE_CHECKING:
+    from collections.abc import MutableMapping
+
     import msgspec
 
     from gateway.frontend.clients import ClientSession
@@ -106,7 +108,7 @@ async def _open_session(app: GatewayApp) -> str:
     return session.decode()
 
 
-def _internal_error_lines(logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _internal_error_lines(logs: list[MutableMapping[str, Any]]) -> list[MutableMapping[str, Any]]:
     return [entry for entry in logs if entry["event"] == "request.internal_error"]
 
 

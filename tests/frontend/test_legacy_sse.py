@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 from gateway.app import Gateway, open_gateway
 from gateway.backends.backend import BackendState
 from gateway.config import parse
+from gateway.frontend.http_util import Message
 from gateway.transports.framing import SseParser
 from tests.fakes import Answer, FakeConnector, FakeMcpServer
 from tests.harness import wait_for_states
@@ -103,11 +104,11 @@ async def open_legacy_stream(gateway: Gateway) -> AsyncIterator[LegacyStream]:
     gone = trio.Event()
     started = trio.Event()
 
-    async def receive() -> dict[str, Any]:
+    async def receive() -> Message:
         await gone.wait()
         return {"type": "http.disconnect"}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Message) -> None:
         if message["type"] == "http.response.start":
             assert message["status"] == 200, message
             started.set()
