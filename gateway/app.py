@@ -12,9 +12,10 @@ import contextlib
 import os
 import signal
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import hypercorn.config
 import hypercorn.trio
@@ -40,6 +41,7 @@ from gateway.router import Router
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
+    from hypercorn.typing import ASGIFramework
     from prometheus_client import CollectorRegistry
 
     from gateway.backends.channel import ChannelOpener
@@ -78,6 +80,9 @@ class Gateway:
     metrics: Metrics
     endpoint: McpEndpoint
     draining: bool = False
+    # Set when shutdown starts: hypercorn's shutdown_trigger, so its
+    # listeners close at once while requests in flight drain.
+    stopping: trio.Event = field(default_factory=trio.Event)
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         """(ready, details) for ``/readyz``."""
@@ -142,7 +147,6 @@ async def open_gateway(
             is_draining=lambda: gateway.draining,
             authenticator=Authenticator(config.auth),
             session_limiter=session_limiter,
-            nursery=housekeeping,
             principal_limiter=RateLimiter(config.limits.token_rate, config.limits.token_burst),
             metrics=metrics,
         )
@@ -152,10 +156,9 @@ async def open_gateway(
             OriginPolicy(server.host, server.allowed_origins, server.allowed_hosts),
             max_body_bytes=server.max_body_bytes,
             authenticator=Authenticator(config.auth),
+            metrics=metrics,
         )
-        app = GatewayApp(
-            server.path, endpoint, lambda: gateway.readiness(), metrics.registry, legacy
-        )
+        app = GatewayApp(server.path, endpoint, lambda: gateway.readiness(), metrics, legacy)
         gateway = Gateway(config, pool, router, clients, app, metrics, endpoint)
 
         coalescer = ListChangedCoalescer(clients, metrics, config.notifications.debounce)
@@ -231,13 +234,16 @@ class ListChangedCoalescer:
             await trio.sleep(self._window)
 
 
-def _hypercorn_config(host: str, port: int) -> hypercorn.config.Config:
+def _hypercorn_config(host: str, port: int, drain_timeout: float) -> hypercorn.config.Config:
     hc = hypercorn.config.Config()
     hc.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     hc.accesslog = None
+    # Off: the app answers and logs every exception itself (rejection.answer).
     hc.errorlog = None
     hc.keep_alive_timeout = KEEP_ALIVE_TIMEOUT
-    hc.graceful_timeout = 5.0
+    # Once shutdown is triggered, connections in flight get as long as the
+    # drain gives calls; the drain's own deadline then cancels the rest.
+    hc.graceful_timeout = drain_timeout
     # h11 refuses header blocks past this size. No read_timeout: hypercorn
     # applies it to every read, which would cut GET streams and long tool
     # calls whose host sends nothing while it waits.
@@ -285,8 +291,18 @@ async def serve(
         open_gateway(config, registry=registry, connect=connect) as gateway,
         trio.open_nursery() as nursery,
     ):
-        hc = _hypercorn_config(config.server.host, config.server.port)
-        binds: list[str] = await nursery.start(hypercorn.trio.serve, gateway.app, hc)
+        hc = _hypercorn_config(
+            config.server.host, config.server.port, config.shutdown.drain_timeout
+        )
+        # With a shutdown trigger hypercorn's graceful shutdown runs when the
+        # drain starts: it closes its listeners at once (a new connection is
+        # refused, not accepted and kept waiting) and lets requests in flight
+        # finish. Cancelling it instead would keep accepting until the end.
+        # The cast: the app takes plain mappings, hypercorn types its scopes as TypedDicts.
+        app = cast("ASGIFramework", gateway.app)
+        binds: list[str] = await nursery.start(
+            partial(hypercorn.trio.serve, app, hc, shutdown_trigger=gateway.stopping.wait)
+        )
         nursery.start_soon(_expire_sessions, gateway)
         nursery.start_soon(_watch_loop_lag, gateway.metrics)
         logger.info(
@@ -322,9 +338,13 @@ async def reload_config(gateway: Gateway, path: str) -> bool:
 async def drain(gateway: Gateway) -> int:
     """Refuse new work, then wait (up to ``shutdown.drain_timeout``) for calls to finish.
 
+    New connections are refused from here on (hypercorn's shutdown trigger);
+    a request on a connection already open is answered 503.
+
     Returns how many calls were still in flight when the time ran out.
     """
     gateway.draining = True
+    gateway.stopping.set()
     with trio.move_on_after(gateway.config.shutdown.drain_timeout):
         for backend in list(gateway.pool.backends.values()):
             await backend.drained()
@@ -387,7 +407,12 @@ async def serve_stdio(config: GatewayConfig, config_path: str | None = None) -> 
 
             nursery.start_soon(watch_signals)
             server = StdioServer(
-                gateway.router, gateway.clients, stdin, stdout, startup=gateway.pool.settled
+                gateway.router,
+                gateway.clients,
+                stdin,
+                stdout,
+                startup=gateway.pool.settled,
+                metrics=gateway.metrics,
             )
             await server.run()
             nursery.cancel_scope.cancel()

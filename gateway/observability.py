@@ -189,6 +189,13 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.internal_errors = Counter(
+            PREFIX + "internal_errors_total",
+            "Unexpected exceptions on a request path (a gateway bug), by component: "
+            "router (while routing a host request) or http (the HTTP frontend itself).",
+            ["component"],
+            registry=r,
+        )
 
     def watch_backends(self, sample: Callable[[], Iterable[BackendSample]]) -> None:
         """Export per-backend state read at scrape time (no bookkeeping on the hot path)."""

@@ -4,21 +4,27 @@
 ``/healthz`` says the process answers; ``/readyz`` says whether every
 backend marked ``required`` is up, and names the ones that are not;
 ``/metrics`` is the Prometheus exposition of the gateway's registry.
+
+Every HTTP request runs under ``rejection.answer``: the one place where a
+refusal becomes its response and a failure becomes a logged, counted
+JSON-RPC error.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from gateway.frontend import http_util as h
+from gateway.frontend.rejection import answer
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from gateway.frontend.legacy_sse import LegacySseEndpoint
     from gateway.frontend.streamable_http import McpEndpoint
+    from gateway.observability import Metrics
 
 
 class GatewayApp:
@@ -28,7 +34,9 @@ class GatewayApp:
         mcp_path: where the MCP endpoint lives (``/mcp``).
         endpoint: the MCP endpoint.
         readiness: returns (ready, details) for ``/readyz``.
-        registry: the metrics registry served at ``/metrics``.
+        metrics: the metrics; their registry is served at ``/metrics``, and
+            refusals and failures are counted on them.
+        legacy: the legacy HTTP+SSE endpoints, when enabled.
     """
 
     def __init__(
@@ -36,14 +44,14 @@ class GatewayApp:
         mcp_path: str,
         endpoint: McpEndpoint,
         readiness: Callable[[], tuple[bool, dict[str, Any]]],
-        registry: CollectorRegistry,
+        metrics: Metrics,
         legacy: LegacySseEndpoint | None = None,
     ) -> None:
         self._mcp_path = mcp_path.rstrip("/") or "/"
         self._endpoint = endpoint
         self._legacy = legacy
         self._readiness = readiness
-        self._registry = registry
+        self._metrics = metrics
 
     async def __call__(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
         """The ASGI entry point."""
@@ -52,6 +60,9 @@ class GatewayApp:
             return
         if scope["type"] != "http":
             return
+        await answer(self._route, scope, receive, send, self._metrics)
+
+    async def _route(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
         path = scope["path"].rstrip("/") or "/"
         if path == self._mcp_path:
             await self._endpoint(scope, receive, send)
@@ -68,7 +79,7 @@ class GatewayApp:
             await h.respond(
                 send,
                 200,
-                generate_latest(self._registry),
+                generate_latest(self._metrics.registry),
                 content_type=CONTENT_TYPE_LATEST.encode(),
             )
         else:

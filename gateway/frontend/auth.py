@@ -84,7 +84,8 @@ class Authenticator:
         if matched:
             return Principal(f"token:{digest}", "static")
         if self._jwt.secret and token.count(b".") == 2:
-            claims = self._verify_jwt(token.decode("ascii", "replace"), now or time.time())
+            when = time.time() if now is None else now
+            claims = self._verify_jwt(token.decode("ascii", "replace"), when)
             subject = claims.get("sub")
             return Principal(f"jwt:{subject if isinstance(subject, str) else digest}", "jwt")
         raise AuthError("unknown token")

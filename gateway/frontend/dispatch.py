@@ -14,13 +14,19 @@ from typing import TYPE_CHECKING
 import structlog
 import trio
 
-from gateway.errors import LocalProtocolError
+from gateway.errors import INTERNAL_ERROR, LocalProtocolError
+from gateway.frontend.failures import (
+    INTERNAL_ERROR_MESSAGE,
+    ROUTER_COMPONENT,
+    report_internal_error,
+)
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.jsonrpc import ErrorResponse, Notification, Request, Response
 from gateway.protocol.versions import negotiate_as_server
 
 if TYPE_CHECKING:
     from gateway.frontend.clients import ClientRegistry, ClientSession
+    from gateway.observability import Metrics
     from gateway.router import Emit, Router
 
 logger = structlog.get_logger("gateway.frontend")
@@ -53,14 +59,21 @@ def open_client_session(
 
 
 async def route_request(
-    router: Router, session: ClientSession, request: Request, emit: Emit | None = None
+    router: Router,
+    session: ClientSession,
+    request: Request,
+    emit: Emit | None = None,
+    *,
+    metrics: Metrics | None = None,
 ) -> bytes:
     """Route one request under a cancel scope the session can reach.
 
     Returns the encoded response, or ``b""`` when the host cancelled the
     request (spec: no response is sent for a cancelled request). A request
     id already in flight on this session is refused: the answer could not
-    be told apart.
+    be told apart. An exception the router did not expect (a bug) is
+    reported (failures.py) and answered ``-32603`` with the request's id,
+    whatever carries the answer (JSON, an SSE stream, a batch, stdio).
     """
     if request.id in session.inflight:
         return jsonrpc.encode_error(
@@ -70,21 +83,49 @@ async def route_request(
         session.inflight[request.id] = scope
         try:
             return await router.handle_request(session, request, emit)
+        except Exception as exc:
+            report_internal_error(
+                exc,
+                metrics,
+                ROUTER_COMPONENT,
+                method=request.method,
+                session_id=session.session_id,
+            )
+            return jsonrpc.encode_error(request.id, INTERNAL_ERROR, INTERNAL_ERROR_MESSAGE)
         finally:
             if session.inflight.get(request.id) is scope:
                 del session.inflight[request.id]
     return b""
 
 
-async def accept_one_way(router: Router, session: ClientSession, message: jsonrpc.Message) -> None:
-    """Notifications and responses from the host: never answered."""
+async def accept_one_way(
+    router: Router,
+    session: ClientSession,
+    message: jsonrpc.Message,
+    *,
+    metrics: Metrics | None = None,
+) -> None:
+    """Notifications and responses from the host: never answered.
+
+    An exception the router did not expect is reported (failures.py); the
+    host, who expects no answer, gets none.
+    """
     if isinstance(message, Notification):
         if message.method == "notifications/initialized":
             session.initialized = True
         elif message.method == "notifications/cancelled":
             cancel(session, message)
         else:
-            await router.client_notification(session, message.method, message.params)
+            try:
+                await router.client_notification(session, message.method, message.params)
+            except Exception as exc:
+                report_internal_error(
+                    exc,
+                    metrics,
+                    ROUTER_COMPONENT,
+                    method=message.method,
+                    session_id=session.session_id,
+                )
     elif isinstance(message, Response | ErrorResponse) and not session.answer(message):
         # Not an answer to anything we asked: dropped (robustness A35).
         logger.debug("client.response_dropped", id=message.id)

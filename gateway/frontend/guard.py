@@ -3,21 +3,21 @@
 Before a request to ``/mcp``, ``/sse`` or ``/messages`` is looked at, it must
 come from an allowed Origin and Host, carry no credentials in its URL, carry
 valid credentials when auth is on, and stay within its credential's rate.
-Each refusal has its own status and a JSON-RPC error body that says why.
+Each refusal is a :class:`~gateway.frontend.rejection.Rejection` with its
+own status and a message that says why.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 import structlog
 import trio
 
-from gateway.errors import INVALID_REQUEST
 from gateway.frontend import http_util as h
 from gateway.frontend.auth import AuthError
-from gateway.protocol import jsonrpc
+from gateway.frontend.rejection import Rejection
 
 if TYPE_CHECKING:
     from gateway.frontend.auth import Authenticator, Principal, RateLimiter
@@ -25,20 +25,12 @@ if TYPE_CHECKING:
 
 logger = structlog.get_logger("gateway.frontend")
 
-REFUSED: Final = object()
 
-
-def error_body(message: str, msg_id: jsonrpc.RequestId | None = None) -> bytes:
-    """A JSON-RPC error for a request refused at the HTTP level."""
-    return jsonrpc.encode_error(msg_id, INVALID_REQUEST, message)
-
-
-async def too_many(send: h.Send, wait: float) -> None:
+def too_many(wait: float) -> Rejection:
     """429 with the seconds to wait (rounded up, at least 1)."""
-    await h.respond(
-        send,
+    return Rejection(
         429,
-        error_body("Too Many Requests: rate limit exceeded"),
+        "Too Many Requests: rate limit exceeded",
         headers=[(b"retry-after", str(max(1, math.ceil(wait))).encode())],
     )
 
@@ -62,34 +54,32 @@ class Guard:
         self._auth = authenticator
         self._limiter = principal_limiter
 
-    async def admit(self, scope: h.Scope, send: h.Send) -> Principal | object | None:
-        """The request's principal (None when auth is off), or ``REFUSED``
-        after the refusal has been sent."""
+    def admit(self, scope: h.Scope) -> Principal | None:
+        """The request's principal (None when auth is off).
+
+        Raises:
+            Rejection: the request may not come in (403, 400, 401 or 429).
+        """
         refused = self._origin.check(scope)
         if refused is not None:
             logger.info("request.rejected", reason="origin", detail=refused)
-            await h.respond(send, 403, error_body(f"Forbidden: {refused}"))
-            return REFUSED
+            raise Rejection(403, f"Forbidden: {refused}")
         if b"access_token=" in scope.get("query_string", b""):
             # Credentials in URLs end up in access logs and browser history
             # (robustness A39); the token itself is never logged.
-            await h.respond(send, 400, error_body("credentials in the URL are not accepted"))
-            return REFUSED
+            raise Rejection(400, "credentials in the URL are not accepted")
         if self._auth is None or not self._auth.enabled:
             return None
         try:
             principal = self._auth.authenticate(h.header(scope, b"authorization"))
         except AuthError as exc:
-            await h.respond(
-                send,
+            raise Rejection(
                 401,
-                error_body(f"Unauthorized: {exc}"),
+                f"Unauthorized: {exc}",
                 headers=[(b"www-authenticate", self._auth.challenge(str(exc)))],
-            )
-            return REFUSED
+            ) from None
         if principal is not None and self._limiter is not None:
             wait = self._limiter.check(principal.key, trio.current_time())
             if wait:
-                await too_many(send, wait)
-                return REFUSED
+                raise too_many(wait)
         return principal

@@ -13,13 +13,15 @@ from typing import Any, Final
 import msgspec
 import trio
 
+from gateway.protocol.headers import JSON_MEDIA_TYPE_RAW, SSE_MEDIA_TYPE_RAW
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-JSON: Final = b"application/json"
-EVENT_STREAM: Final = b"text/event-stream"
+JSON: Final = JSON_MEDIA_TYPE_RAW
+EVENT_STREAM: Final = SSE_MEDIA_TYPE_RAW
 
 _encoder: Final = msgspec.json.Encoder()
 
@@ -135,3 +137,12 @@ def sse_event(data: bytes, event_id: int | None = None) -> bytes:
     if event_id is not None:
         head += b"id: " + str(event_id).encode() + b"\n"
     return head + b"data: " + data + b"\n\n"
+
+
+async def cancel_on_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
+    """Cancel ``scope`` once the host hangs up (a streamed response has no other end)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            scope.cancel()
+            return

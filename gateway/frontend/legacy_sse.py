@@ -7,7 +7,11 @@ the SSE stream. The stream *is* the connection: when it closes, the client
 session ends and its calls are cancelled.
 
 Requests run in the stream's own nursery, so they live exactly as long as
-the connection that will carry their answers.
+the connection that will carry their answers; for the same reason the
+session counts as having an open stream (it never idles out) while the
+connection lasts. Refusals are the same
+:class:`~gateway.frontend.rejection.Rejection` as on ``/mcp``, answered with
+the same JSON-RPC error body.
 """
 
 from __future__ import annotations
@@ -24,14 +28,17 @@ import trio
 from gateway.errors import INVALID_REQUEST, LocalProtocolError
 from gateway.frontend import http_util as h
 from gateway.frontend.dispatch import accept_one_way, open_client_session, route_request
-from gateway.frontend.guard import REFUSED, Guard
+from gateway.frontend.guard import Guard
+from gateway.frontend.rejection import Rejection
 from gateway.protocol import jsonrpc
+from gateway.protocol.headers import SSE_MEDIA_TYPE
 from gateway.protocol.jsonrpc import Request
 
 if TYPE_CHECKING:
     from gateway.frontend.auth import Authenticator
     from gateway.frontend.clients import ClientRegistry, ClientSession
     from gateway.frontend.origin import OriginPolicy
+    from gateway.observability import Metrics
     from gateway.router import Router
 
 logger = structlog.get_logger("gateway.frontend.sse")
@@ -69,6 +76,8 @@ class LegacySseEndpoint:
         origin_policy: the same Origin/Host checks as the main endpoint.
         messages_path: where hosts POST (``/messages``).
         max_body_bytes: the largest POST body accepted.
+        authenticator: checks credentials when auth is configured.
+        metrics: where unexpected exceptions while routing are counted.
     """
 
     def __init__(
@@ -80,6 +89,7 @@ class LegacySseEndpoint:
         messages_path: str = "/messages",
         max_body_bytes: int,
         authenticator: Authenticator | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self._router = router
         self._clients = clients
@@ -87,21 +97,21 @@ class LegacySseEndpoint:
         self._messages_path = messages_path
         self._max_body = max_body_bytes
         self._links: dict[str, _Link] = {}
-
-    async def _refused(self, scope: h.Scope, send: h.Send) -> bool:
-        """Origin/Host and credentials, exactly as on the main endpoint."""
-        return await self._guard.admit(scope, send) is REFUSED
+        self._metrics = metrics
 
     async def stream(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
-        """``GET /sse``: open a connection and stream everything for it."""
-        if await self._refused(scope, send):
-            return
+        """``GET /sse``: open a connection and stream everything for it.
+
+        Raises:
+            Rejection: refused by the guard, or not a GET for an event stream.
+        """
+        self._guard.admit(scope)
         if scope["method"] != "GET":
-            await h.respond_json(send, 405, {"error": "use GET"}, headers=[(b"allow", b"GET")])
-            return
-        if not h.accepts(scope, "text/event-stream"):
-            await h.respond_json(send, 406, {"error": "Accept must list text/event-stream"})
-            return
+            raise Rejection(
+                405, f"Method {scope['method']} not allowed: use GET", headers=[(b"allow", b"GET")]
+            )
+        if not h.accepts(scope, SSE_MEDIA_TYPE):
+            raise Rejection(406, "Not Acceptable: Accept must list text/event-stream")
         link_id = secrets.token_urlsafe(24)
         outgoing, incoming = trio.open_memory_channel[bytes](STREAM_BUFFER)
         await send(
@@ -119,17 +129,19 @@ class LegacySseEndpoint:
                 "more_body": True,
             }
         )
+        link: _Link | None = None
         try:
             async with trio.open_nursery() as nursery:
                 link = _Link(link_id, nursery, outgoing)
                 self._links[link_id] = link
-                nursery.start_soon(_watch_disconnect, receive, nursery.cancel_scope)
+                nursery.start_soon(h.cancel_on_disconnect, receive, nursery.cancel_scope)
                 nursery.start_soon(self._pump_outbox, link)
                 await _write_events(send, incoming)
                 nursery.cancel_scope.cancel()
         finally:
             self._links.pop(link_id, None)
-            if link.session is not None:
+            if link is not None and link.session is not None:
+                link.session.stream_open = False
                 self._clients.close(link.session)
                 logger.info("client.session.closed", reason="sse stream closed")
             # The host may be gone already; there is nothing else to finish.
@@ -147,34 +159,35 @@ class LegacySseEndpoint:
                     await link.outgoing.send(message)
 
     async def post(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
-        """``POST /messages?session_id=...``: accept one message, answer 202."""
-        if await self._refused(scope, send):
-            return
+        """``POST /messages?session_id=...``: accept one message, answer 202.
+
+        Raises:
+            Rejection: refused by the guard, an unknown connection, a body too
+                large, not JSON-RPC, or a batch.
+        """
+        self._guard.admit(scope)
         if scope["method"] != "POST":
-            await h.respond_json(send, 405, {"error": "use POST"}, headers=[(b"allow", b"POST")])
-            return
+            raise Rejection(
+                405,
+                f"Method {scope['method']} not allowed: use POST",
+                headers=[(b"allow", b"POST")],
+            )
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         link = self._links.get((query.get("session_id") or [""])[0])
         if link is None:
-            await h.respond_json(send, 404, {"error": "unknown or closed session"})
-            return
+            raise Rejection(404, "Session not found: unknown or closed connection")
+        if link.session is not None:
+            link.session.last_seen = trio.current_time()
         try:
             body = await h.read_body(receive, self._max_body)
         except h.BodyTooLarge:
-            await h.respond_json(send, 413, {"error": f"body over {self._max_body} bytes"})
-            return
+            raise Rejection(413, f"Payload Too Large: limit is {self._max_body} bytes") from None
         try:
             message = jsonrpc.decode(body)
         except LocalProtocolError as exc:
-            await h.respond(send, 400, jsonrpc.encode_error(None, exc.code, exc.message))
-            return
+            raise Rejection(400, exc.message, code=exc.code) from None
         if isinstance(message, list):
-            await h.respond(
-                send,
-                400,
-                jsonrpc.encode_error(None, INVALID_REQUEST, "batches are not part of 2024-11-05"),
-            )
-            return
+            raise Rejection(400, "invalid request: batches are not part of 2024-11-05")
         await h.respond(send, 202, b"Accepted", content_type=b"text/plain")
         await self._accept(link, message)
 
@@ -188,6 +201,9 @@ class LegacySseEndpoint:
             except LocalProtocolError as exc:
                 link.emit(jsonrpc.encode_error(message.id, exc.code, exc.message))
                 return
+            # The connection is the session's stream: while it is open the
+            # session must not idle out (ClientRegistry.expire_idle).
+            session.stream_open = True
             link.session = session
             link.session_opened.set()
             link.emit(reply)
@@ -200,10 +216,12 @@ class LegacySseEndpoint:
         if isinstance(message, Request):
             link.nursery.start_soon(self._answer, link, current, message)
         else:
-            await accept_one_way(self._router, current, message)
+            await accept_one_way(self._router, current, message, metrics=self._metrics)
 
     async def _answer(self, link: _Link, session: ClientSession, request: Request) -> None:
-        reply = await route_request(self._router, session, request, link.emit)
+        reply = await route_request(
+            self._router, session, request, link.emit, metrics=self._metrics
+        )
         if reply:
             await link.outgoing.send(reply)
 
@@ -215,11 +233,3 @@ async def _write_events(send: h.Send, incoming: trio.MemoryReceiveChannel[bytes]
             message = await incoming.receive()
         body = b": keep-alive\n\n" if message is None else h.sse_event(message)
         await send({"type": "http.response.body", "body": body, "more_body": True})
-
-
-async def _watch_disconnect(receive: h.Receive, scope: trio.CancelScope) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            scope.cancel()
-            return

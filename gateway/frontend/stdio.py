@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from gateway.frontend.clients import ClientRegistry, ClientSession
+    from gateway.observability import Metrics
     from gateway.router import Router
 
 logger = structlog.get_logger("gateway.frontend.stdio")
@@ -50,6 +51,7 @@ class StdioServer:
         startup: awaited (at most ``STARTUP_WAIT``) before answering
             initialize: a desktop host lists tools right after spawning
             us, and should see the backends' tools, not an empty list.
+        metrics: where unexpected exceptions while routing are counted.
     """
 
     def __init__(
@@ -60,12 +62,14 @@ class StdioServer:
         send: trio.abc.SendStream,
         *,
         startup: Callable[[], Awaitable[None]] | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self._router = router
         self._clients = clients
         self._receive = receive
         self._send = send
         self._startup = startup
+        self._metrics = metrics
         self._session: ClientSession | None = None
         self._session_opened = trio.Event()
         self._out_in, self._out = trio.open_memory_channel[bytes](OUTGOING_BUFFER)
@@ -162,10 +166,12 @@ class StdioServer:
         if isinstance(message, Request):
             nursery.start_soon(self._request, session, message)
         else:
-            await accept_one_way(self._router, session, message)
+            await accept_one_way(self._router, session, message, metrics=self._metrics)
 
     async def _request(self, session: ClientSession, request: Request) -> None:
-        reply = await route_request(self._router, session, request, self._emit)
+        reply = await route_request(
+            self._router, session, request, self._emit, metrics=self._metrics
+        )
         if reply:
             await self.write(reply)
 
@@ -178,10 +184,10 @@ class StdioServer:
                 msg_id = member.data.get("id") if isinstance(member.data, dict) else None
                 replies.append(jsonrpc.encode_error(msg_id, member.code, member.message))
             elif isinstance(member, Request):
-                reply = await route_request(self._router, session, member)
+                reply = await route_request(self._router, session, member, metrics=self._metrics)
                 if reply:
                     replies.append(reply)
             else:
-                await accept_one_way(self._router, session, member)
+                await accept_one_way(self._router, session, member, metrics=self._metrics)
         if replies:
             await self.write(b"[" + b",".join(replies) + b"]")

@@ -30,6 +30,11 @@ from gateway.errors import (
     TransportError,
 )
 from gateway.protocol import jsonrpc
+from gateway.protocol.headers import JSON_MEDIA_TYPE as JSON_MEDIA_TYPE
+from gateway.protocol.headers import LAST_EVENT_ID_HEADER as LAST_EVENT_ID_HEADER
+from gateway.protocol.headers import MCP_PROTOCOL_VERSION_HEADER as MCP_PROTOCOL_VERSION_HEADER
+from gateway.protocol.headers import MCP_SESSION_ID_HEADER as MCP_SESSION_ID_HEADER
+from gateway.protocol.headers import SSE_MEDIA_TYPE as SSE_MEDIA_TYPE
 from gateway.transports.base import map_exceptions
 from gateway.transports.framing import DEFAULT_MAX_EVENT_BYTES, SseParser
 
@@ -40,12 +45,6 @@ if TYPE_CHECKING:
     from gateway.protocol.jsonrpc import RequestId
     from gateway.transports.framing import SseEvent
 
-# Header names, lower-case as HTTP/2 sends them (python-sdk MCP_SESSION_ID_HEADER).
-MCP_SESSION_ID_HEADER: Final = "mcp-session-id"
-MCP_PROTOCOL_VERSION_HEADER: Final = "mcp-protocol-version"
-LAST_EVENT_ID_HEADER: Final = "last-event-id"
-JSON_MEDIA_TYPE: Final = "application/json"
-SSE_MEDIA_TYPE: Final = "text/event-stream"
 USER_AGENT: Final = f"mcp-gateway/{__version__}"
 
 # Connections to one backend. Every long tool call holds one for its SSE

@@ -2,7 +2,10 @@
 
 Real processes, real time, loopback only: ``python -m gateway serve`` with two
 official-SDK backends (tests/servers alpha and beta) as its stdio children,
-driven over raw HTTP with httpx so every status code is visible.
+driven over raw HTTP with httpx so every status code is visible. The drain
+itself is also checked in-process (``serve`` on loopback in front of an
+in-memory backend that answers a call only when the test says so), so what
+happens during the drain is a matter of handshakes, not of timing.
 """
 
 from __future__ import annotations
@@ -15,14 +18,26 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import httpx
+import pytest
 import trio
+import trio.testing
+from prometheus_client import CollectorRegistry
 
+from gateway.app import drain, serve
+from gateway.backends.backend import BackendState
+from gateway.errors import TransportError
+from tests.fakes import MemoryMessageChannel, memory_channel_pair
+from tests.harness import gateway_config, wait_for_states
 from tests.servers.paths import python_server_command
 from tests.subprocess_servers import free_port
+
+if TYPE_CHECKING:
+    from gateway.config import BackendConfig
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 PROTOCOL_VERSION: Final = "2025-06-18"
@@ -319,3 +334,98 @@ async def test_sighup_reloads_the_config_file_and_an_invalid_file_leaves_the_gat
         echoed = await host.call("tools/call", {"name": "beta__echo", "arguments": {"text": "hi"}})
         assert _text(echoed) == "beta: hi"
         assert (await client.get("/readyz")).status_code == 200
+
+
+class GatedBackend:
+    """A ``ChannelOpener`` whose backend answers ``tools/call`` only once ``release`` is set.
+
+    ``call_arrived`` is set when the call reaches it, so a test knows the call
+    is in flight without guessing how long that takes.
+    """
+
+    def __init__(self) -> None:
+        self.call_arrived = trio.Event()
+        self.release = trio.Event()
+
+    def __call__(self, cfg: BackendConfig, /) -> Any:
+        return self._open()
+
+    @asynccontextmanager
+    async def _open(self) -> AsyncIterator[MemoryMessageChannel]:
+        gateway_end, server_end = memory_channel_pair(0, 16)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._serve, server_end, nursery)
+            try:
+                yield gateway_end
+            finally:
+                gateway_end.close()
+                nursery.cancel_scope.cancel()
+
+    async def _serve(self, channel: MemoryMessageChannel, nursery: trio.Nursery) -> None:
+        while True:
+            try:
+                message = json.loads(await channel.receive())
+            except TransportError:
+                return
+            if "id" in message and "method" in message:
+                nursery.start_soon(self._answer, channel, message)
+
+    async def _answer(self, channel: MemoryMessageChannel, message: dict[str, Any]) -> None:
+        method = message["method"]
+        result: dict[str, Any] = {}
+        if method == "initialize":
+            result = {
+                "protocolVersion": message["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "gated", "version": "0"},
+            }
+        elif method == "tools/list":
+            result = {"tools": [{"name": "wait", "inputSchema": {"type": "object"}}]}
+        elif method == "tools/call":
+            self.call_arrived.set()
+            await self.release.wait()
+            result = {"content": [{"type": "text", "text": "released"}]}
+        reply = {"jsonrpc": "2.0", "id": message["id"], "result": result}
+        await channel.send(json.dumps(reply).encode())
+
+
+async def test_once_the_drain_starts_new_connections_are_refused_and_the_call_in_flight_completes(
+    nursery: trio.Nursery,
+) -> None:
+    """Spec (robustness B9): a draining gateway stops accepting at once (hypercorn's graceful
+    shutdown runs), while the call it already has finishes with its answer."""
+    backend = GatedBackend()
+    entry = {"name": "gated", "transport": "stdio", "command": "x", "health": {"ping_interval": 0}}
+    config = gateway_config([entry], shutdown={"drain_timeout": READY_TIMEOUT})
+    gateway, binds = await nursery.start(
+        partial(serve, config, registry=CollectorRegistry(), connect=backend)
+    )
+    await wait_for_states(gateway, {"gated": BackendState.UP})
+    answers: list[httpx.Response] = []
+    left: list[int] = []
+    async with httpx.AsyncClient(base_url=binds[0], trust_env=False, timeout=30) as client:
+        host = McpHttp(client)
+        await host.initialize()
+
+        async def call() -> None:
+            answers.append(await host.post("tools/call", {"name": "gated__wait", "arguments": {}}))
+
+        async def stop() -> None:
+            left.append(await drain(gateway))
+
+        with trio.fail_after(READY_TIMEOUT):
+            async with trio.open_nursery() as work:
+                work.start_soon(call)
+                await backend.call_arrived.wait()
+                work.start_soon(stop)
+                # Everything the drain set off has run: hypercorn has seen the trigger.
+                await trio.testing.wait_all_tasks_blocked()
+                async with httpx.AsyncClient(base_url=binds[0], trust_env=False) as late:
+                    with pytest.raises(httpx.ConnectError):
+                        await late.get("/healthz")
+                assert answers == []
+                backend.release.set()
+    [answer] = answers
+    assert answer.status_code == 200, answer.text
+    assert _text(_body(answer)["result"]) == "released"
+    assert left == [0]

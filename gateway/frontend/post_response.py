@@ -1,0 +1,152 @@
+"""The response to one POSTed request: JSON first, SSE only when needed.
+
+The response headers wait for the first thing there is to say about the
+request. When that is the answer, it goes out as ``application/json``;
+when something comes first (progress, a server-to-client request), the
+response switches to ``text/event-stream``, carries those messages as they
+come and ends with the answer. Measured on the official SDK, JSON costs
+about half the CPU of SSE (DESIGN.md, "JSON first").
+
+Only a request that has something to say before its answer pays for a
+writer task, and that task belongs to the request's own nursery: it cannot
+outlive the request, and the request cannot end before it has written.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Final
+
+import trio
+
+from gateway.frontend import http_util as h
+from gateway.protocol.headers import MCP_SESSION_ID_HEADER_RAW
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from gateway.router import Emit
+
+# Progress and server-to-client requests queued for one POST's stream while
+# it is being written; beyond this, progress is dropped (it is advisory) and
+# questions go to the GET stream instead, so a slow host cannot make the
+# gateway buffer without bound.
+RELATED_MESSAGE_BUFFER: Final = 64
+
+
+async def respond_to_request(
+    send: h.Send, session_id: str, route: Callable[[Emit], Awaitable[bytes]]
+) -> None:
+    """Route one request with ``route`` and write its response.
+
+    Args:
+        send: the POST's ASGI ``send``.
+        session_id: the client session, echoed in the SSE response's headers.
+        route: routes the request, handing related messages to the ``Emit``
+            it is given; returns the encoded answer, or ``b""`` when the host
+            cancelled the request.
+    """
+    stream = _EventStream(send, session_id)
+    async with trio.open_nursery() as nursery:
+        related = _RelatedWriter(stream, nursery)
+        try:
+            reply = await route(related.emit)
+        finally:
+            related.close()  # the nursery waits for the writer to drain
+    if related.started:
+        if reply:
+            await stream.event(reply)
+        await stream.end()
+    elif reply:
+        await h.respond(send, 200, reply)
+    else:
+        await stream.end()  # cancelled by the host: no answer at all
+
+
+class _RelatedWriter:
+    """Writes a request's related messages (progress, questions) as they come.
+
+    ``emit`` is called synchronously from wherever the message arises; the
+    first call starts one writer task, which switches the response to SSE and
+    drains the queue in order. The request's nursery waits for the writer
+    before the final answer is written, so the answer is always the last event.
+    """
+
+    def __init__(self, stream: _EventStream, nursery: trio.Nursery) -> None:
+        self._stream = stream
+        self._nursery = nursery
+        self._queue: deque[bytes] = deque()
+        self._wake = trio.Event()
+        self._closed = False
+        self.started = False
+
+    def emit(self, message: bytes) -> bool:
+        """Queue one message; False when full or over (the caller falls back)."""
+        if self._closed or len(self._queue) >= RELATED_MESSAGE_BUFFER:
+            return False
+        self._queue.append(message)
+        if not self.started:
+            self.started = True
+            self._nursery.start_soon(self._run)
+        self._wake.set()
+        return True
+
+    async def _run(self) -> None:
+        while True:
+            while self._queue:
+                await self._stream.event(self._queue.popleft())
+            if self._closed:
+                return
+            self._wake = trio.Event()
+            await self._wake.wait()
+
+    def close(self) -> None:
+        """No more messages: the writer drains what is queued and stops."""
+        self._closed = True
+        self._wake.set()
+
+
+class _EventStream:
+    """The SSE response of one POST, started on its first event."""
+
+    def __init__(self, send: h.Send, session_id: str) -> None:
+        self._send = send
+        self._session_id = session_id
+        self.started = False
+        self.broken = False
+
+    async def _write(self, message: h.Message) -> None:
+        if self.broken:
+            return
+        try:
+            await self._send(message)
+        except Exception:  # the host went away; the call still completes (spec: not a cancel)
+            self.broken = True
+
+    async def _start(self) -> None:
+        self.started = True
+        await self._write(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", h.EVENT_STREAM),
+                    (b"cache-control", b"no-cache"),
+                    (MCP_SESSION_ID_HEADER_RAW, self._session_id.encode("ascii")),
+                ],
+            }
+        )
+
+    async def event(self, message: bytes) -> None:
+        """Send one JSON-RPC message as an SSE event."""
+        if not self.started:
+            await self._start()
+        await self._write(
+            {"type": "http.response.body", "body": h.sse_event(message), "more_body": True}
+        )
+
+    async def end(self) -> None:
+        """Finish the response."""
+        if not self.started:
+            await self._start()
+        await self._write({"type": "http.response.body", "body": b"", "more_body": False})

@@ -1,0 +1,151 @@
+"""Refusing a request, and the one place where a refusal or a failure is answered.
+
+Every check on an HTTP request that carries MCP (``/mcp``, ``/sse``,
+``/messages``) refuses by raising :class:`Rejection`; nothing below writes a
+refusal itself. :func:`answer` runs a request, and is the single place that
+turns a ``Rejection`` into its response (HTTP status plus a JSON-RPC error
+body, the same on every path) and counts it by reason, and that turns any
+other exception into a logged, counted ``-32603`` instead of a connection
+that drops with nothing said (the web server's own error log is off).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from gateway.errors import INTERNAL_ERROR, INVALID_REQUEST
+from gateway.frontend import http_util as h
+from gateway.frontend.failures import HTTP_COMPONENT, INTERNAL_ERROR_MESSAGE, report_internal_error
+from gateway.protocol import jsonrpc
+from gateway.protocol.headers import MCP_SESSION_ID_HEADER_RAW
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Iterable
+
+    from gateway.observability import Metrics
+
+# The reason label of mcp_gateway_rejected_requests_total, by status. A
+# bounded set: a host cannot mint label values.
+REJECTION_REASONS: Final = {
+    400: "protocol",
+    401: "auth",
+    403: "origin",
+    404: "session",
+    405: "protocol",
+    406: "protocol",
+    409: "protocol",
+    413: "size",
+    415: "protocol",
+    429: "rate",
+    503: "unavailable",
+}
+
+
+class Rejection(Exception):
+    """A request refused before it was routed; :func:`answer` writes the response.
+
+    Args:
+        status: the HTTP status (what was wrong, for a host that reads no body).
+        message: the JSON-RPC error message (what was wrong, for one that does).
+        code: the JSON-RPC error code.
+        msg_id: the id of the request refused, when it is known.
+        headers: extra response headers (``Allow``, ``Retry-After``, ...).
+    """
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: int = INVALID_REQUEST,
+        msg_id: jsonrpc.RequestId | None = None,
+        headers: Iterable[tuple[bytes, bytes]] = (),
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.msg_id = msg_id
+        self.headers = list(headers)
+
+    @property
+    def reason(self) -> str:
+        """The metric's reason label for this refusal."""
+        return REJECTION_REASONS.get(self.status, "other")
+
+    def body(self) -> bytes:
+        """The JSON-RPC error the host receives."""
+        return jsonrpc.encode_error(self.msg_id, self.code, self.message)
+
+
+class _Response:
+    """Wraps ``send``: knows whether the response has started, and forgives a host
+    that hung up.
+
+    ASGI servers may raise once the client is gone; the call it was for has
+    already completed (spec: a disconnect is not a cancel), and there is
+    nobody left to tell (robustness B8).
+    """
+
+    def __init__(self, send: h.Send) -> None:
+        self._send = send
+        self.started = False
+        self.complete = False
+        self._gone = False
+
+    async def send(self, message: h.Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        elif message["type"] == "http.response.body" and not message.get("more_body", False):
+            self.complete = True
+        if self._gone:
+            return
+        try:
+            await self._send(message)
+        except OSError:
+            self._gone = True
+
+
+async def answer(
+    handler: Callable[[h.Scope, h.Receive, h.Send], Awaitable[None]],
+    scope: h.Scope,
+    receive: h.Receive,
+    send: h.Send,
+    metrics: Metrics,
+) -> None:
+    """Run ``handler`` for one request; answer its refusal or its failure.
+
+    A :class:`Rejection` becomes its status and JSON-RPC error, counted by
+    reason. Any other exception is logged once with its traceback, counted,
+    and answered ``500`` with a ``-32603`` error when the response has not
+    started yet, or ended when it has (its status is already on the wire).
+    """
+    response = _Response(send)
+    try:
+        await handler(scope, receive, response.send)
+    except Rejection as rejection:
+        if response.started:  # a check after the response began is a bug
+            await _failed(rejection, scope, response, metrics)
+            return
+        metrics.rejected.labels(reason=rejection.reason).inc()
+        await h.respond(
+            response.send, rejection.status, rejection.body(), headers=rejection.headers
+        )
+    except Exception as exc:
+        await _failed(exc, scope, response, metrics)
+
+
+async def _failed(exc: Exception, scope: h.Scope, response: _Response, metrics: Metrics) -> None:
+    session = h.header(scope, MCP_SESSION_ID_HEADER_RAW)
+    report_internal_error(
+        exc,
+        metrics,
+        HTTP_COMPONENT,
+        method=f"{scope.get('method', '')} {scope.get('path', '')[:100]}",
+        session_id=None if session is None else session.decode("latin-1"),
+    )
+    if not response.started:
+        body = jsonrpc.encode_error(None, INTERNAL_ERROR, INTERNAL_ERROR_MESSAGE)
+        await h.respond(response.send, 500, body)
+    elif not response.complete:
+        await response.send({"type": "http.response.body", "body": b"", "more_body": False})
