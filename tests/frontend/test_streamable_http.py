@@ -131,8 +131,13 @@ def http_client(running: Running) -> httpx.AsyncClient:
 
 
 async def start(nursery: trio.Nursery, **server: Any) -> Running:
-    """A gateway in front of the demo backends; ``server`` overrides settings."""
-    return await start_gateway(nursery, gateway_config([TOOLBOX, NOTES], server=server))
+    """A gateway in front of the toolbox demo; ``server`` overrides settings.
+
+    One backend, not both demos: these tests are about the HTTP endpoint, and
+    every gateway start spawns the SDK servers afresh (about 0.6 s of CPU
+    each), which on 2 shared cores is most of this file's time.
+    """
+    return await start_gateway(nursery, gateway_config([TOOLBOX], server=server))
 
 
 async def tool_names(client: httpx.AsyncClient, session: Session) -> list[str]:
@@ -719,9 +724,11 @@ async def test_healthz_answers_ok(client: httpx.AsyncClient) -> None:
     assert response.json() == {"status": "ok"}
 
 
-async def test_readyz_is_ready_and_reports_each_backend_state(client: httpx.AsyncClient) -> None:
+async def test_readyz_is_ready_and_reports_each_backend_state(nursery: trio.Nursery) -> None:
     """Gateway choice: /readyz is 200 with ready true and every backend's state."""
-    response = await client.get("/readyz")
+    running = await start_gateway(nursery, gateway_config([TOOLBOX, NOTES]))
+    async with http_client(running) as client:
+        response = await client.get("/readyz")
     assert response.status_code == 200
     body = response.json()
     assert body["ready"] is True
