@@ -171,7 +171,7 @@ def test_undeclared_capabilities_are_minus_32021_naming_them() -> None:
     assert err.data == {"requiredCapabilities": {"elicitation": {"url": {}}, "sampling": {}}}
 
 
-caps = st.dictionaries(
+caps: st.SearchStrategy[dict[str, dict[str, dict[str, Any]]]] = st.dictionaries(
     st.sampled_from(["roots", "sampling", "elicitation", "x"]),
     st.dictionaries(st.sampled_from(["tools", "context", "form", "url"]), st.just({}), max_size=2),
 )
