@@ -210,7 +210,8 @@ def check_standard_headers(
     if headers.get(MCP_METHOD_HEADER) != method:
         raise HeaderMismatch("Mcp-Method header does not match the request method")
     key = NAME_SOURCE.get(method)
-    if key is None:
+    if key is None or not isinstance(params.get(key), str):
+        # No name in the body is the method's own -32602, not a header fault.
         return
     raw = headers.get(MCP_NAME_HEADER)
     if raw is None:

@@ -100,6 +100,13 @@ def test_standard_headers_are_derived_and_checked() -> None:
     assert standard_headers("tasks/get", {"taskId": "t1"}, V)["Mcp-Name"] == "t1"
 
 
+def test_a_body_without_a_name_is_left_to_the_method() -> None:
+    """Gateway choice: a tools/call with no ``name`` is the method's -32602, not -32020."""
+    check_standard_headers(
+        "tools/call", {}, V, {"mcp-protocol-version": V, "mcp-method": "tools/call"}
+    )
+
+
 @pytest.mark.parametrize(
     ("method", "params", "headers"),
     [
