@@ -230,3 +230,42 @@ def test_a_tool_with_an_invalid_annotation_is_never_checked() -> None:
     """Gateway choice: such a tool was dropped; checking it would only fail differently."""
     bad = schema(a={"type": "number", "x-mcp-header": "A"})
     check_param_headers(bad, {"a": 1.5}, {})
+
+
+scalars = st.text() | st.integers() | st.booleans() | st.none()
+
+
+@given(st.fixed_dictionaries({}, optional={"region": scalars, "count": scalars, "dry": scalars}))
+def test_headers_derived_from_any_arguments_check_against_them(args: dict[str, Any]) -> None:
+    """Property: what the client rules emit, the server rules accept."""
+    check_param_headers(REGION, args, fold_headers(param_headers(REGION, args)))
+
+
+@given(st.text(min_size=1), st.text())
+def test_a_header_for_a_different_string_never_checks(value: str, other: str) -> None:
+    """Property: a string header matches its own argument and no other."""
+    if value == other:
+        return
+    with pytest.raises(HeaderMismatch):
+        check_param_headers(REGION, {"region": value}, {"mcp-param-region": encode_value(other)})
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["properties", "items", "anyOf", "type", "x-mcp-header", "a", "$defs"]),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=20,
+)
+
+
+@given(json_values)
+def test_any_schema_is_judged_without_crashing(input_schema: Any) -> None:
+    """Property: validity is total over JSON; a valid schema's annotations derive headers."""
+    if invalid_reason(input_schema) is None:
+        param_headers(input_schema, {})
