@@ -1,0 +1,213 @@
+"""Specification tests for ``gateway.protocol.mrtr`` (sans-IO).
+
+2026-07-28 ``basic/patterns/mrtr.mdx``: ``input_required`` results, retries
+with ``inputResponses``, the capability rule, and the gateway's bridge from
+legacy server-to-client requests.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gateway.errors import INVALID_PARAMS
+from gateway.protocol.modern_errors import (
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    MissingClientCapability,
+    ModernProtocolError,
+)
+from gateway.protocol.mrtr import (
+    InputRequired,
+    MalformedInputRequired,
+    check_responses,
+    from_legacy_request,
+    id_for,
+    input_required_result,
+    key_for,
+    missing_for,
+    parse_input_required,
+    require_capabilities,
+    required_capability,
+    to_legacy_response,
+)
+
+FORM = {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {}}}
+URL = {
+    "method": "elicitation/create",
+    "params": {"mode": "url", "message": "Go", "url": "https://x"},
+}
+SAMPLE = {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}}
+ROOTS = {"method": "roots/list"}
+
+
+def test_an_input_required_result_needs_requests_or_state() -> None:
+    """Spec: at least one of inputRequests and requestState (Server Requirements 6)."""
+    assert input_required_result({"a": FORM}) == {
+        "resultType": "input_required",
+        "inputRequests": {"a": FORM},
+    }
+    assert input_required_result(request_state="s") == {
+        "resultType": "input_required",
+        "requestState": "s",
+    }
+    with pytest.raises(ValueError, match="inputRequests"):
+        input_required_result({}, None)
+
+
+def test_a_backend_input_required_result_is_parsed() -> None:
+    """Spec: keyed request objects plus the opaque state."""
+    parsed = parse_input_required(
+        "tools/call",
+        {"resultType": "input_required", "inputRequests": {"a": FORM}, "requestState": "s"},
+    )
+    assert parsed == InputRequired(input_requests={"a": FORM}, request_state="s")
+    assert parse_input_required("resources/read", {"requestState": "s"}).input_requests == {}
+
+
+@pytest.mark.parametrize(
+    ("method", "result"),
+    [
+        ("tools/list", {"requestState": "s"}),
+        ("tools/call", {}),
+        ("tools/call", {"requestState": 5}),
+        ("tools/call", {"inputRequests": []}),
+        ("tools/call", {"inputRequests": {"a": {"method": "ping"}}}),
+        ("tools/call", {"inputRequests": {"a": {**FORM, "id": 1}}}),
+        ("prompts/get", {"inputRequests": {"a": "elicit"}}),
+    ],
+)
+def test_malformed_backend_input_required_results_are_refused(
+    method: str, result: dict[str, Any]
+) -> None:
+    """Spec: only three methods; known input methods; no id or jsonrpc in entries."""
+    with pytest.raises(MalformedInputRequired):
+        parse_input_required(method, result)
+
+
+@pytest.mark.parametrize(
+    ("input_request", "need"),
+    [
+        (FORM, {"elicitation": {"form": {}}}),
+        (URL, {"elicitation": {"url": {}}}),
+        (SAMPLE, {"sampling": {}}),
+        (
+            {"method": "sampling/createMessage", "params": {"tools": []}},
+            {"sampling": {"tools": {}}},
+        ),
+        (
+            {"method": "sampling/createMessage", "params": {"includeContext": "thisServer"}},
+            {"sampling": {"context": {}}},
+        ),
+        (ROOTS, {"roots": {}}),
+    ],
+)
+def test_each_input_request_needs_its_capability(input_request: dict[str, Any], need: Any) -> None:
+    """Spec (schema.ts ClientCapabilities): modes, tools and context are sub-capabilities."""
+    assert required_capability(input_request) == need
+
+
+def test_a_client_is_never_asked_for_an_undeclared_capability() -> None:
+    """Spec: MUST NOT request what this request's clientCapabilities lack → -32021."""
+    require_capabilities({"a": FORM}, {"elicitation": {}})
+    require_capabilities({"a": SAMPLE, "b": ROOTS}, {"sampling": {}, "roots": {}})
+    assert missing_for({"a": FORM, "b": URL}, {"elicitation": {}}) == {"elicitation": {"url": {}}}
+    with pytest.raises(MissingClientCapability) as info:
+        require_capabilities({"a": SAMPLE, "b": ROOTS}, {})
+    assert info.value.code == MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert info.value.data == {"requiredCapabilities": {"sampling": {}, "roots": {}}}
+
+
+def test_a_retry_reports_missing_keys_and_ignores_extra_ones() -> None:
+    """Spec (Error Handling): extra keys ignored; missing ones are re-asked, not an error."""
+    asked = {"a": FORM, "b": SAMPLE}
+    check = check_responses({"inputResponses": {"a": {"action": "accept"}, "zz": {}}}, asked)
+    assert check.responses == {"a": {"action": "accept"}}
+    assert check.missing == ("b",)
+    assert check_responses({}, asked).missing == ("a", "b")
+
+
+@pytest.mark.parametrize("bad", [{"inputResponses": []}, {"inputResponses": {"a": "yes"}}])
+def test_malformed_input_responses_are_minus_32602(bad: dict[str, Any]) -> None:
+    """Spec: a malformed InputResponses object is a JSON-RPC error."""
+    with pytest.raises(ModernProtocolError) as info:
+        check_responses(bad, {"a": FORM})
+    assert info.value.code == INVALID_PARAMS
+
+
+def test_a_legacy_elicitation_becomes_an_input_request_and_its_answer_a_result() -> None:
+    """Gateway bridge: keyed by the backend's id; backend-only fields removed."""
+    message = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "elicitation/create",
+        "params": {
+            "mode": "url",
+            "message": "Go",
+            "url": "https://x",
+            "elicitationId": "e1",
+            "_meta": {"progressToken": 3, "com.example/x": 1},
+        },
+    }
+    key, entry = from_legacy_request(message)
+    assert key == "7"
+    assert entry == {
+        "method": "elicitation/create",
+        "params": {
+            "mode": "url",
+            "message": "Go",
+            "url": "https://x",
+            "_meta": {"com.example/x": 1},
+        },
+    }
+    assert to_legacy_response(key, {"action": "accept"}) == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "result": {"action": "accept"},
+    }
+
+
+def test_roots_and_sampling_bridge_too() -> None:
+    """Gateway bridge: roots/list may have no params; sampling keeps its params."""
+    assert from_legacy_request({"id": "r", "method": "roots/list"}) == (
+        '"r"',
+        {"method": "roots/list"},
+    )
+    _, entry = from_legacy_request(
+        {"id": 1, "method": "sampling/createMessage", "params": SAMPLE["params"]}
+    )
+    assert entry == SAMPLE
+    assert to_legacy_response('"r"', {"roots": [], "resultType": "complete"})["result"] == {
+        "roots": []
+    }
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"id": 1, "method": "ping"},
+        {"method": "roots/list"},
+        {"id": True, "method": "roots/list"},
+        {"id": None, "method": "roots/list"},
+    ],
+)
+def test_only_the_three_input_requests_with_ids_bridge(message: dict[str, Any]) -> None:
+    """Spec: inputRequests hold elicitation, sampling or roots requests only."""
+    with pytest.raises(ValueError, match="bridge"):
+        from_legacy_request(message)
+
+
+@given(st.integers() | st.text())
+def test_bridged_keys_give_back_the_exact_id(request_id: int | str) -> None:
+    """Property: ``1`` and ``"1"`` stay apart; every id round-trips."""
+    assert id_for(key_for(request_id)) == request_id
+    assert type(id_for(key_for(request_id))) is type(request_id)
+
+
+@pytest.mark.parametrize("key", ["x", "1.5", "true", "null", "[1]"])
+def test_foreign_keys_are_not_ids(key: str) -> None:
+    """Gateway choice: a key we did not mint names no backend request."""
+    with pytest.raises(ValueError, match="bridged"):
+        id_for(key)
