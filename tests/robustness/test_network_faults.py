@@ -179,16 +179,22 @@ async def test_ten_times_the_in_flight_limit_queues_up_to_max_pending_then_fails
     never sees more than 2 at once nor more than 5 in all, the 15 others are refused within
     50 ms with -32603, and another backend's calls all succeed meanwhile."""
     log = tmp_path / "received"
+    release = tmp_path / "release"
     busy = misbehaving("busy", "--received-log", str(log), max_in_flight=2, max_pending=3)
     running = await start_gateway(nursery, gateway_config([busy, misbehaving("calm")]))
     outcomes: list[tuple[Reply, float]] = []
     calm: list[Reply] = []
 
+    def refusals() -> int:
+        return sum(reply.error is not None for reply, _ in outcomes)
+
     async with open_host(running) as host, open_host(running) as other:
 
         async def slow_call() -> None:
             started = trio.current_time()
-            reply = await host.call("busy__sleep", {"seconds": 0.5})
+            # Held in the backend until the test creates ``release``: no call
+            # can finish (and free a slot) before the whole burst is queued.
+            reply = await host.call("busy__wait_for", {"path": str(release)})
             outcomes.append((reply, trio.current_time() - started))
 
         with trio.fail_after(10):
@@ -198,6 +204,11 @@ async def test_ten_times_the_in_flight_limit_queues_up_to_max_pending_then_fails
                 for i in range(10):
                     reply = await other.call("calm__echo", {"text": str(i)})
                     calm.append(reply)
+                await wait_until(lambda: refusals() == 15)
+                # Every refusal came back while all five admitted calls were
+                # still held: refused at once, not after waiting for a slot.
+                assert not any(reply.error is None for reply, _ in outcomes)
+                release.touch()
     succeeded = [reply for reply, _ in outcomes if reply.error is None]
     refused = [(reply, took) for reply, took in outcomes if reply.error is not None]
     assert len(succeeded) == 5
