@@ -76,13 +76,16 @@ async def test_a_backend_killed_mid_call_fails_its_calls_within_a_second_and_oth
                 for worker in range(3):
                     calls.start_soon(other_calls, bystander, worker)
                 with trio.fail_after(5):
-                    await wait_until(lambda: backend.in_flight == 5)
-                await trio.sleep(0.1)
+                    # The bystanders are under way before the kill...
+                    await wait_until(lambda: backend.in_flight == 5 and len(others) >= 5)
                 killed_at = trio.current_time()
                 os.kill(pid, signal.SIGKILL)
                 with trio.fail_after(5):
                     await wait_until(lambda: len(failed) == 5)
-                await trio.sleep(0.2)
+                answered_by_then = len(others)
+                with trio.fail_after(5):
+                    # ...and still answered after it: counted, not given a guessed 0.2 s.
+                    await wait_until(lambda: len(others) >= max(answered_by_then, 5) + 6)
                 done.set()
         for reply, at in failed:
             assert_unavailable(reply, "victim")
