@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import trio
+import trio.testing
 
 from gateway.backends.backend import BackendState
 from tests.harness import gateway_config, start_gateway, wait_for_states
@@ -106,7 +107,9 @@ def echo_backend() -> FakeHttpBackend:
 # -- B12 ---------------------------------------------------------------------------------
 
 
-async def test_a_black_holed_connect_fails_at_the_connect_timeout(nursery: trio.Nursery) -> None:
+async def test_a_black_holed_connect_fails_at_the_connect_timeout(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
     """B12: an HTTP backend whose TCP connect is black-holed fails at timeouts.connect
     (0.5 s) ± 10 %, and is marked down rather than waited on."""
     async with syn_black_hole() as port:
@@ -127,7 +130,7 @@ async def test_a_black_holed_connect_fails_at_the_connect_timeout(nursery: trio.
 
 
 async def test_a_backend_black_holed_mid_life_is_ejected_after_five_failures_and_recovers(
-    nursery: trio.Nursery,
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
     """B12: when the path to an HTTP backend starts swallowing bytes, calls time out at
     timeouts.request (0.5 s) ± 10 %; after the 5th failure the backend is ejected and the

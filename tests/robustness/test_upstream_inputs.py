@@ -425,12 +425,14 @@ async def test_a_host_resetting_its_connection_mid_call_leaves_nothing_behind(
         async with open_host(running) as host, open_host(running) as bystander:
             port = int(running.base_url.rsplit(":", 1)[1])
             stream = await trio.open_tcp_stream("127.0.0.1", port)
-            await stream.send_all(call_request(host.session_id, 41, "m__sleep", {"seconds": 1.0}))
+            held = {"path": str(tmp_path / "release")}  # the call lasts until released
+            await stream.send_all(call_request(host.session_id, 41, "m__wait_for", held))
             with trio.fail_after(5):
                 await wait_until(lambda: gateway.calls_in_flight() == 1)
             stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             await stream.aclose()  # RST
             assert (await bystander.call("m__echo", {"text": "unaffected"})).text == "unaffected"
+            (tmp_path / "release").touch()
             with trio.fail_after(3):
                 await wait_until(
                     lambda: gateway.calls_in_flight() == 0 and gateway.endpoint.activity.active == 0
