@@ -257,7 +257,9 @@ async def test_sigterm_drains_calls_in_flight_then_exits_cleanly_with_no_backend
 
         # A call's outcome: the response, or the transport error that cut it off.
         outcomes: list[httpx.Response | httpx.TransportError] = []
-        arguments = {"name": "alpha__sleep", "arguments": {"seconds": SLEEP_SECONDS}}
+        started, release = tmp_path / "calls-started", tmp_path / "release"
+        held = {"seconds": SLEEP_SECONDS, "started": str(started), "release": str(release)}
+        arguments = {"name": "alpha__sleep", "arguments": held}
 
         async def sleep_call() -> None:
             try:
@@ -265,19 +267,33 @@ async def test_sigterm_drains_calls_in_flight_then_exits_cleanly_with_no_backend
             except httpx.TransportError as exc:
                 outcomes.append(exc)
 
-        with trio.fail_after(DRAIN_TIMEOUT + EXIT_SLACK + 5):
+        def calls_in_alpha() -> int:
+            return len(started.read_text().splitlines()) if started.exists() else 0
+
+        async def refuses_new_work() -> httpx.Response | None:
+            # Polling another process: its SIGTERM handling has no event here.
+            while True:
+                try:
+                    response = await host.post("tools/list")
+                except httpx.TransportError:
+                    return None  # connection refused also counts as not accepting
+                if response.status_code != 200:
+                    return response
+                await trio.sleep(POLL_INTERVAL)
+
+        with trio.fail_after(DRAIN_TIMEOUT + EXIT_SLACK + READY_TIMEOUT):
             async with trio.open_nursery() as calls:
                 for _ in range(IN_FLIGHT_CALLS):
                     calls.start_soon(sleep_call)
-                await trio.sleep(0.4)  # the calls reach alpha, which sleeps 1 s
+                # Every call has reached alpha, which holds it until released.
+                while calls_in_alpha() < IN_FLIGHT_CALLS:  # noqa: ASYNC110 - a file alpha writes
+                    await trio.sleep(POLL_INTERVAL)
                 gateway.process.send_signal(signal.SIGTERM)
                 term_sent = trio.current_time()
-                await trio.sleep(0.2)
+                with trio.fail_after(DRAIN_TIMEOUT):
+                    refused = await refuses_new_work()
                 assert not outcomes, "the calls were meant to be still in flight"
-                try:
-                    refused: httpx.Response | None = await host.post("tools/list")
-                except httpx.TransportError:
-                    refused = None  # connection refused also counts as not accepting
+                release.touch()
             await gateway.process.wait()
             exited_after = trio.current_time() - term_sent
 

@@ -416,7 +416,8 @@ class FakeConnector:
             GATEWAY_TO_SERVER_BUFFER, SERVER_TO_GATEWAY_BUFFER
         )
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(server.serve, server_end)
+            # Not start(): the channel holds what the gateway sends until serve runs.
+            nursery.start_soon(server.serve, server_end)  # noqa: ASYNC113
             try:
                 yield gateway_end
             finally:

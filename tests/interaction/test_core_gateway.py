@@ -35,6 +35,9 @@ from tests.harness import (
     wait_for_states,
 )
 
+# Every test here talks to a gateway with the Node reference server behind it.
+pytestmark = pytest.mark.node
+
 
 @pytest.fixture(name="running")
 async def _running(nursery: trio.Nursery) -> Running:

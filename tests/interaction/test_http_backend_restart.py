@@ -92,6 +92,7 @@ async def test_a_tool_call_that_meets_an_expired_session_is_not_repeated(
             ]
 
 
+@pytest.mark.node
 async def test_a_restarted_reference_server_that_answers_400_is_reinitialized(
     nursery: trio.Nursery,
 ) -> None:

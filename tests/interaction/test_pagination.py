@@ -59,6 +59,7 @@ async def _running(nursery: trio.Nursery) -> Running:
     return await start_gateway(nursery, config)
 
 
+@pytest.mark.node
 async def test_a_walk_of_every_list_returns_each_item_once_in_order(running: Running) -> None:
     """Spec (issue 3): exact walks over several backends, one paging its own lists."""
     async with open_client(running.url) as client:
@@ -80,6 +81,7 @@ async def test_a_walk_of_every_list_returns_each_item_once_in_order(running: Run
             assert pages == -(-len(ids) // PAGE_SIZE)
 
 
+@pytest.mark.node
 async def test_bad_cursors_are_invalid_params(running: Running) -> None:
     """Spec (issue 3): tampered, truncated, garbage and other-kind cursors → -32602."""
     async with open_client(running.url) as client:

@@ -10,6 +10,7 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
 import trio
 from pydantic import AnyUrl
 
@@ -32,6 +33,7 @@ def _sent(log: Path, method: str) -> list[dict[str, object]]:
     return [m for d, m in read_log(log) if d == ">" and m.get("method") == method]
 
 
+@pytest.mark.node
 async def test_a_restarted_backend_gets_its_subscriptions_and_log_level_again(
     nursery: trio.Nursery, tmp_path: Path
 ) -> None:

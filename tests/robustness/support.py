@@ -325,19 +325,22 @@ async def asgi_call(
     query: bytes = b"",
     disconnect: trio.Event | None = None,
     send_fails_after_disconnect: bool = False,
+    chunks: list[tuple[float, bytes]] | None = None,
 ) -> AsgiResponse:
     """Run one request through ``app`` in-process and return what it sent.
 
     ``receive`` hands out the body, then blocks until ``disconnect`` is set
     (or the response is complete) and reports ``http.disconnect``. With
     ``send_fails_after_disconnect``, ``send`` raises ``OSError`` once the
-    client has gone, as the ASGI spec lets a server do.
+    client has gone, as the ASGI spec lets a server do. Body chunks go to
+    ``chunks`` when given, so a test can wait for what it expects to arrive
+    before it disconnects.
     """
     gone = disconnect if disconnect is not None else trio.Event()
     finished = trio.Event()
     body_sent = False
     start: Message | None = None
-    chunks: list[tuple[float, bytes]] = []
+    chunks = [] if chunks is None else chunks
     complete = False
 
     async def receive() -> Message:

@@ -267,7 +267,8 @@ async def test_a_response_after_the_gateway_timed_out_is_dropped(nursery: trio.N
             timed_out = await host.call("late__sleep", {"seconds": 1.0})
             assert timed_out.error is not None
             assert timed_out.error["data"]["reason"] == "timeout"
-            await trio.sleep(0.8)  # the late answer arrives meanwhile
+            with trio.fail_after(5):  # the late answer arrives, and is dropped
+                await wait_until(lambda: bool(events(logs, "session.unmatched_response_dropped")))
             following = await host.call("late__echo", {"text": "fresh"})
             assert following.text == "fresh"
     dropped = events(logs, "session.unmatched_response_dropped")

@@ -183,7 +183,9 @@ async def test_invalid_utf8_in_a_hosts_answer_to_a_backend_request_is_not_forwar
                     b'"model":"m"}}'
                 )
                 response = await host.post(bad_answer)
-                await trio.sleep(0.3)  # time for a forwarded answer to reach the backend
+                # The backend answering a later message has read (and logged)
+                # everything the gateway wrote to it before: a barrier, not a delay.
+                assert (await host.call("m__echo", {"text": "barrier"})).text == "barrier"
     forwarded = [line for line in received_lines(tmp_path / "received") if b"assistant" in line]
     assert forwarded == [], f"the backend received {forwarded!r}"
     assert response.status_code == 400, response.status_code
@@ -250,6 +252,7 @@ async def test_last_event_id_of_another_session_replays_nothing_of_that_session(
             owner_session.notify_nowait(secret)
         gone = trio.Event()
         streams: dict[str, AsgiResponse] = {}
+        owner_chunks: list[tuple[float, bytes]] = []
 
         async def stream(name: str, session_id: str, version: str) -> None:
             headers = [
@@ -259,14 +262,19 @@ async def test_last_event_id_of_another_session_replays_nothing_of_that_session(
                 (b"mcp-protocol-version", version.encode()),
                 (b"last-event-id", b"1"),
             ]
+            chunks = owner_chunks if name == "owner" else None
             streams[name] = await asgi_call(
-                plain.gateway.app, "GET", "/mcp", headers, disconnect=gone
+                plain.gateway.app, "GET", "/mcp", headers, disconnect=gone, chunks=chunks
             )
+
+        def replayed_to_owner() -> int:
+            return b"".join(chunk for _, chunk in owner_chunks).count(b"owner only")
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(stream, "stranger", stranger.session_id, stranger.version)
             nursery.start_soon(stream, "owner", owner.session_id, owner.version)
-            await trio.sleep(0.3)
+            with trio.fail_after(5):  # the owner's replay is in: both GETs have been served
+                await wait_until(lambda: replayed_to_owner() >= 2)
             gone.set()
     assert streams["owner"].body.count(b"owner only") == 2  # events 2 and 3 replayed to it
     assert streams["stranger"].status in (200, 400, 404)
@@ -417,12 +425,14 @@ async def test_a_host_resetting_its_connection_mid_call_leaves_nothing_behind(
         async with open_host(running) as host, open_host(running) as bystander:
             port = int(running.base_url.rsplit(":", 1)[1])
             stream = await trio.open_tcp_stream("127.0.0.1", port)
-            await stream.send_all(call_request(host.session_id, 41, "m__sleep", {"seconds": 1.0}))
+            held = {"path": str(tmp_path / "release")}  # the call lasts until released
+            await stream.send_all(call_request(host.session_id, 41, "m__wait_for", held))
             with trio.fail_after(5):
                 await wait_until(lambda: gateway.calls_in_flight() == 1)
             stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             await stream.aclose()  # RST
             assert (await bystander.call("m__echo", {"text": "unaffected"})).text == "unaffected"
+            (tmp_path / "release").touch()
             with trio.fail_after(3):
                 await wait_until(
                     lambda: gateway.calls_in_flight() == 0 and gateway.endpoint.activity.active == 0
@@ -464,7 +474,8 @@ async def test_a_send_failing_after_the_host_disconnected_is_not_an_unhandled_er
                         send_fails_after_disconnect=True,
                     )
                 )
-                await trio.sleep(0.1)
+                with trio.fail_after(5):  # the call is in the backend when the host goes
+                    await wait_until(lambda: plain.gateway.calls_in_flight() == 1)
                 gone.set()
         assert plain.gateway.calls_in_flight() == 0
         assert (await host.call("m__echo", {"text": "fine"})).text == "fine"

@@ -5,9 +5,10 @@ It exercises the common surface a gateway has to carry through unchanged:
 * tools: ``echo`` (same name as beta's, to prove namespacing), ``add``, ``fail``
   (an exception, so the SDK answers ``isError: true``), ``embed`` (an embedded
   resource and a resource link in one result), ``sleep`` (for timeouts and
-  cancellation), ``progress`` (``notifications/progress`` when the caller
-  sends a progress token) and ``pid`` (which process answered: tells shared
-  from per-client backend sessions apart);
+  cancellation, or held until a file appears), ``progress``
+  (``notifications/progress`` when the caller sends a progress token) and
+  ``pid`` (which process answered: tells shared from per-client backend
+  sessions apart);
 * resources: ``alpha://readme`` and the template ``alpha://items/{item_id}``;
 * prompt: ``greet``;
 * completions for the template's ``item_id`` and the prompt's ``name``.
@@ -78,9 +79,21 @@ def embed() -> list[EmbeddedResource | ResourceLink]:
 
 
 @mcp.tool()
-async def sleep(seconds: float) -> str:
-    """Sleep for the given number of seconds, then answer "slept"."""
-    await anyio.sleep(seconds)
+async def sleep(seconds: float, release: str = "", started: str = "") -> str:
+    """Sleep for the given number of seconds, then answer "slept".
+
+    With ``release``, sleep instead until that file exists; with ``started``,
+    first append a line to that file. A test then knows the call has reached
+    the server and decides when it ends (a handshake, not a guessed delay).
+    """
+    if started:
+        async with await anyio.open_file(started, "a") as file:
+            await file.write(f"{os.getpid()}\n")
+    if release:
+        while not await anyio.Path(release).exists():  # noqa: ASYNC110 - a file has no event
+            await anyio.sleep(0.01)
+    else:
+        await anyio.sleep(seconds)
     return "slept"
 
 

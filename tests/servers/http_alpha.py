@@ -96,9 +96,20 @@ def build(port: int, mode: str) -> FastMCP:
         return "done"
 
     @mcp.tool()
-    async def sleep(seconds: float) -> str:
-        """Sleep for the given number of seconds, then answer "slept"."""
-        await anyio.sleep(seconds)
+    async def sleep(seconds: float, release: str = "", started: str = "") -> str:
+        """Sleep for the given number of seconds, then answer "slept".
+
+        With ``release``, sleep instead until that file exists; with
+        ``started``, first append a line to that file (a test's handshake).
+        """
+        if started:
+            async with await anyio.open_file(started, "a") as file:
+                await file.write("started\n")
+        if release:
+            while not await anyio.Path(release).exists():  # noqa: ASYNC110 - a file has no event
+                await anyio.sleep(0.01)
+        else:
+            await anyio.sleep(seconds)
         return "slept"
 
     @mcp.tool()

@@ -42,6 +42,9 @@ name, so a test can tell which original name a call reached):
 * ``sleep {seconds}``: answers after that long, even if cancelled meanwhile
   (a late response, D7).
 * ``hang``: never answers.
+* ``wait_for {path}``: answers once the file ``path`` exists, so a test holds
+  a call in the backend for exactly as long as it likes (a handshake, not a
+  guess at how long a sleep must be).
 * ``crash``: exits at once (``os._exit``) without answering (B1).
 * ``huge {mib}``: writes a line of that many MiB with no newline, then waits
   (D2, B6).
@@ -97,6 +100,7 @@ NORMAL_TOOLS = [
     _tool("echo", "Answers its text.", text={"type": "string"}),
     _tool("sleep", "Answers after `seconds`.", seconds={"type": "number"}),
     _tool("hang", "Never answers."),
+    _tool("wait_for", "Answers once the file `path` exists.", path={"type": "string"}),
     _tool("crash", "Exits without answering."),
     _tool("huge", "Writes an endless line.", mib={"type": "number"}),
     _tool("bad_utf8", "Writes invalid UTF-8, then answers."),
@@ -249,6 +253,9 @@ class Server:
             threading.Timer(seconds, self.result, (msg_id, _text(f"slept {seconds}"))).start()
         elif name == "hang":
             pass
+        elif name == "wait_for":
+            path = str(arguments.get("path", ""))
+            threading.Thread(target=self.wait_for, args=(msg_id, path), daemon=True).start()
         elif name == "crash":
             os._exit(3)
         elif name == "huge":
@@ -280,6 +287,11 @@ class Server:
             self.result(msg_id, _text(str(self.junk_written + extra)))
         else:
             self.error(msg_id, -32602, f"unknown tool: {name!r}")
+
+    def wait_for(self, msg_id: Any, path: str) -> None:
+        while not os.path.exists(path):
+            time.sleep(0.01)  # a file appearing has no event to wait on
+        self.result(msg_id, _text(f"released by {path}"))
 
     def huge(self, mib: float) -> None:
         chunk = b"x" * MIB

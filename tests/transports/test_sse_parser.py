@@ -68,7 +68,7 @@ def test_crlf_split_across_chunks_is_one_line_end() -> None:
 
 
 def test_comments_are_ignored() -> None:
-    """Spec: a line starting with a colon is a comment (servers use them as keep-alives)."""
+    """Spec: a line starting with a colon is a comment (servers send them to keep streams open)."""
     assert SseParser().feed(b": ping\ndata: x\n: more\n\n: alone\n\n") == [SseEvent(data="x")]
 
 

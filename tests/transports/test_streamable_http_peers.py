@@ -9,6 +9,7 @@ on a server shared by the module.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -120,10 +121,12 @@ async def test_sdk_server_notification_arrives_on_the_get_stream(sdk_sse: Runnin
     assert set(notifications) == {"notifications/tools/list_changed"}
 
 
-async def test_long_call_does_not_block_other_sends(sdk_sse: RunningServer) -> None:
+async def test_long_call_does_not_block_other_sends(sdk_sse: RunningServer, tmp_path: Path) -> None:
     """Gateway choice: send() returns when a POST's headers arrive and each stream is
     read by its own task, so a slow tool call never holds up another request."""
     order: list[str] = []
+    started, release = tmp_path / "started", tmp_path / "release"
+    held = {"seconds": 0, "started": str(started), "release": str(release)}
     with trio.fail_after(DEADLINE):
         async with (
             open_streamable_http(backend(sdk_sse)) as channel,
@@ -133,13 +136,16 @@ async def test_long_call_does_not_block_other_sends(sdk_sse: RunningServer) -> N
             await initialize(peer)
 
             async def slow() -> None:
-                await call_tool(peer, "sleep", {"seconds": 1.5})
+                await call_tool(peer, "sleep", held)
                 order.append("slow")
 
             nursery.start_soon(slow)
-            await trio.sleep(0.2)  # the slow POST is in flight (real server, real time)
+            # The slow call is in the server, held there until ``release``.
+            while not started.exists():  # noqa: ASYNC110 - a file the server writes
+                await trio.sleep(0.01)
             assert text_of(await call_tool(peer, "echo", {"text": "x"})) == "alpha: x"
             order.append("fast")
+            release.touch()
     assert order == ["fast", "slow"]
 
 
