@@ -15,7 +15,7 @@ CONFORMANCE_DIR := tests/conformance
 # seven cleanup awaits in gateway/transports, one in benchmarks/soak.py).
 FLAKE8_ASYNC_ARGS := \
 	--enable=ASYNC103,ASYNC104,ASYNC106,ASYNC111,ASYNC112,ASYNC113,ASYNC114,ASYNC118,ASYNC119,ASYNC120,ASYNC122,ASYNC123,ASYNC125,ASYNC300,ASYNC400 \
-	--startable-in-context-manager=run,_run_link,call_into
+	--startable-in-context-manager=run,_run,_run_link,call_into
 
 .PHONY: run test install install-dev node-deps conformance-deps conformance lint typecheck pytest bench clean
 

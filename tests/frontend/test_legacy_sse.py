@@ -70,7 +70,7 @@ class LegacyStream:
         self.query = b""
 
     async def event(self) -> tuple[str, str]:
-        """The next event (name, data); comments (keep-alives) are skipped."""
+        """The next event (name, data); keep-alive comments are skipped."""
         with trio.fail_after(IDLE_TIMEOUT):
             while not self._pending:
                 chunk = await self._chunks.receive()
@@ -147,7 +147,7 @@ async def test_an_open_legacy_stream_outlives_the_idle_timeout_and_still_gets_no
     server = FakeMcpServer("fake")
     async with _gateway(server) as gateway, open_legacy_stream(gateway) as stream:
         await _initialize(stream)
-        await trio.sleep(IDLE_TIMEOUT * 3)  # virtual time: the stream carries keep-alives
+        await trio.sleep(IDLE_TIMEOUT * 3)  # virtual time: the stream carries keep-alive comments
         assert gateway.clients.expire_idle(trio.current_time(), IDLE_TIMEOUT) == []
         assert len(gateway.clients) == 1
         server.tools["added"] = Answer("added")
