@@ -228,7 +228,7 @@ class SseChannel:
         except TransportError:
             detail = None
         finally:
-            await close_response(response)
+            await close_response(response)  # noqa: ASYNC102 - shields itself, with a deadline
         if detail:
             problem = f"{problem}: {detail}"
         self._log.warning("backend.sse.post.failed", problem=problem)

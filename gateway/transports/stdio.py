@@ -214,7 +214,7 @@ async def open_stdio(
                 yield channel
             finally:
                 await channel.aclose()
-                await terminate(process, stop_grace, stop_grace)
+                await terminate(process, stop_grace, stop_grace)  # noqa: ASYNC102 - shields itself, with a deadline
                 nursery.cancel_scope.cancel()
     finally:
         with trio.CancelScope(shield=True):
