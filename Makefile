@@ -10,7 +10,7 @@ CONFIG ?= config/gateway.yaml
 NODE_DIR := tests/node
 CONFORMANCE_DIR := tests/conformance
 
-# flake8-async for the trio rules ruff's ASYNC set lacks (STYLE.md rules 2-3).
+# flake8-async for the trio rules ruff's ASYNC set lacks (docs/style.md rules 2-3).
 # ASYNC102 holds: the cleanup awaits in gateway/transports that call helpers
 # which shield themselves say so with a noqa. ASYNC121 joins once the one
 # finding in benchmarks/soak.py is fixed.

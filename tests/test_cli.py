@@ -57,7 +57,7 @@ def test_check_accepts_the_shipped_config(tmp_path: Path) -> None:
 
 
 def test_check_reports_every_problem_with_its_place_and_exits_2(tmp_path: Path) -> None:
-    """Gateway choice (config.py): all problems at once, one per line, each prefixed
+    """Gateway choice (config/decode.py): all problems at once, one per line, each prefixed
     with the file and the place of the mistake; exit code 2."""
     config = tmp_path / "broken.yaml"
     config.write_text(BROKEN_CONFIG, encoding="utf-8")

@@ -5,7 +5,7 @@ request. When that is the answer, it goes out as ``application/json``;
 when something comes first (progress, a server-to-client request), the
 response switches to ``text/event-stream``, carries those messages as they
 come and ends with the answer. Measured on the official SDK, JSON costs
-about half the CPU of SSE (DESIGN.md, "JSON first").
+about half the CPU of SSE (docs/architecture.md, "JSON first").
 
 Only a request that has something to say before its answer pays for a
 writer task, and that task belongs to the request's own nursery: it cannot

@@ -3,8 +3,8 @@
 Each test starts a real gateway in-process (``tests/harness.py``) in front of
 the two bundled demo backends and talks to ``/mcp`` with ``httpx``, so every
 status code, header and JSON-RPC error is checked exactly as a host sees it.
-"A1" and friends are rows of ROBUSTNESS.md; "spec" means the Streamable HTTP
-transport rules in SPEC-NOTES.md.
+"A1" and friends are rows of docs/robustness.md; "spec" means the Streamable HTTP
+transport rules in docs/spec-notes.md.
 """
 
 from __future__ import annotations

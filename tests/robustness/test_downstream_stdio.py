@@ -3,7 +3,7 @@
 Each test runs the real gateway in-process (``tests/harness.py``) in front of
 ``tests/servers/misbehaving.py``, a real child process whose misbehaviour is
 chosen by flags, and talks to ``/mcp`` in raw HTTP as a host would. The
-docstring of each test starts with the row of ROBUSTNESS.md it checks.
+docstring of each test starts with the row of docs/robustness.md it checks.
 """
 
 from __future__ import annotations
