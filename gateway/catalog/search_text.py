@@ -268,8 +268,8 @@ def _synonyms_of(word: str, synonyms: Mapping[str, tuple[str, ...]]) -> tuple[st
     return found or ()
 
 
-def match_expression(query: str, synonyms: Mapping[str, tuple[str, ...]] = SYNONYMS) -> str | None:
-    """An FTS5 MATCH expression for a natural-language request, or None if it has no words.
+def query_terms(query: str, synonyms: Mapping[str, tuple[str, ...]] = SYNONYMS) -> list[str]:
+    """The words a natural-language request searches for, its synonyms included.
 
     Stop words and short numbers are dropped unless the request has nothing
     else ("what is it" still searches). Each word brings its synonyms.
@@ -280,8 +280,8 @@ def match_expression(query: str, synonyms: Mapping[str, tuple[str, ...]] = SYNON
         synonyms: word -> the words that also stand for it; ``{}`` for plain BM25.
 
     Returns:
-        ``"w1" OR "w2" ...`` with every word quoted, or None for a request
-        with no letters or digits.
+        The words, the request's own first; empty for a request with no
+        letters or digits.
     """
     found = list(dict.fromkeys(words(query)))
     kept = [
@@ -289,11 +289,22 @@ def match_expression(query: str, synonyms: Mapping[str, tuple[str, ...]] = SYNON
         for word in found
         if word not in STOP_WORDS and not (word.isdigit() and len(word) < _MIN_NUMBER_DIGITS)
     ] or found
-    if not kept:
-        return None
     kept = kept[:MAX_QUERY_WORDS]
     expanded = dict.fromkeys(kept)
     for word in kept:
         expanded.update(dict.fromkeys(_synonyms_of(word, synonyms)))
-    # Words are runs of letters and digits (rule 2): no quote can occur in one.
-    return " OR ".join(f'"{word}"' for word in expanded)
+    return list(expanded)
+
+
+def or_expression(terms: list[str]) -> str | None:
+    """``"w1" OR "w2" ...``: an FTS5 MATCH expression for words, or None for no words.
+
+    Words are runs of letters and digits (rule 2), so no quote can occur in
+    one and quoting makes each a plain term.
+    """
+    return " OR ".join(f'"{term}"' for term in terms) or None
+
+
+def match_expression(query: str, synonyms: Mapping[str, tuple[str, ...]] = SYNONYMS) -> str | None:
+    """An FTS5 MATCH expression for a natural-language request, or None if it has no words."""
+    return or_expression(query_terms(query, synonyms))

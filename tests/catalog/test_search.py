@@ -152,6 +152,19 @@ def test_equal_scores_are_ordered_by_public_name() -> None:
     assert names(index.search("thing")) == ["b__alpha", "b__mid", "b__zeta"]
 
 
+def test_ties_past_the_cut_are_ordered_by_public_name_too() -> None:
+    """Gateway choice: with more tied tools than fit, the first names win, not the first rows."""
+    tied = tuple(tool(f"t{i:02d}", "Do the thing.") for i in range(20))
+    late, early = BackendListing("z", "z", tools=tied), BackendListing("a", "a", tools=tied)
+    index = ToolIndex()
+    # z's rows are written first, so row order and name order disagree.
+    sync_index(index, EMPTY_SNAPSHOT, snapshot(late))
+    sync_index(index, snapshot(late), snapshot(late, early))
+    assert names(index.search("thing", 3)) == ["a__t00", "a__t01", "a__t02"]
+    odd = {f"a__t{i:02d}" for i in range(1, 20, 2)}
+    assert names(index.search("thing", 2, within=odd)) == ["a__t01", "a__t03"]
+
+
 # --- limits, empty and hostile requests ---------------------------------------
 
 
