@@ -10,7 +10,9 @@ CONFIG ?= config/gateway.yaml
 NODE_DIR := tests/node
 CONFORMANCE_DIR := tests/conformance
 
-.PHONY: run test install install-dev node-deps conformance-deps conformance lint typecheck pytest bench clean
+SDK2_VENV := .venv-sdk2
+
+.PHONY: run test install install-dev node-deps sdk2-venv conformance-deps conformance lint typecheck pytest bench clean
 
 $(BIN)/mcp-gateway: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +39,16 @@ $(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package-lock.json
 
 node-deps: $(NODE_DIR)/node_modules/.package-lock.json
 
+# The official Python SDK 2.x as a host (it opens with 2026-07-28). It cannot
+# share .venv with the 1.x test peers, so it gets a venv of its own, used by
+# tests/e2e/test_sdk2_host.py.
+$(SDK2_VENV)/.installed:
+	$(PYTHON) -m venv $(SDK2_VENV)
+	$(SDK2_VENV)/bin/pip install --quiet "mcp==2.3.0"
+	@touch $@
+
+sdk2-venv: $(SDK2_VENV)/.installed
+
 # The conformance suite and the Node.js 22+ it needs (the npm package `node`),
 # both pinned in tests/conformance and installed there, never globally.
 $(CONFORMANCE_DIR)/node_modules/.package-lock.json: $(CONFORMANCE_DIR)/package-lock.json
@@ -61,7 +73,7 @@ lint: install-dev
 typecheck: install-dev
 	$(BIN)/mypy
 
-pytest: install-dev node-deps
+pytest: install-dev node-deps sdk2-venv
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
 test: lint typecheck pytest conformance
@@ -70,4 +82,4 @@ bench: install-dev
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) $(NODE_DIR)/node_modules $(CONFORMANCE_DIR)/node_modules
+	rm -rf $(VENV) $(SDK2_VENV) $(NODE_DIR)/node_modules $(CONFORMANCE_DIR)/node_modules
