@@ -36,8 +36,7 @@ from gateway.errors import LocalProtocolError
 from gateway.frontend import http_util as h
 from gateway.frontend.post_response import respond_to_request
 from gateway.protocol import jsonrpc, mcp
-from gateway.protocol.envelope import MODERN_VERSIONS, parse_envelope
-from gateway.protocol.eras import check_method, modern_result
+from gateway.protocol.eras import check_method, modern_result, parse_modern
 from gateway.protocol.jsonrpc import ErrorResponse, Response
 from gateway.protocol.modern_errors import ModernProtocolError, http_status_for
 from gateway.protocol.routing_headers import check_param_headers, fold_headers
@@ -74,7 +73,7 @@ def validate(router: Router, scope: h.Scope, request: Request) -> tuple[Envelope
     headers = fold_headers(
         (bytes(k).decode("latin-1"), bytes(v).decode("latin-1")) for k, v in scope["headers"]
     )
-    envelope = parse_envelope(request.method, params, headers, MODERN_VERSIONS)
+    envelope = parse_modern(request.method, params, headers)
     check_method(request.method)
     if request.method == "tools/call":
         schema = router.public_tool_schema(params.get("name"))

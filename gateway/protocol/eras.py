@@ -26,7 +26,11 @@ Compatibility, dual-era server). The rules the frontend asks here:
   (issue 14, step 3), so it is unknown too, and discover does not offer
   ``listChanged``/``subscribe``.
 - **Versions** the gateway serves on its host leg, newest first: the
-  stateless ones, then the handshake ones.
+  stateless ones, then the handshake ones. A modern request naming another
+  version gets -32022 whose ``data.supported`` lists *all* of them: a
+  dual-era client reads a list with handshake versions as "fall back to
+  ``initialize``", one without as "modern-only, incompatible" (the SDK's
+  ``client/_probe.py``), and the gateway does serve the handshake.
 - **Results** to a modern client (:func:`modern_result`): ``resultType`` on
   every one; on discover, the lists and ``resources/read`` the cache hint,
   which for today's handshake-era backends is the gateway's own default
@@ -44,8 +48,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from gateway.errors import METHOD_NOT_FOUND
 from gateway.protocol.caching import CacheHint, finish_result
-from gateway.protocol.envelope import MODERN_VERSIONS, meta_of
-from gateway.protocol.modern_errors import ModernProtocolError
+from gateway.protocol.envelope import MODERN_VERSIONS, Envelope, meta_of, parse_envelope
+from gateway.protocol.modern_errors import ModernProtocolError, UnsupportedVersion
 from gateway.protocol.routing_headers import DroppedTool, tools_to_drop
 from gateway.protocol.versions import SUPPORTED_VERSIONS
 
@@ -94,6 +98,20 @@ class MethodNotFound(ModernProtocolError):
         self.method = method
         removed = " (removed in 2026-07-28)" if method in REMOVED_METHODS else ""
         super().__init__(f"Method not found: {method[:64]}{removed}", METHOD_NOT_FOUND)
+
+
+def parse_modern(method: str, params: object, headers: Mapping[str, str] | None) -> Envelope:
+    """``envelope.parse_envelope`` for the host leg, with the dual-era -32022 (rules above).
+
+    Raises:
+        EnvelopeInvalid: -32602.
+        HeaderMismatch: -32020.
+        UnsupportedVersion: -32022, ``data.supported`` naming both eras.
+    """
+    try:
+        return parse_envelope(method, params, headers, MODERN_VERSIONS)
+    except UnsupportedVersion as exc:
+        raise UnsupportedVersion(exc.requested, SERVED_VERSIONS) from None
 
 
 def check_method(method: str) -> None:

@@ -222,6 +222,7 @@ async def test_envelope_and_standard_header_failures_have_their_codes_and_status
     error = error_of(response)
     assert (response.status_code, error["code"]) == (400, -32022)
     assert MODERN in error["data"]["supported"] and error["data"]["requested"] == "2099-01-01"
+    assert "2025-11-25" in error["data"]["supported"]  # dual era: a client may fall back
 
     noisy = modern(11, "tools/list", **{"io.modelcontextprotocol/logLevel": "chatty"})
     response = await send(client, noisy)
