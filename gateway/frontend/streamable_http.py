@@ -28,9 +28,9 @@ from gateway.frontend.modern import serve_modern
 from gateway.frontend.post_response import respond_to_request
 from gateway.frontend.rejection import Rejection
 from gateway.protocol import jsonrpc, mcp
-from gateway.protocol.envelope import is_modern
 from gateway.protocol.eras import (
     is_modern_notification,
+    is_modern_request,
     sessionless_get_or_delete_is_modern,
 )
 from gateway.protocol.headers import (
@@ -207,12 +207,14 @@ class McpEndpoint:
 
     async def _post(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
         message = await self._read_message(scope, receive)
-        if isinstance(message, Request) and is_modern(_params(message)):
+        session_id = _text(h.header(scope, MCP_SESSION_ID_HEADER_RAW))
+        version = _text(h.header(scope, MCP_PROTOCOL_VERSION_HEADER_RAW))
+        if isinstance(message, Request) and is_modern_request(
+            _params(message), session_id, version
+        ):
             await serve_modern(self._router, scope, receive, send, message)
         elif isinstance(message, Notification) and is_modern_notification(
-            _params(message),
-            _text(h.header(scope, MCP_SESSION_ID_HEADER_RAW)),
-            _text(h.header(scope, MCP_PROTOCOL_VERSION_HEADER_RAW)),
+            _params(message), session_id, version
         ):
             await h.respond(send, 202)  # nothing to do: a modern client cancels by closing
         elif isinstance(message, list):

@@ -7,6 +7,11 @@ Compatibility, dual-era server). The rules the frontend asks here:
   ``io.modelcontextprotocol/protocolVersion`` (``envelope.is_modern``),
   whatever else it carries: an ``Mcp-Session-Id`` on it is ignored, never
   looked up, minted or echoed (``streamable-http.mdx`` §Earlier versions).
+  It is modern too when it comes without a session but with a modern
+  ``MCP-Protocol-Version`` header: only a modern client sends that, and
+  its request with a missing or broken envelope deserves the envelope's
+  -32602 with its own id, not a legacy "session required" (gateway choice;
+  the conformance suite's ``server-stateless`` checks exactly this).
   ``initialize`` and everything else belong to a legacy session.
 - **A notification** is modern when its ``_meta`` carries the version, or
   when it comes without a session but with a modern ``MCP-Protocol-Version``
@@ -48,7 +53,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 from gateway.errors import METHOD_NOT_FOUND
 from gateway.protocol.caching import CacheHint, finish_result
-from gateway.protocol.envelope import MODERN_VERSIONS, Envelope, meta_of, parse_envelope
+from gateway.protocol.envelope import (
+    MODERN_VERSIONS,
+    Envelope,
+    is_modern,
+    parse_envelope,
+)
 from gateway.protocol.modern_errors import ModernProtocolError, UnsupportedVersion
 from gateway.protocol.routing_headers import DroppedTool, tools_to_drop
 from gateway.protocol.versions import SUPPORTED_VERSIONS
@@ -129,12 +139,14 @@ def is_modern_version_header(value: str | None) -> bool:
     return value is not None and value in MODERN_VERSIONS
 
 
+def is_modern_request(params: object, session_id: str | None, version: str | None) -> bool:
+    """Whether a POSTed request is served as 2026-07-28 (rules above)."""
+    return is_modern(params) or (session_id is None and is_modern_version_header(version))
+
+
 def is_modern_notification(params: object, session_id: str | None, version: str | None) -> bool:
     """Whether a POSTed notification comes from a modern client (rules above)."""
-    meta = meta_of(params)
-    if meta is not None and "io.modelcontextprotocol/protocolVersion" in meta:
-        return True
-    return session_id is None and is_modern_version_header(version)
+    return is_modern_request(params, session_id, version)
 
 
 def sessionless_get_or_delete_is_modern(session_id: str | None, version: str | None) -> bool:

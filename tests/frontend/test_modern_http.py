@@ -224,6 +224,11 @@ async def test_envelope_and_standard_header_failures_have_their_codes_and_status
     assert MODERN in error["data"]["supported"] and error["data"]["requested"] == "2099-01-01"
     assert "2025-11-25" in error["data"]["supported"]  # dual era: a client may fall back
 
+    for broken in (request(20, "tools/list"), request(21, "tools/list", {"_meta": {}})):
+        response = await send(client, broken)  # modern headers, no session, no envelope
+        assert (response.status_code, error_of(response)["code"]) == (400, -32602)
+        assert response.json()["id"] == broken["id"]
+
     noisy = modern(11, "tools/list", **{"io.modelcontextprotocol/logLevel": "chatty"})
     response = await send(client, noisy)
     assert (response.status_code, error_of(response)["code"]) == (400, -32602)

@@ -13,6 +13,7 @@ from gateway.protocol.eras import (
     MethodNotFound,
     check_method,
     is_modern_notification,
+    is_modern_request,
     is_modern_version_header,
     modern_result,
     parse_modern,
@@ -120,3 +121,12 @@ def test_tools_with_an_invalid_header_annotation_are_dropped_and_reported() -> N
     assert result["nextCursor"] == "c" and result["ttlMs"] == 0
     assert [d.name for d in dropped] == ["bad"]
     assert listed["tools"] == [good, bad]  # the input is not mutated
+
+
+def test_requests_are_modern_by_envelope_or_by_header_without_session() -> None:
+    assert is_modern_request(params(), "abc", None)  # a session header is then ignored
+    assert is_modern_request({}, None, MODERN)  # broken envelope: -32602 follows, not 400
+    assert is_modern_request(None, None, MODERN)
+    assert not is_modern_request({}, "abc", MODERN)  # a legacy session's request
+    assert not is_modern_request({}, None, "2025-11-25")
+    assert not is_modern_request(None, None, None)
