@@ -8,7 +8,8 @@ module only reads the HTTP request, asks them, and writes the answer:
    envelope and the standard headers (``parse_envelope``: -32602, -32020,
    -32022), the method (-32601, 404), then for ``tools/call`` the
    ``Mcp-Param-*`` headers against the *public* tool's schema (-32020). Each
-   error goes out as JSON with its own status (400, or 404 for -32601).
+   failure is a ``Rejection`` with its own status (400, or 404 for -32601),
+   answered and counted in the one place every refusal is.
 2. No ``Mcp-Session-Id`` is read, minted or echoed.
 3. The answer is JSON first; progress, and log messages when ``_meta``
    asked for them, switch it to SSE on this request's own stream. Errors
@@ -35,6 +36,7 @@ import trio
 from gateway.errors import LocalProtocolError
 from gateway.frontend import http_util as h
 from gateway.frontend.post_response import respond_to_request
+from gateway.frontend.rejection import Rejection
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.eras import check_method, modern_result, parse_modern
 from gateway.protocol.jsonrpc import ErrorResponse, Response
@@ -114,19 +116,25 @@ async def serve_modern(
     send: h.Send,
     request: Request,
 ) -> None:
-    """Answer one modern request POSTed to the endpoint."""
+    """Answer one modern request POSTed to the endpoint.
+
+    Raises:
+        Rejection: a failed check (rule 1), answered by ``rejection.answer``.
+    """
     try:
         envelope, params = validate(router, scope, request)
     except (ModernProtocolError, LocalProtocolError) as exc:
-        body = jsonrpc.encode_error(request.id, exc.code, exc.message, exc.data)
-        await h.respond(send, http_status_for(exc.code), body)
-        return
+        status = http_status_for(exc.code)
+        raise Rejection(
+            status, exc.message, code=exc.code, msg_id=request.id, data=exc.data
+        ) from None
     if request.method == "server/discover":
         result = mcp.encode(router.discover_result())
         await h.respond(send, 200, jsonrpc.encode_response(request.id, result))
         return
 
     async def route(emit: Emit) -> bytes:
+        """Route under a scope the stream's closing cancels (rule 5); b"" if it did."""
         modern = ModernRequest(envelope=envelope, emit=emit)
         reply = b""
         async with trio.open_nursery() as nursery:
