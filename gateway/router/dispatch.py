@@ -208,10 +208,16 @@ class Router:
         self._to_clients.opened(request)
         if request.envelope.log_level is not None:
             self._wanted.set(client_id, request.envelope.log_level)
+        reply = b""
         try:
-            return await self.handle_request(
-                request, modern.backend_request(message, params), request.emit
-            )
+            with request.scope:
+                reply = await self.handle_request(
+                    request, modern.backend_request(message, params), request.emit
+                )
+            failure = request.failure
+            if failure is not None:
+                return jsonrpc.encode_error(message.id, failure.code, failure.message, failure.data)
+            return reply
         finally:
             self._to_clients.closed(client_id)
             self._wanted.drop_client(client_id)

@@ -16,7 +16,10 @@ Rules:
 4. A backend's own request (sampling, elicitation, roots) during a modern
    call is refused to the backend at once: 2026-07-28 has no
    server-to-client requests, and the MRTR bridge comes later (issue 14,
-   step 4).
+   step 4). When the request needs a capability this request did not
+   declare, the host's call fails with -32021 naming it (HTTP 400), and the
+   backend's call is cancelled: the server "MUST NOT rely on capabilities
+   the client has not declared" (``S/basic/index.mdx``).
 5. ``server/discover`` is the gateway's own answer from the merged view.
 """
 
@@ -27,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
+import trio
 
 from gateway import __version__
 from gateway.catalog.snapshot import Kind
@@ -35,6 +39,7 @@ from gateway.protocol import mcp
 from gateway.protocol.discover import discover_result
 from gateway.protocol.eras import LEGACY_BACKEND_HINT, SERVED_VERSIONS
 from gateway.protocol.jsonrpc import Request
+from gateway.protocol.modern_errors import MissingClientCapability, ModernProtocolError
 from gateway.router import initialize
 
 if TYPE_CHECKING:
@@ -64,6 +69,8 @@ class ModernRequest:
     envelope: Envelope
     emit: Emit = _no_emit
     session_id: str = field(default_factory=lambda: f"modern-{next(_ids)}")
+    failure: ModernProtocolError | None = None
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
 
     @property
     def protocol_version(self) -> str:
@@ -74,6 +81,16 @@ class ModernRequest:
     def capabilities(self) -> dict[str, Any]:
         """The capabilities this request declared, and only this request."""
         return self.envelope.client_capabilities
+
+    def fail(self, failure: ModernProtocolError) -> None:
+        """End the request with ``failure`` instead of its result (rule 4)."""
+        if self.failure is None:
+            self.failure = failure
+        self.scope.cancel()
+
+    def lacks(self, feature: str) -> None:
+        """A backend asked for ``feature``, which this request did not declare (rule 4)."""
+        self.fail(MissingClientCapability({feature: {}}))
 
     def notify_nowait(self, message: bytes) -> None:
         """Only log messages reach a modern request unasked (rule 3); others drop."""

@@ -163,6 +163,8 @@ class ToClients:
         if peer is None:
             raise LocalProtocolError(f"{method}: the client session has ended", INTERNAL_ERROR)
         if feature not in peer.capabilities:
+            if isinstance(peer, ModernRequest):
+                peer.lacks(feature)  # the host's call fails with -32021 (modern.py rule 4)
             raise LocalProtocolError(
                 f"{method}: the client did not declare the {feature!r} capability",
                 METHOD_NOT_FOUND,

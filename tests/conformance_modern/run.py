@@ -49,10 +49,14 @@ base = _base()
 def run_suite(url: str, out: Path, scenario: str | None, revision: str) -> int:
     """Run the 0.2.x CLI with ``--requirements``; output saved like the 0.1.16 run."""
     argv = [str(base.NODE), str(SUITE), "server", "--url", url, "-o", str(out / "checks")]
-    argv += ["--scenario", scenario, "--spec-version", revision] if scenario else [
-        "--requirements",
-        revision,
-    ]
+    argv += (
+        ["--scenario", scenario, "--spec-version", revision]
+        if scenario
+        else [
+            "--requirements",
+            revision,
+        ]
+    )
     env = {**os.environ, "PATH": f"{base.NODE.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     print("$", " ".join(argv), flush=True)
     with (out / "suite.log").open("w") as log:

@@ -270,6 +270,21 @@ async def test_mcp_param_headers_follow_the_public_tools_schema(
     assert (response.status_code, error_of(response)["code"]) == (400, -32020)
 
 
+async def test_a_backend_needing_an_undeclared_capability_fails_the_call_with_32021(
+    client: httpx.AsyncClient,
+) -> None:
+    """S/basic/index.mdx: a capability the request did not declare is -32021, HTTP 400."""
+    call = modern(22, "tools/call", {"name": "headers__ask", "arguments": {}})
+    response = await send(client, call)
+    error = error_of(response)
+    assert (response.status_code, error["code"]) == (400, -32021)
+    assert error["data"]["requiredCapabilities"] == {"elicitation": {}}
+    assert response.json()["id"] == 22
+    # The gateway is not left holding anything: the next call works.
+    add = modern(23, "tools/call", {"name": "toolbox__add", "arguments": {"a": 1, "b": 1}})
+    assert (await send(client, add)).status_code == 200
+
+
 # -- methods, GET and DELETE ----------------------------------------------------
 
 

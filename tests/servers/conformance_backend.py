@@ -419,6 +419,14 @@ async def _elicitation_enums(_: dict[str, Any]) -> list[types.ContentBlock]:
     return await _elicit("Please choose your options", SEP1330_SCHEMA, "Elicitation completed")
 
 
+@tool(
+    "test_missing_capability",
+    "Elicits: a modern host that did not declare elicitation gets -32021 from the gateway.",
+)
+async def _missing_capability(_: dict[str, Any]) -> list[types.ContentBlock]:
+    return await _elicit("Needs elicitation", ELICITATION_SCHEMA, "Elicitation completed")
+
+
 @tool("test_custom_headers", "Echoes arguments mirrored in Mcp-Param-*.", CUSTOM_HEADERS_INPUT)
 async def _custom_headers(arguments: dict[str, Any]) -> list[types.ContentBlock]:
     return _text(f"Received: {json.dumps(arguments, sort_keys=True)}")

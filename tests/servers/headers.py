@@ -6,7 +6,9 @@
   modern ``tools/list`` must leave it out;
 * ``chatty()``: logs at debug, info and warning, then answers, so the
   per-request ``logLevel`` filter can be seen;
-* ``progress(steps)`` and ``sleep(seconds)``: progress and cancellation.
+* ``progress(steps)`` and ``sleep(seconds)``: progress and cancellation;
+* ``ask()``: elicits, so a modern host that did not declare elicitation
+  gets -32021 from the gateway.
 
 Run it as ``python tests/servers/headers.py``; it speaks MCP on stdin/stdout.
 """
@@ -53,6 +55,17 @@ async def progress(steps: int, ctx: Context) -> str:  # type: ignore[type-arg]
     for step in range(1, steps + 1):
         await ctx.report_progress(step, total=steps)
     return "done"
+
+
+@mcp.tool()
+async def ask(ctx: Context) -> str:  # type: ignore[type-arg]
+    """Elicit a form, then say what came back."""
+    result = await ctx.session.elicit_form(
+        "Name?",
+        {"type": "object", "properties": {"name": {"type": "string"}}},
+        related_request_id=ctx.request_id,
+    )
+    return result.action
 
 
 @mcp.tool()
