@@ -421,10 +421,10 @@ async def _elicitation_enums(_: dict[str, Any]) -> list[types.ContentBlock]:
 
 @tool(
     "test_missing_capability",
-    "Elicits: a modern host that did not declare elicitation gets -32021 from the gateway.",
+    "Asks for sampling: a modern host that did not declare it gets -32021 from the gateway.",
 )
 async def _missing_capability(_: dict[str, Any]) -> list[types.ContentBlock]:
-    return await _elicit("Needs elicitation", ELICITATION_SCHEMA, "Elicitation completed")
+    return await _sampling({"prompt": "Needs sampling"})
 
 
 @tool("test_custom_headers", "Echoes arguments mirrored in Mcp-Param-*.", CUSTOM_HEADERS_INPUT)
