@@ -9,10 +9,11 @@ BIN := $(VENV)/bin
 CONFIG ?= config/gateway.yaml
 NODE_DIR := tests/node
 CONFORMANCE_DIR := tests/conformance
+CONFORMANCE_MODERN_DIR := tests/conformance_modern
 
 SDK2_VENV := .venv-sdk2
 
-.PHONY: run test install install-dev node-deps sdk2-venv conformance-deps conformance lint typecheck pytest bench clean
+.PHONY: run test install install-dev node-deps sdk2-venv conformance-deps conformance conformance-modern lint typecheck pytest bench clean
 
 $(BIN)/mcp-gateway: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +62,16 @@ conformance-deps: $(CONFORMANCE_DIR)/node_modules/.package-lock.json node-deps
 conformance: install-dev conformance-deps
 	$(BIN)/python $(CONFORMANCE_DIR)/run.py $(CONFORMANCE_ARGS)
 
+# The 0.2.x suite (MCP 2026-07-28 and 2025-11-25) through the gateway, beside the
+# 0.1.16 run above; passes when every scenario listed in
+# tests/conformance_modern/expected-<revision>.txt passes.
+$(CONFORMANCE_MODERN_DIR)/node_modules/.package-lock.json: $(CONFORMANCE_MODERN_DIR)/package-lock.json
+	npm ci --prefix $(CONFORMANCE_MODERN_DIR) --no-audit --no-fund --loglevel=error
+
+conformance-modern: install-dev conformance-deps $(CONFORMANCE_MODERN_DIR)/node_modules/.package-lock.json
+	$(BIN)/python $(CONFORMANCE_MODERN_DIR)/run.py --expect --revision 2026-07-28
+	$(BIN)/python $(CONFORMANCE_MODERN_DIR)/run.py --expect --revision 2025-11-25
+
 run: $(VENV)/.demo-installed
 	$(BIN)/mcp-gateway serve -c $(CONFIG)
 
@@ -76,10 +87,11 @@ typecheck: install-dev
 pytest: install-dev node-deps sdk2-venv
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
-test: lint typecheck pytest conformance
+test: lint typecheck pytest conformance conformance-modern
 
 bench: install-dev
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) $(SDK2_VENV) $(NODE_DIR)/node_modules $(CONFORMANCE_DIR)/node_modules
+	rm -rf $(VENV) $(SDK2_VENV) $(NODE_DIR)/node_modules $(CONFORMANCE_DIR)/node_modules \
+		$(CONFORMANCE_MODERN_DIR)/node_modules
