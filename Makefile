@@ -9,6 +9,7 @@ BIN := $(VENV)/bin
 CONFIG ?= config/gateway.yaml
 NODE_DIR := tests/node
 CONFORMANCE_DIR := tests/conformance
+CONFORMANCE_MODERN_DIR := tests/conformance_modern
 
 # flake8-async for the trio rules ruff's ASYNC set lacks (docs/style.md rules 2-3).
 # ASYNC102 holds: the cleanup awaits in gateway/transports that call helpers
@@ -18,7 +19,9 @@ FLAKE8_ASYNC_ARGS := \
 	--enable=ASYNC102,ASYNC103,ASYNC104,ASYNC106,ASYNC111,ASYNC112,ASYNC113,ASYNC114,ASYNC118,ASYNC119,ASYNC120,ASYNC122,ASYNC123,ASYNC125,ASYNC300,ASYNC400 \
 	--startable-in-context-manager=run,_run,_run_link,call_into
 
-.PHONY: run test install install-dev node-deps conformance-deps conformance lint typecheck pytest bench clean
+SDK2_VENV := .venv-sdk2
+
+.PHONY: run test install install-dev node-deps sdk2-venv conformance-deps conformance conformance-modern lint typecheck pytest bench clean
 
 $(BIN)/mcp-gateway: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +48,16 @@ $(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package-lock.json
 
 node-deps: $(NODE_DIR)/node_modules/.package-lock.json
 
+# The official Python SDK 2.x as a host (it opens with 2026-07-28). It cannot
+# share .venv with the 1.x test peers, so it gets a venv of its own, used by
+# tests/e2e/test_sdk2_host.py.
+$(SDK2_VENV)/.installed:
+	$(PYTHON) -m venv $(SDK2_VENV)
+	$(SDK2_VENV)/bin/pip install --quiet "mcp==2.3.0"
+	@touch $@
+
+sdk2-venv: $(SDK2_VENV)/.installed
+
 # The conformance suite and the Node.js 22+ it needs (the npm package `node`),
 # both pinned in tests/conformance and installed there, never globally.
 $(CONFORMANCE_DIR)/node_modules/.package-lock.json: $(CONFORMANCE_DIR)/package-lock.json
@@ -56,6 +69,16 @@ conformance-deps: $(CONFORMANCE_DIR)/node_modules/.package-lock.json node-deps
 # the gateway. CONFORMANCE_ARGS=--direct runs it against the backend alone.
 conformance: install-dev conformance-deps
 	$(BIN)/python $(CONFORMANCE_DIR)/run.py $(CONFORMANCE_ARGS)
+
+# The 0.2.x suite (MCP 2026-07-28 and 2025-11-25) through the gateway, beside the
+# 0.1.16 run above; passes when every scenario listed in
+# tests/conformance_modern/expected-<revision>.txt passes.
+$(CONFORMANCE_MODERN_DIR)/node_modules/.package-lock.json: $(CONFORMANCE_MODERN_DIR)/package-lock.json
+	npm ci --prefix $(CONFORMANCE_MODERN_DIR) --no-audit --no-fund --loglevel=error
+
+conformance-modern: install-dev conformance-deps $(CONFORMANCE_MODERN_DIR)/node_modules/.package-lock.json
+	$(BIN)/python $(CONFORMANCE_MODERN_DIR)/run.py --expect --revision 2026-07-28
+	$(BIN)/python $(CONFORMANCE_MODERN_DIR)/run.py --expect --revision 2025-11-25
 
 run: $(VENV)/.demo-installed
 	$(BIN)/mcp-gateway serve -c $(CONFIG)
@@ -73,16 +96,17 @@ typecheck: install-dev
 
 # Under coverage, child processes included (pyproject [tool.coverage]); the
 # floor (fail_under) applies to the whole suite, not to a PYTEST_ARGS subset.
-pytest: install-dev node-deps
+pytest: install-dev node-deps sdk2-venv
 	$(BIN)/coverage erase
 	$(BIN)/coverage run -m pytest -q $(PYTEST_ARGS)
 	$(BIN)/coverage combine --quiet
 	$(BIN)/coverage report $(if $(PYTEST_ARGS),--fail-under=0)
 
-test: lint typecheck pytest conformance
+test: lint typecheck pytest conformance conformance-modern
 
 bench: install-dev
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) $(NODE_DIR)/node_modules $(CONFORMANCE_DIR)/node_modules
+	rm -rf $(VENV) $(SDK2_VENV) $(NODE_DIR)/node_modules $(CONFORMANCE_DIR)/node_modules \
+		$(CONFORMANCE_MODERN_DIR)/node_modules

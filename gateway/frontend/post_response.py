@@ -35,16 +35,23 @@ RELATED_MESSAGE_BUFFER: Final = 64
 
 
 async def respond_to_request(
-    send: h.Send, session_id: str, route: Callable[[Emit], Awaitable[bytes]]
+    send: h.Send,
+    session_id: str | None,
+    route: Callable[[Emit], Awaitable[bytes]],
+    json_status: Callable[[bytes], int] | None = None,
 ) -> None:
     """Route one request with ``route`` and write its response.
 
     Args:
         send: the POST's ASGI ``send``.
-        session_id: the client session, echoed in the SSE response's headers.
+        session_id: the client session, echoed in the SSE response's headers;
+            ``None`` for a modern request, which has none.
         route: routes the request, handing related messages to the ``Emit``
             it is given; returns the encoded answer, or ``b""`` when the host
             cancelled the request.
+        json_status: the HTTP status of an answer sent as JSON (a modern
+            error has its own); 200 when not given. An answer at the end of
+            an SSE stream goes out under the stream's 200.
     """
     stream = _EventStream(send, session_id)
     async with trio.open_nursery() as nursery:
@@ -58,7 +65,7 @@ async def respond_to_request(
             await stream.event(reply)
         await stream.end()
     elif reply:
-        await h.respond(send, 200, reply)
+        await h.respond(send, 200 if json_status is None else json_status(reply), reply)
     else:
         await stream.end()  # cancelled by the host: no answer at all
 
@@ -109,7 +116,7 @@ class _RelatedWriter:
 class _EventStream:
     """The SSE response of one POST, started on its first event."""
 
-    def __init__(self, send: h.Send, session_id: str) -> None:
+    def __init__(self, send: h.Send, session_id: str | None) -> None:
         self._send = send
         self._session_id = session_id
         self.started = False
@@ -125,17 +132,12 @@ class _EventStream:
 
     async def _start(self) -> None:
         self.started = True
-        await self._write(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [
-                    (b"content-type", h.EVENT_STREAM),
-                    (b"cache-control", b"no-cache"),
-                    (MCP_SESSION_ID_HEADER_RAW, self._session_id.encode("ascii")),
-                ],
-            }
-        )
+        headers = [(b"content-type", h.EVENT_STREAM), (b"cache-control", b"no-cache")]
+        if self._session_id is not None:
+            headers.append((MCP_SESSION_ID_HEADER_RAW, self._session_id.encode("ascii")))
+        else:
+            headers.append((b"x-accel-buffering", b"no"))  # streamable-http.mdx: SHOULD
+        await self._write({"type": "http.response.start", "status": 200, "headers": headers})
 
     async def event(self, message: bytes) -> None:
         """Send one JSON-RPC message as an SSE event."""

@@ -11,7 +11,7 @@ that drops with nothing said (the web server's own error log is off).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from gateway.errors import INTERNAL_ERROR, INVALID_REQUEST
 from gateway.frontend import http_util as h
@@ -50,6 +50,8 @@ class Rejection(Exception):
         code: the JSON-RPC error code.
         msg_id: the id of the request refused, when it is known.
         headers: extra response headers (``Allow``, ``Retry-After``, ...).
+        data: the JSON-RPC error's ``data`` (2026-07-28 -32022 names the
+            supported versions there).
     """
 
     def __init__(
@@ -60,8 +62,10 @@ class Rejection(Exception):
         code: int = INVALID_REQUEST,
         msg_id: jsonrpc.RequestId | None = None,
         headers: Iterable[tuple[bytes, bytes]] = (),
+        data: Any = None,
     ) -> None:
         super().__init__(message)
+        self.data = data
         self.status = status
         self.message = message
         self.code = code
@@ -75,7 +79,7 @@ class Rejection(Exception):
 
     def body(self) -> bytes:
         """The JSON-RPC error the host receives."""
-        return jsonrpc.encode_error(self.msg_id, self.code, self.message)
+        return jsonrpc.encode_error(self.msg_id, self.code, self.message, self.data)
 
 
 class _Response:

@@ -24,16 +24,22 @@ from gateway.frontend.dispatch import accept_one_way, open_client_session, route
 from gateway.frontend.get_stream import KEEPALIVE_INTERVAL as KEEPALIVE_INTERVAL
 from gateway.frontend.get_stream import serve_get_stream
 from gateway.frontend.guard import Guard, too_many
+from gateway.frontend.modern import serve_modern
 from gateway.frontend.post_response import respond_to_request
 from gateway.frontend.rejection import Rejection
-from gateway.protocol import jsonrpc
+from gateway.protocol import jsonrpc, mcp
+from gateway.protocol.eras import (
+    is_modern_notification,
+    is_modern_request,
+    sessionless_get_or_delete_is_modern,
+)
 from gateway.protocol.headers import (
     JSON_MEDIA_TYPE,
     MCP_PROTOCOL_VERSION_HEADER_RAW,
     MCP_SESSION_ID_HEADER_RAW,
     SSE_MEDIA_TYPE,
 )
-from gateway.protocol.jsonrpc import Request
+from gateway.protocol.jsonrpc import Notification, Request
 from gateway.protocol.versions import SUPPORTED_VERSIONS, supports_batches
 
 if TYPE_CHECKING:
@@ -46,6 +52,18 @@ if TYPE_CHECKING:
     from gateway.router import Emit, Router
 
 logger = structlog.get_logger("gateway.frontend")
+
+
+def _text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("latin-1")
+
+
+def _params(message: Request | Notification) -> object:
+    """The params as an object, or None: only to tell the era (eras.py)."""
+    try:
+        return mcp.decode_params(message.params)
+    except LocalProtocolError:
+        return None
 
 
 def _decode_error_id(exc: LocalProtocolError) -> jsonrpc.RequestId | None:
@@ -97,6 +115,14 @@ class McpEndpoint:
         """
         self._guard.admit(scope)
         method = scope["method"]
+        if method in ("GET", "DELETE") and sessionless_get_or_delete_is_modern(
+            _text(h.header(scope, MCP_SESSION_ID_HEADER_RAW)),
+            _text(h.header(scope, MCP_PROTOCOL_VERSION_HEADER_RAW)),
+        ):
+            # 2026-07-28 has no GET stream and no session to delete (eras.py).
+            raise Rejection(
+                405, f"Method {method} not allowed for 2026-07-28", headers=[(b"allow", b"POST")]
+            )
         if method == "POST":
             with self.activity:
                 await self._post(scope, receive, send)
@@ -181,7 +207,17 @@ class McpEndpoint:
 
     async def _post(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
         message = await self._read_message(scope, receive)
-        if isinstance(message, list):
+        session_id = _text(h.header(scope, MCP_SESSION_ID_HEADER_RAW))
+        version = _text(h.header(scope, MCP_PROTOCOL_VERSION_HEADER_RAW))
+        if isinstance(message, Request) and is_modern_request(
+            _params(message), session_id, version
+        ):
+            await serve_modern(self._router, scope, receive, send, message)
+        elif isinstance(message, Notification) and is_modern_notification(
+            _params(message), session_id, version
+        ):
+            await h.respond(send, 202)  # nothing to do: a modern client cancels by closing
+        elif isinstance(message, list):
             await self._post_batch(scope, send, message)
         elif isinstance(message, Request) and message.method == "initialize":
             await self._initialize(scope, send, message)

@@ -48,6 +48,7 @@ def uses_protocol_version_header(version: str) -> bool:
 def resource_not_found_code(version: str) -> int:
     """The error code for resources/read of an unknown URI on this revision.
 
-    2025-06-18 named -32002 explicitly; older hosts got -32602 from most servers.
+    2025-06-18 named -32002 explicitly; older hosts got -32602 from most
+    servers; 2026-07-28 removed -32002 again in favour of -32602 (sep-2164).
     """
-    return -32002 if version >= "2025-06-18" else -32602
+    return -32002 if "2025-06-18" <= version < "2026-07-28" else -32602

@@ -44,7 +44,7 @@ from gateway.errors import (
 )
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.tables import LogLevels, Owners, Subscriptions
-from gateway.router import initialize
+from gateway.router import initialize, modern
 from gateway.router.calls import Call, Calls, Forwarder, Targets
 from gateway.router.levels import Levels
 from gateway.router.lists import Lists
@@ -184,6 +184,46 @@ class Router:
     def initialize_result(self, version: str) -> msgspec.Raw:
         """The InitializeResult for a host that negotiated ``version``."""
         return initialize.initialize_result(self._pool, version)
+
+    # -- modern requests -------------------------------------------------
+
+    def discover_result(self) -> dict[str, Any]:
+        """The gateway's ``server/discover`` answer (``modern.discover``)."""
+        return modern.discover(self._pool)
+
+    def public_tool_schema(self, name: object) -> object:
+        """The public tool's ``inputSchema`` (for ``Mcp-Param-*``), or None."""
+        return modern.public_tool_schema(self._pool, name)
+
+    async def handle_modern(
+        self, request: modern.ModernRequest, message: Request, params: object
+    ) -> bytes:
+        """Answer one modern request: like ``handle_request``, with no session.
+
+        The request is known to the fan-out (for its log messages) only
+        while it runs; afterwards nothing of it is left, per-client backend
+        sessions included.
+        """
+        client_id = request.session_id
+        self._to_clients.opened(request)
+        if request.envelope.log_level is not None:
+            self._wanted.set(client_id, request.envelope.log_level)
+        reply = b""
+        try:
+            with request.scope:
+                reply = await self.handle_request(
+                    request, modern.backend_request(message, params), request.emit
+                )
+            failure = request.failure
+            if failure is not None:
+                return jsonrpc.encode_error(message.id, failure.code, failure.message, failure.data)
+            return reply
+        finally:
+            self._to_clients.closed(client_id)
+            self._wanted.drop_client(client_id)
+            for backend in self._pool.backends.values():
+                if backend.per_client:
+                    backend.close_client(client_id)
 
     # -- dispatch --------------------------------------------------------
 

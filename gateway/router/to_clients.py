@@ -31,6 +31,7 @@ from gateway.errors import (
     LocalProtocolError,
 )
 from gateway.protocol import jsonrpc, mcp
+from gateway.router.modern import ModernRequest
 
 if TYPE_CHECKING:
     import msgspec
@@ -124,8 +125,14 @@ class ToClients:
         targets = [client] if client is not None else list(self._clients)
         for target in targets:
             peer = self._clients.get(target)
-            if peer is not None and self._levels.wants(target, level):
-                peer.notify_nowait(message)
+            if peer is None or not self._levels.wants(target, level):
+                continue
+            if (
+                isinstance(peer, ModernRequest)
+                and self._owners.latest(backend.name, target) is None
+            ):
+                continue  # a modern request hears only its own backends (modern.py rule 3)
+            peer.notify_nowait(message)
 
     async def backend_request(
         self, backend: BackendView, method: str, params: msgspec.Raw | None, client: str | None
@@ -156,6 +163,8 @@ class ToClients:
         if peer is None:
             raise LocalProtocolError(f"{method}: the client session has ended", INTERNAL_ERROR)
         if feature not in peer.capabilities:
+            if isinstance(peer, ModernRequest):
+                peer.lacks(feature)  # the host's call fails with -32021 (modern.py rule 4)
             raise LocalProtocolError(
                 f"{method}: the client did not declare the {feature!r} capability",
                 METHOD_NOT_FOUND,

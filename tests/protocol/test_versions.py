@@ -90,6 +90,7 @@ def test_protocol_version_header_starts_with_2025_06_18(version: str, expected: 
         ("2025-03-26", -32602),
         ("2025-06-18", -32002),
         ("2025-11-25", -32002),
+        ("2026-07-28", -32602),  # sep-2164: -32002 removed again
     ],
 )
 def test_resource_not_found_code_depends_on_the_revision(version: str, code: int) -> None:

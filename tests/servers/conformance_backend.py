@@ -99,6 +99,24 @@ JSON_SCHEMA_TOOL_INPUT: dict[str, Any] = {
     },
     "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
     "additionalProperties": False,
+    # 0.2.x (SEP-2106): composition, conditional and anchor keywords survive too.
+    "allOf": [{"anyOf": [{"required": ["name"]}, {"required": ["address"]}, {}]}],
+    "if": {"properties": {"name": {"const": "anonymous"}}, "required": ["name"]},
+    "then": {"properties": {"address": {"type": "object"}}},
+    "else": {"properties": {"name": {"type": "string"}}},
+}
+JSON_SCHEMA_TOOL_INPUT["$defs"]["address"]["$anchor"] = "address"
+
+# http-custom-header-server-validation (0.2.x, SEP-2243): arguments mirrored in
+# Mcp-Param-* headers, which the gateway checks for a modern host.
+CUSTOM_HEADERS_INPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "priority": {"type": "integer", "x-mcp-header": "Priority"},
+        "verbose": {"type": "boolean", "x-mcp-header": "Verbose"},
+        "query": {"type": "string"},
+    },
 }
 
 ELICITATION_SCHEMA: dict[str, Any] = {
@@ -399,6 +417,25 @@ async def _elicitation_defaults(_: dict[str, Any]) -> list[types.ContentBlock]:
 @tool("test_elicitation_sep1330_enums", "Elicits a form with the five enum shapes (SEP-1330).")
 async def _elicitation_enums(_: dict[str, Any]) -> list[types.ContentBlock]:
     return await _elicit("Please choose your options", SEP1330_SCHEMA, "Elicitation completed")
+
+
+@tool(
+    "test_missing_capability",
+    "Asks for sampling: a modern host that did not declare it gets -32021 from the gateway.",
+)
+async def _missing_capability(_: dict[str, Any]) -> list[types.ContentBlock]:
+    return await _sampling({"prompt": "Needs sampling"})
+
+
+@tool("test_custom_headers", "Echoes arguments mirrored in Mcp-Param-*.", CUSTOM_HEADERS_INPUT)
+async def _custom_headers(arguments: dict[str, Any]) -> list[types.ContentBlock]:
+    return _text(f"Received: {json.dumps(arguments, sort_keys=True)}")
+
+
+@tool("test_logging_tool", "Logs at info, then answers (a modern host hears it only if asked).")
+async def _logging_tool(_: dict[str, Any]) -> list[types.ContentBlock]:
+    await _log("info", "logging tool ran")
+    return _text("logged")
 
 
 @tool(

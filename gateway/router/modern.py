@@ -1,0 +1,164 @@
+"""Modern (2026-07-28) requests: routed per request, with no client session.
+
+Rules:
+
+1. A modern request reaches the router as a :class:`ModernRequest`: the
+   request's own context (its envelope, its stream), never a client
+   session. It is known to the router only while the request runs; nothing
+   about it survives the answer (``S/basic/index.mdx`` §Statelessness).
+2. The envelope's keys (``io.modelcontextprotocol/*``) stay at the gateway:
+   today's backends speak the handshake era and get the request as a legacy
+   session would send it, with the progress token and trace context kept.
+3. Log messages reach a modern request only when its ``_meta`` asked for a
+   ``logLevel``, at or above it, from a backend it has a call in flight to,
+   and only on its own stream (``S/server/utilities/logging.mdx``).
+   Progress follows the request's ``progressToken`` onto the same stream.
+4. A backend's own request (sampling, elicitation, roots) during a modern
+   call is refused to the backend at once: 2026-07-28 has no
+   server-to-client requests, and the MRTR bridge comes later (issue 14,
+   step 4). When the request needs a capability this request did not
+   declare, the host's call fails with -32021 naming it (HTTP 400), and the
+   backend's call is cancelled: the server "MUST NOT rely on capabilities
+   the client has not declared" (``S/basic/index.mdx``).
+5. ``server/discover`` is the gateway's own answer from the merged view.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+import trio
+
+from gateway import __version__
+from gateway.catalog.snapshot import Kind
+from gateway.errors import METHOD_NOT_FOUND, LocalProtocolError
+from gateway.protocol import mcp
+from gateway.protocol.discover import discover_result
+from gateway.protocol.eras import LEGACY_BACKEND_HINT, SERVED_VERSIONS
+from gateway.protocol.jsonrpc import Request
+from gateway.protocol.modern_errors import MissingClientCapability, ModernProtocolError
+from gateway.router import initialize
+
+if TYPE_CHECKING:
+    from gateway.protocol.envelope import Envelope
+    from gateway.router.views import Emit, PoolView
+
+_ENVELOPE_PREFIX: Final = "io.modelcontextprotocol/"
+_ids: Final = itertools.count(1)
+_LOG_METHOD: Final = b'"method":"notifications/message"'
+
+
+def _no_emit(message: bytes) -> bool:
+    return False
+
+
+@dataclass(eq=False)
+class ModernRequest:
+    """One modern request while it is routed (the router's ``ClientPeer``).
+
+    Attributes:
+        envelope: the request's validated ``_meta``.
+        emit: the request's response stream.
+        session_id: an id unique to this request, for the router's tables
+            only; never sent to the host or a backend.
+    """
+
+    envelope: Envelope
+    emit: Emit = _no_emit
+    session_id: str = field(default_factory=lambda: f"modern-{next(_ids)}")
+    failure: ModernProtocolError | None = None
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+
+    @property
+    def protocol_version(self) -> str:
+        """The revision the request names."""
+        return self.envelope.protocol_version
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """The capabilities this request declared, and only this request."""
+        return self.envelope.client_capabilities
+
+    def fail(self, failure: ModernProtocolError) -> None:
+        """End the request with ``failure`` instead of its result (rule 4)."""
+        if self.failure is None:
+            self.failure = failure
+        self.scope.cancel()
+
+    def lacks(self, feature: str) -> None:
+        """A backend asked for ``feature``, which this request did not declare (rule 4)."""
+        self.fail(MissingClientCapability({feature: {}}))
+
+    def notify_nowait(self, message: bytes) -> None:
+        """Only log messages reach a modern request unasked (rule 3); others drop."""
+        if _LOG_METHOD in message:
+            self.emit(message)
+
+    async def request(
+        self, method: str, params: msgspec.Raw | None, emit: Emit | None
+    ) -> msgspec.Raw:
+        """Refuse a backend's own request (rule 4).
+
+        Raises:
+            LocalProtocolError: always; the backend is answered with it.
+        """
+        raise LocalProtocolError(
+            f"{method}: the calling client speaks 2026-07-28, which has no "
+            "server-to-client requests; the gateway does not bridge them yet",
+            METHOD_NOT_FOUND,
+        )
+
+
+def backend_params(params: object) -> msgspec.Raw | None:
+    """The request's params as a legacy backend gets them (rule 2)."""
+    if not isinstance(params, dict):
+        return None
+    out = dict(params)
+    meta = out.get("_meta")
+    if isinstance(meta, dict):
+        kept = {k: v for k, v in meta.items() if not k.startswith(_ENVELOPE_PREFIX)}
+        if kept:
+            out["_meta"] = kept
+        else:
+            del out["_meta"]
+    return mcp.encode(out)
+
+
+def backend_request(request: Request, params: object) -> Request:
+    """``request`` with its params rewritten for a legacy backend."""
+    return Request(request.id, request.method, backend_params(params))
+
+
+def discover(pool: PoolView) -> dict[str, Any]:
+    """The gateway's ``server/discover`` result (rule 5).
+
+    Capabilities are those the gateway offers a legacy host, less
+    ``listChanged`` and ``subscribe``: on 2026-07-28 they promise
+    ``subscriptions/listen``, which the gateway does not serve yet.
+    """
+    caps = initialize.server_capabilities(pool)
+    for name in ("tools", "prompts", "resources"):
+        entry = caps.get(name)
+        if isinstance(entry, dict):
+            caps[name] = {k: v for k, v in entry.items() if k not in ("listChanged", "subscribe")}
+    return discover_result(
+        supported_versions=SERVED_VERSIONS,
+        capabilities=caps,
+        server_info={"name": initialize.SERVER_NAME, "version": __version__},
+        hint=LEGACY_BACKEND_HINT,
+        instructions=initialize.instructions(pool),
+    )
+
+
+def public_tool_schema(pool: PoolView, name: object) -> object:
+    """The ``inputSchema`` of the public tool ``name``, or None if unknown."""
+    if not isinstance(name, str):
+        return None
+    entry = pool.snapshot.resolve(Kind.TOOLS, name)
+    if entry is None:
+        return None
+    tool = mcp.decode_object(msgspec.Raw(entry.encoded))
+    return None if tool is None else tool.get("inputSchema")
