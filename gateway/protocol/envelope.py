@@ -41,6 +41,7 @@ from gateway.protocol.modern_errors import (
     UnsupportedVersion,
 )
 from gateway.protocol.routing_headers import check_standard_headers
+from gateway.protocol.tables import LOG_LEVELS
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -56,17 +57,6 @@ TRACE_KEYS: Final = ("traceparent", "tracestate", "baggage")
 # The revisions served statelessly, newest first. Kept here rather than in
 # versions.py (the handshake table) until the frontend leg joins the two.
 MODERN_VERSIONS: Final = ("2026-07-28",)
-# schema.ts LoggingLevel, in RFC 5424 order of severity.
-LOG_LEVELS: Final = (
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-)
 
 
 class Envelope(msgspec.Struct, frozen=True, kw_only=True):
