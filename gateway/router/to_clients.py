@@ -169,6 +169,8 @@ class ToClients:
                 f"{method}: the client did not declare the {feature!r} capability",
                 METHOD_NOT_FOUND,
             )
+        if isinstance(peer, ModernRequest):
+            return await peer.ask(backend.name, method, params)  # bounded by router/held
         emit = related.emit if related is not None else None
         with trio.move_on_after(backend.config.timeouts.request) as scope:
             return await peer.request(method, params, emit)
