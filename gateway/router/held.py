@@ -29,7 +29,8 @@ backend's call open until the client's retry brings ``inputResponses``
    asked again for the missing keys only (mrtr.mdx §Error Handling).
 6. Each state is single use: a retry is accepted once per round.
 7. Several requests the backend sends before the round answers are asked
-   together; at least one per round.
+   together: the round waits until none has arrived for ``GATHER_WINDOW``;
+   at least one per round.
 8. Progress and log messages of a held call go to the current round's
    stream, and are dropped between rounds.
 """
@@ -68,6 +69,9 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_HELD: Final = 256
 DEFAULT_LIFETIME: Final = 120.0
+# Requests a backend sends together (a task group asking three things) arrive
+# a few milliseconds apart; one round asks them all.
+GATHER_WINDOW: Final = 0.05
 UNKNOWN_STATE: Final = (
     "Invalid or expired requestState: this gateway replica holds no call for it "
     "(it expired, was already answered, or another replica or a restarted gateway issued it)"
@@ -211,7 +215,9 @@ class HeldCall:
                     return _with_id(self._reply, msg_id)
                 open_asks = {k: a for k, a in self._asks.items() if not a.answered.is_set()}
                 if open_asks:
-                    await trio.lowlevel.checkpoint()  # let requests sent together arrive
+                    await self._gather(len(open_asks))
+                    if self._done:
+                        continue
                     open_asks = {k: a for k, a in self._asks.items() if not a.answered.is_set()}
                     return self._input_required(msg_id, open_asks)
                 self._news = trio.Event()
@@ -222,6 +228,17 @@ class HeldCall:
             raise
         finally:
             self._emit = None
+
+    async def _gather(self, count: int) -> None:
+        """Rule 7: wait while more requests keep arriving, ``GATHER_WINDOW`` apart."""
+        while True:
+            self._news = trio.Event()
+            with trio.move_on_after(GATHER_WINDOW):
+                await self._news.wait()
+            now = sum(1 for a in self._asks.values() if not a.answered.is_set())
+            if self._done or now <= count:
+                return
+            count = now
 
     def _input_required(self, msg_id: RequestId, asks: dict[str, _Ask]) -> bytes:
         self.round += 1

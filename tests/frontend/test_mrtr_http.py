@@ -71,7 +71,7 @@ async def test_an_elicitation_becomes_input_required_and_the_retry_completes(
     assert body["id"] == 2
     assert body["result"]["resultType"] == "complete"
     assert body["result"]["content"][0]["text"] == "decline"
-    assert len(running.gateway.router._held) == 0  # noqa: SLF001 - nothing left pending
+    assert len(running.gateway.router._held) == 0  # nothing left pending
     # Single use: the same state again names no held call.
     again = await send(client, {**retry, "id": 3})
     assert (again.status_code, error_of(again)["code"]) == (400, -32602)
