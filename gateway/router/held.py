@@ -215,9 +215,8 @@ class HeldCall:
                     return _with_id(self._reply, msg_id)
                 open_asks = {k: a for k, a in self._asks.items() if not a.answered.is_set()}
                 if open_asks:
-                    await self._gather(len(open_asks))
-                    if self._done:
-                        continue
+                    if await self._gather(len(open_asks)):
+                        continue  # the call ended meanwhile: answer with its result
                     open_asks = {k: a for k, a in self._asks.items() if not a.answered.is_set()}
                     return self._input_required(msg_id, open_asks)
                 self._news = trio.Event()
@@ -229,15 +228,19 @@ class HeldCall:
         finally:
             self._emit = None
 
-    async def _gather(self, count: int) -> None:
-        """Rule 7: wait while more requests keep arriving, ``GATHER_WINDOW`` apart."""
+    async def _gather(self, count: int) -> bool:
+        """Rule 7: wait while more requests keep arriving, ``GATHER_WINDOW`` apart.
+
+        Returns:
+            Whether the call ended meanwhile.
+        """
         while True:
             self._news = trio.Event()
             with trio.move_on_after(GATHER_WINDOW):
                 await self._news.wait()
             now = sum(1 for a in self._asks.values() if not a.answered.is_set())
             if self._done or now <= count:
-                return
+                return self._done
             count = now
 
     def _input_required(self, msg_id: RequestId, asks: dict[str, _Ask]) -> bytes:

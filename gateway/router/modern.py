@@ -86,6 +86,11 @@ class ModernRequest:
         """The capabilities this request declared, and only this request."""
         return self.envelope.client_capabilities
 
+    @property
+    def waiting(self) -> bool:
+        """Whether the request's call is held, waiting for the client's retry."""
+        return self.held is not None and self.held.awaiting_retry
+
     def fail(self, failure: ModernProtocolError) -> None:
         """End the request with ``failure`` instead of its result (rule 4)."""
         if self.failure is None:

@@ -137,3 +137,21 @@ async def test_a_state_from_another_gateway_names_no_held_call(
     error = error_of(response)
     assert (response.status_code, error["code"]) == (400, -32602)
     assert "holds no call" in error["message"] and "another replica" in error["message"]
+
+
+async def test_an_abandoned_held_call_does_not_block_the_next_calls_question(
+    client: httpx.AsyncClient,
+) -> None:
+    """to_clients rule 1: a call waiting for its retry is no candidate owner."""
+    abandoned = await _ask(client, 40)
+    assert abandoned["resultType"] == "input_required"
+    second = await _ask(client, 41)  # the backend asks again, for the new call
+    assert second["resultType"] == "input_required"
+    key = next(iter(second["inputRequests"]))
+    retry = call(
+        42,
+        "headers__ask",
+        inputResponses={key: {"action": "accept"}},
+        requestState=second["requestState"],
+    )
+    assert (await send(client, retry)).json()["result"]["content"][0]["text"] == "accept"
