@@ -160,3 +160,36 @@ async def test_the_host_leaving_mid_round_cancels_the_call(
     await trio.sleep(1)
     assert started.is_set() and len(cancelled) == 1
     assert len(table) == 0
+
+
+async def test_requests_sent_together_are_asked_in_one_round(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    table = HeldCalls(nursery, sealer_for("k"), lifetime=LIFETIME)
+
+    async def two_at_once(
+        request: ModernRequest, message: Request, params: dict[str, Any]
+    ) -> bytes:
+        got: list[msgspec.Raw] = []
+
+        async def one(delay: float) -> None:
+            await trio.sleep(delay)
+            got.append(await request.ask("b", "roots/list", None))
+
+        async with trio.open_nursery() as inner:
+            inner.start_soon(one, 0)
+            inner.start_soon(one, GATHER_WINDOW / 2)  # within the window of the first
+        return jsonrpc.encode_response(message.id, mcp.encode({"n": len(got)}))
+
+    reply = await table.serve(_request(), Request(1, "tools/call", None), PARAMS, two_at_once)
+    message = jsonrpc.decode(reply)
+    assert isinstance(message, jsonrpc.Response)
+    first = mcp.decode_object(message.result)
+    assert first is not None and len(first["inputRequests"]) == 2
+    answers = {key: {"roots": []} for key in first["inputRequests"]}
+    params = {**PARAMS, "inputResponses": answers, "requestState": first["requestState"]}
+    done = jsonrpc.decode(
+        await table.serve(_request(), Request(2, "tools/call", None), params, two_at_once)
+    )
+    assert isinstance(done, jsonrpc.Response)
+    assert mcp.decode_object(done.result) == {"n": 2}
