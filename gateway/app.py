@@ -37,6 +37,7 @@ from gateway.frontend.streamable_http import McpEndpoint
 from gateway.observability import BackendSample, Metrics
 from gateway.protocol import jsonrpc
 from gateway.router import Router
+from gateway.router.held import HeldCalls, sealer_for
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -120,6 +121,12 @@ async def open_gateway(
             metrics=metrics,
             separator=config.naming.separator,
             log_requests=config.logging.requests,
+            held=HeldCalls(
+                housekeeping,
+                sealer_for(config.mrtr.state_secret),
+                max_held=config.mrtr.max_held_calls,
+                lifetime=config.mrtr.held_call_lifetime,
+            ),
         )
 
         def opened(session: ClientSession) -> None:

@@ -24,6 +24,8 @@ from gateway.config.schema import (
     NamingConfig,
     NotificationsConfig,
     PaginationConfig,
+    Positive,
+    PositiveInt,
     ServerConfig,
     ShutdownConfig,
 )
@@ -32,12 +34,33 @@ from gateway.config.schema_backends import BackendConfig
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["GatewayConfig", "BackendIdentity", "backend_problems"]
+__all__ = ["GatewayConfig", "MrtrConfig", "BackendIdentity", "backend_problems"]
 
 _NAME: Final = re.compile(NAME_PATTERN)
 # catalog/naming.py shortens an over-long public name to
 # "{prefix}{sep}{at least 1 char}-{8 hex}"; a prefix must leave room for that.
 _SHORT_FORM_MIN_TAIL: Final = 1 + 1 + 8
+
+
+class MrtrConfig(Base, frozen=True, kw_only=True):
+    """Held calls: a legacy backend's own request bridged to a modern client (MRTR).
+
+    A held call lives in one replica's memory: the client's retry must reach
+    the replica that answered ``input_required`` (docs/eras.md).
+
+    Attributes:
+        max_held_calls: calls that may wait for a client's retry at once; a
+            call asking beyond it fails at once.
+        held_call_lifetime: seconds a held call waits for the retry (and a
+            ``requestState`` stays valid) per round. The backend's own
+            ``timeouts.request`` for the call bounds it too.
+        state_secret: HMAC key for ``requestState``; empty means a random key
+            per process.
+    """
+
+    max_held_calls: PositiveInt = 256
+    held_call_lifetime: Positive = 120.0
+    state_secret: str = ""
 
 
 class GatewayConfig(Base, frozen=True, kw_only=True):
@@ -52,6 +75,7 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
         auth: client authentication.
         limits: request rate limits.
         notifications: fan-out to hosts.
+        mrtr: legacy backends' requests held for modern clients.
         backends: the MCP servers behind the gateway, in file order.
     """
 
@@ -63,6 +87,7 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
     auth: AuthConfig = msgspec.field(default_factory=AuthConfig)
     limits: LimitsConfig = msgspec.field(default_factory=LimitsConfig)
     notifications: NotificationsConfig = msgspec.field(default_factory=NotificationsConfig)
+    mrtr: MrtrConfig = msgspec.field(default_factory=MrtrConfig)
     backends: list[BackendConfig] = msgspec.field(default_factory=list)
 
     def __post_init__(self) -> None:

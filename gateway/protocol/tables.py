@@ -18,7 +18,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from enum import Enum
-from typing import Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Final, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from collections.abc import Container
 
 LOG_LEVELS: Final = (
     "debug",
@@ -174,14 +177,17 @@ class Owners(Generic[T]):
         if not by_client:
             del self._calls[backend]
 
-    def sole_owner(self, backend: str) -> tuple[str, T] | None:
+    def sole_owner(self, backend: str, ignore: Container[str] = ()) -> tuple[str, T] | None:
         """The one client with calls in flight to ``backend`` and its latest call.
 
         None when no client or more than one has calls there: a request
         from the backend then cannot be attributed, and guessing would send
-        one user's question to another.
+        one user's question to another. Clients in ``ignore`` are not
+        candidates (a held modern call already waiting on its question).
         """
-        by_client = self._calls.get(backend, {})
+        by_client = {
+            c: calls for c, calls in self._calls.get(backend, {}).items() if c not in ignore
+        }
         if len(by_client) != 1:
             return None
         ((client, calls),) = by_client.items()

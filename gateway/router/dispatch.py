@@ -43,9 +43,11 @@ from gateway.errors import (
     RequestTimeout,
 )
 from gateway.protocol import jsonrpc, mcp
+from gateway.protocol.modern_errors import ModernProtocolError
 from gateway.protocol.tables import LogLevels, Owners, Subscriptions
 from gateway.router import initialize, modern
 from gateway.router.calls import Call, Calls, Forwarder, Targets
+from gateway.router.held import HeldCalls, holdable, sealer_for
 from gateway.router.levels import Levels
 from gateway.router.lists import Lists
 from gateway.router.metrics import NO_METRICS
@@ -91,6 +93,8 @@ class Router:
         metrics: where request counts and latencies go; none by default.
         separator: the naming separator, to recognise a down backend's names.
         log_requests: log each routed request at info level (else debug).
+        held: the table of modern calls held for MRTR; a default one (random
+            key, default bounds) in ``nursery`` when none is given.
     """
 
     def __init__(
@@ -103,8 +107,10 @@ class Router:
         metrics: RouterMetrics = NO_METRICS,
         separator: str = "__",
         log_requests: bool = False,
+        held: HeldCalls | None = None,
     ) -> None:
         self._pool = pool
+        self._held = held if held is not None else HeldCalls(nursery, sealer_for(""))
         self._nursery = nursery
         self._metrics = metrics
         self._log_request = logger.info if log_requests else logger.debug
@@ -199,6 +205,24 @@ class Router:
         self, request: modern.ModernRequest, message: Request, params: object
     ) -> bytes:
         """Answer one modern request: like ``handle_request``, with no session.
+
+        ``tools/call``, ``prompts/get`` and ``resources/read`` run as held
+        calls, so a legacy backend's own request becomes ``input_required``
+        (``router/held``); a retry's ``requestState`` that does not verify
+        is -32602.
+        """
+        if holdable(message.method, params):
+            assert isinstance(params, dict)
+            try:
+                return await self._held.serve(request, message, params, self._run_modern)
+            except ModernProtocolError as exc:
+                return jsonrpc.encode_error(message.id, exc.code, exc.message, exc.data)
+        return await self._run_modern(request, message, params)
+
+    async def _run_modern(
+        self, request: modern.ModernRequest, message: Request, params: object
+    ) -> bytes:
+        """One modern request routed to the end.
 
         The request is known to the fan-out (for its log messages) only
         while it runs; afterwards nothing of it is left, per-client backend

@@ -14,12 +14,14 @@ Rules:
    and only on its own stream (``S/server/utilities/logging.mdx``).
    Progress follows the request's ``progressToken`` onto the same stream.
 4. A backend's own request (sampling, elicitation, roots) during a modern
-   call is refused to the backend at once: 2026-07-28 has no
-   server-to-client requests, and the MRTR bridge comes later (issue 14,
-   step 4). When the request needs a capability this request did not
-   declare, the host's call fails with -32021 naming it (HTTP 400), and the
-   backend's call is cancelled: the server "MUST NOT rely on capabilities
-   the client has not declared" (``S/basic/index.mdx``).
+   ``tools/call``, ``prompts/get`` or ``resources/read`` is bridged to MRTR:
+   the host gets ``input_required`` and the backend's call is held until the
+   retry (``router/held``). During any other request it is refused to the
+   backend at once: 2026-07-28 has no server-to-client requests. When the
+   request needs a capability this request did not declare, the host's call
+   fails with -32021 naming it (HTTP 400), and the backend's call is
+   cancelled: the server "MUST NOT rely on capabilities the client has not
+   declared" (``S/basic/index.mdx``).
 5. ``server/discover`` is the gateway's own answer from the merged view.
 """
 
@@ -44,6 +46,7 @@ from gateway.router import initialize
 
 if TYPE_CHECKING:
     from gateway.protocol.envelope import Envelope
+    from gateway.router.held import HeldCall
     from gateway.router.views import Emit, PoolView
 
 _ENVELOPE_PREFIX: Final = "io.modelcontextprotocol/"
@@ -71,6 +74,7 @@ class ModernRequest:
     session_id: str = field(default_factory=lambda: f"modern-{next(_ids)}")
     failure: ModernProtocolError | None = None
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    held: HeldCall | None = None
 
     @property
     def protocol_version(self) -> str:
@@ -81,6 +85,11 @@ class ModernRequest:
     def capabilities(self) -> dict[str, Any]:
         """The capabilities this request declared, and only this request."""
         return self.envelope.client_capabilities
+
+    @property
+    def waiting(self) -> bool:
+        """Whether the request's call is held, waiting for the client's retry."""
+        return self.held is not None and self.held.awaiting_retry
 
     def fail(self, failure: ModernProtocolError) -> None:
         """End the request with ``failure`` instead of its result (rule 4)."""
@@ -97,6 +106,16 @@ class ModernRequest:
         if _LOG_METHOD in message:
             self.emit(message)
 
+    async def ask(self, backend: str, method: str, params: msgspec.Raw | None) -> msgspec.Raw:
+        """A backend's own request: bridged when the call is held, else refused (rule 4).
+
+        Raises:
+            LocalProtocolError: the backend is answered with it.
+        """
+        if self.held is not None:
+            return await self.held.ask(backend, method, params)
+        return await self.request(method, params, None)
+
     async def request(
         self, method: str, params: msgspec.Raw | None, emit: Emit | None
     ) -> msgspec.Raw:
@@ -107,7 +126,8 @@ class ModernRequest:
         """
         raise LocalProtocolError(
             f"{method}: the calling client speaks 2026-07-28, which has no "
-            "server-to-client requests; the gateway does not bridge them yet",
+            "server-to-client requests; only tools/call, prompts/get and "
+            "resources/read can carry input_required",
             METHOD_NOT_FOUND,
         )
 

@@ -6,7 +6,8 @@ Rules:
    client that owns it: the client of a per-client backend session, else the
    only client with calls in flight to that backend. No owner, several
    owners, or an owner without the capability: the backend gets an error at
-   once, never a guess and never a hang.
+   once, never a guess and never a hang. A held modern call waiting for its
+   client's retry is no candidate: its backend already waits on its question.
 2. Notifications fan out only to the clients they concern: list_changed to
    all (the app's coalescer does that), resources/updated to subscribers,
    log messages to clients whose level admits them.
@@ -134,6 +135,14 @@ class ToClients:
                 continue  # a modern request hears only its own backends (modern.py rule 3)
             peer.notify_nowait(message)
 
+    def _waiting(self) -> set[str]:
+        """Modern calls held for their client's retry: their backend waits already."""
+        return {
+            sid
+            for sid, peer in self._clients.items()
+            if isinstance(peer, ModernRequest) and peer.waiting
+        }
+
     async def backend_request(
         self, backend: BackendView, method: str, params: msgspec.Raw | None, client: str | None
     ) -> msgspec.Raw:
@@ -149,7 +158,7 @@ class ToClients:
             raise LocalProtocolError(f"method not found: {method}", METHOD_NOT_FOUND)
         related: Call | None = None
         if client is None:
-            owner = self._owners.sole_owner(backend.name)
+            owner = self._owners.sole_owner(backend.name, self._waiting())
             if owner is None:
                 raise LocalProtocolError(
                     f"{method}: the gateway cannot tell which client this request is for "
@@ -169,6 +178,8 @@ class ToClients:
                 f"{method}: the client did not declare the {feature!r} capability",
                 METHOD_NOT_FOUND,
             )
+        if isinstance(peer, ModernRequest):
+            return await peer.ask(backend.name, method, params)  # bounded by router/held
         emit = related.emit if related is not None else None
         with trio.move_on_after(backend.config.timeouts.request) as scope:
             return await peer.request(method, params, emit)

@@ -43,6 +43,7 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.session import ServerSession
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
+from mcp.shared.message import ServerMessageMetadata
 from pydantic import AnyUrl
 
 SERVER_NAME = "mcp-gateway-conformance-backend"
@@ -461,6 +462,118 @@ async def _reconnection(_: dict[str, Any]) -> list[types.ContentBlock]:
     return _text("Reconnection test completed")
 
 
+# MRTR (input-required-result-*, server-stateless): a handshake-era backend
+# asks with ordinary server-to-client requests; the gateway turns each into
+# input_required for a 2026-07-28 host (gateway/router/held.py).
+
+
+def _name_schema(field_name: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {field_name: {"type": "string"}},
+        "required": [field_name],
+    }
+
+
+async def _ask_form(message: str, schema: dict[str, Any]) -> types.ElicitResult:
+    session, request_id, _ = _context()
+    return await session.elicit_form(message, schema, related_request_id=request_id)
+
+
+async def _ask_llm(text: str, max_tokens: int) -> str:
+    session, request_id, _ = _context()
+    result = await session.create_message(
+        messages=[
+            types.SamplingMessage(role="user", content=types.TextContent(type="text", text=text))
+        ],
+        max_tokens=max_tokens,
+        related_request_id=request_id,
+    )
+    content = result.content
+    return content.text if isinstance(content, types.TextContent) else str(content)
+
+
+async def _ask_roots() -> list[str]:
+    session, request_id, _ = _context()
+    result = await session.send_request(
+        types.ServerRequest(types.ListRootsRequest(method="roots/list")),
+        types.ListRootsResult,
+        metadata=ServerMessageMetadata(related_request_id=request_id),
+    )
+    return [str(root.uri) for root in result.roots]
+
+
+def _field(result: types.ElicitResult, name: str) -> str:
+    content = result.content or {}
+    return str(content.get(name, result.action))
+
+
+@tool("test_input_required_result_elicitation", "Elicits a name, then greets it.")
+async def _irr_elicitation(_: dict[str, Any]) -> list[types.ContentBlock]:
+    answer = await _ask_form("What is your name?", _name_schema("name"))
+    return _text(f"Hello, {_field(answer, 'name')}!")
+
+
+@tool("test_input_required_result_sampling", "Asks the client's LLM for a capital.")
+async def _irr_sampling(_: dict[str, Any]) -> list[types.ContentBlock]:
+    return _text(await _ask_llm("What is the capital of France?", 100))
+
+
+@tool("test_input_required_result_list_roots", "Lists the client's roots.")
+async def _irr_list_roots(_: dict[str, Any]) -> list[types.ContentBlock]:
+    return _text("Roots: " + ", ".join(await _ask_roots()))
+
+
+@tool("test_input_required_result_request_state", "Asks for confirmation (state round trip).")
+async def _irr_request_state(_: dict[str, Any]) -> list[types.ContentBlock]:
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    answer = await _ask_form("Please confirm", schema)
+    return _text(f"state-ok: {answer.action}")
+
+
+@tool("test_input_required_result_multiple_inputs", "Elicits, samples and lists roots at once.")
+async def _irr_multiple(_: dict[str, Any]) -> list[types.ContentBlock]:
+    found: dict[str, str] = {}
+
+    async def name() -> None:
+        found["name"] = _field(await _ask_form("What is your name?", _name_schema("name")), "name")
+
+    async def greeting() -> None:
+        found["greeting"] = await _ask_llm("Generate a greeting", 50)
+
+    async def roots() -> None:
+        found["roots"] = ", ".join(await _ask_roots())
+
+    async with anyio.create_task_group() as group:
+        for ask in (name, greeting, roots):
+            group.start_soon(ask)
+    return _text(json.dumps(found, sort_keys=True))
+
+
+@tool("test_input_required_result_multi_round", "Elicits twice, one after the other.")
+async def _irr_multi_round(_: dict[str, Any]) -> list[types.ContentBlock]:
+    first = await _ask_form("Step 1: What is your name?", _name_schema("name"))
+    second = await _ask_form("Step 2: What is your favorite color?", _name_schema("color"))
+    return _text(f"{_field(first, 'name')} likes {_field(second, 'color')}")
+
+
+@tool("test_input_required_result_tampered_state", "Elicits; the gateway seals the state.")
+async def _irr_tampered(_: dict[str, Any]) -> list[types.ContentBlock]:
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    return _text(f"confirmed: {(await _ask_form('Please confirm', schema)).action}")
+
+
+@tool("test_input_required_result_capabilities", "Asks only for sampling.")
+async def _irr_capabilities(_: dict[str, Any]) -> list[types.ContentBlock]:
+    return _text(await _ask_llm("Say something", 20))
+
+
+@tool("test_streaming_elicitation", "Elicits while the call's stream is open.")
+async def _streaming_elicitation(_: dict[str, Any]) -> list[types.ContentBlock]:
+    answer = await _ask_form("What is your name?", _name_schema("name"))
+    return _text(f"Hello, {_field(answer, 'name')}!")
+
+
 @server.list_tools()
 async def list_tools() -> list[types.Tool]:
     return [definition.tool for definition in TOOLS.values()]
@@ -568,6 +681,10 @@ PROMPTS = [
         arguments=[_argument("resourceUri", "URI of the resource to embed")],
     ),
     types.Prompt(name="test_prompt_with_image", description="A prompt with image content."),
+    types.Prompt(
+        name="test_input_required_result_prompt",
+        description="Elicits the context to use (MRTR through the gateway).",
+    ),
 ]
 
 
@@ -590,7 +707,11 @@ async def get_prompt(name: str, arguments: dict[str, str] | None) -> types.GetPr
     if missing:
         raise ValueError(f"Missing required arguments: {', '.join(missing)}")
     messages: list[types.PromptMessage]
-    if name == "test_simple_prompt":
+    if name == "test_input_required_result_prompt":
+        answer = await _ask_form("What context should the prompt use?", _name_schema("context"))
+        text = f"Use this context: {_field(answer, 'context')}"
+        messages = [_user(types.TextContent(type="text", text=text))]
+    elif name == "test_simple_prompt":
         messages = [
             _user(types.TextContent(type="text", text="This is a simple prompt for testing."))
         ]
