@@ -75,9 +75,7 @@ async def call(client: httpx.AsyncClient, name: str, **arguments: Any) -> None:
 
 def sent(log: Path, method: str) -> list[str]:
     """The URIs of each ``method`` request the backend received."""
-    return [
-        m["params"]["uri"] for d, m in read_log(log) if d == ">" and m.get("method") == method
-    ]
+    return [m["params"]["uri"] for d, m in read_log(log) if d == ">" and m.get("method") == method]
 
 
 async def until_sent(log: Path, method: str, count: int) -> list[str]:
@@ -125,7 +123,7 @@ async def test_ack_first_then_only_what_was_asked_each_tagged(
     """S/basic/patterns/subscriptions.mdx: the ack names the honoured subset (an
     unknown URI and a URI the backend refuses are left out), then list_changed and
     resources/updated for the subscribed URI only, each with the subscription id."""
-    a, b = await public_uris(client)
+    a, _ = await public_uris(client)
     asked = {"toolsListChanged": True, "resourceSubscriptions": [a, "nope://x", a + "/refused"]}
     async with listen(client, "L1", asked) as stream:
         ack = await stream.next()
