@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any, Final
 import httpx
 import pytest
 import trio
+from pydantic import AnyUrl
 
 from gateway.app import drain
 from tests.frontend.test_modern_http import modern, modern_headers, send
 from tests.frontend.test_streamable_http import http_client
-from tests.harness import Running, gateway_config, start_gateway, stdio_backend
+from tests.harness import Running, gateway_config, open_client, start_gateway, stdio_backend
 from tests.servers.paths import python_server_command
 from tests.servers.recorder import read_log, recorded
 
@@ -84,6 +85,13 @@ async def until_sent(log: Path, method: str, count: int) -> list[str]:
         while len(sent(log, method)) < count:  # noqa: ASYNC110 - a file another process writes
             await trio.sleep(0.02)
     return sent(log, method)
+
+
+async def no_listeners(running: Running) -> None:
+    """Wait (bounded) until the gateway has torn every listen stream down."""
+    with trio.fail_after(WAIT):
+        while len(running.gateway.clients.listeners):  # noqa: ASYNC110 - the server's side
+            await trio.sleep(0.01)
 
 
 @pytest.fixture(name="log")
@@ -168,9 +176,7 @@ async def test_closing_the_stream_unsubscribes_at_the_backend(
         await stream.next()
         assert len(running.gateway.clients.listeners) == 1
     assert await until_sent(log, "resources/unsubscribe", 1) == ["watch://a"]
-    with trio.fail_after(WAIT):
-        while len(running.gateway.clients.listeners):  # noqa: ASYNC110 - the server's side
-            await trio.sleep(0.01)
+    await no_listeners(running)
 
 
 async def test_two_listeners_share_one_backend_subscription(
@@ -215,3 +221,24 @@ async def test_a_malformed_filter_is_invalid_params(client: httpx.AsyncClient) -
     response = await send(client, message)
     assert response.status_code == 400
     assert response.json()["error"]["code"] == -32602
+
+
+async def test_a_listener_and_a_legacy_subscriber_share_the_backend_subscription(
+    client: httpx.AsyncClient, running: Running, log: Path
+) -> None:
+    """The same refcounted table as resources/subscribe: a legacy session holding the
+    URI keeps the backend subscribed after the listener goes."""
+    a, _ = await public_uris(client)
+    async with open_client(running.url) as legacy:
+        await legacy.subscribe_resource(AnyUrl(a))
+        async with listen(client, 5, {"resourceSubscriptions": [a]}) as stream:
+            ack = await stream.next()
+            assert ack["params"]["notifications"] == {"resourceSubscriptions": [a]}
+            await call(client, "touch", uri="watch://a")
+            assert (await stream.next())["params"]["uri"] == a
+        assert sent(log, "resources/subscribe") == ["watch://a"]
+        await no_listeners(running)
+        await call(client, "touch", uri="watch://b")  # after any release the listener started
+        assert sent(log, "resources/unsubscribe") == []
+        await legacy.unsubscribe_resource(AnyUrl(a))
+    assert await until_sent(log, "resources/unsubscribe", 1) == ["watch://a"]
