@@ -140,7 +140,7 @@ async def _chunk(send: h.Send, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body, "more_body": True})
 
 
-async def _write(listener: Listener, send: h.Send) -> None:
+async def write_stream(listener: Listener, send: h.Send) -> None:
     """Rules 1 and 4: the ack, then the queue, with keep-alives when idle."""
     await _chunk(send, h.sse_event(listener.subscription.acknowledgement()))
     while True:
@@ -177,7 +177,7 @@ async def serve_listen(
         )
         async with trio.open_nursery() as nursery:
             nursery.start_soon(h.cancel_on_disconnect, receive, nursery.cancel_scope)
-            nursery.start_soon(_write, listener, send)
+            nursery.start_soon(write_stream, listener, send)
             await listener.ended.wait()
             nursery.cancel_scope.cancel()
         if listener.ended.is_set():
