@@ -352,6 +352,7 @@ async def drain(gateway: Gateway) -> int:
     """
     gateway.draining = True
     gateway.stopping.set()
+    gateway.clients.listeners.close_all()  # each ends with its final result
     with trio.move_on_after(gateway.config.shutdown.drain_timeout):
         for backend in list(gateway.pool.backends.values()):
             await backend.drained()

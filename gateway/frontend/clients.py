@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from gateway.errors import INTERNAL_ERROR, RemoteProtocolError
+from gateway.frontend.listen import Listeners
 from gateway.protocol import jsonrpc
 
 if TYPE_CHECKING:
@@ -182,6 +183,10 @@ class ClientRegistry:
         max_sessions: beyond this many, new sessions are refused (503).
         on_open: called with each new session.
         on_close: called once with each session that ends, however it ends.
+
+    Attributes:
+        listeners: the modern ``subscriptions/listen`` streams, which hear
+            the same list_changed broadcasts as sessions.
     """
 
     def __init__(
@@ -195,6 +200,7 @@ class ClientRegistry:
         self.max_sessions = max_sessions
         self._on_open = on_open
         self._on_close = on_close
+        self.listeners = Listeners()
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -237,8 +243,8 @@ class ClientRegistry:
         session.outbox.put_nowait(b"")
 
     def broadcast(self, message: bytes) -> int:
-        """Queue a message for every initialized session; returns how many."""
-        count = 0
+        """Queue a message for every initialized session and listen stream; returns how many."""
+        count = self.listeners.broadcast(message)
         for session in self._sessions.values():
             if session.initialized:
                 session.outbox.put_nowait(message)

@@ -35,11 +35,13 @@ import trio
 
 from gateway.errors import LocalProtocolError
 from gateway.frontend import http_util as h
+from gateway.frontend.listen import Listeners, serve_listen
 from gateway.frontend.post_response import respond_to_request
 from gateway.frontend.rejection import Rejection
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.eras import check_method, modern_result, parse_modern
 from gateway.protocol.jsonrpc import ErrorResponse, Response
+from gateway.protocol.listen import LISTEN, parse_filter
 from gateway.protocol.modern_errors import ModernProtocolError, http_status_for
 from gateway.protocol.routing_headers import check_param_headers, fold_headers
 from gateway.router.modern import ModernRequest
@@ -115,19 +117,26 @@ async def serve_modern(
     receive: h.Receive,
     send: h.Send,
     request: Request,
+    listeners: Listeners | None = None,
 ) -> None:
     """Answer one modern request POSTed to the endpoint.
+
+    ``subscriptions/listen`` goes to ``frontend.listen`` when ``listeners`` is given.
 
     Raises:
         Rejection: a failed check (rule 1), answered by ``rejection.answer``.
     """
     try:
         envelope, params = validate(router, scope, request)
+        asked = parse_filter(params) if request.method == LISTEN else None
     except (ModernProtocolError, LocalProtocolError) as exc:
         status = http_status_for(exc.code)
         raise Rejection(
             status, exc.message, code=exc.code, msg_id=request.id, data=exc.data
         ) from None
+    if asked is not None and listeners is not None:
+        await serve_listen(router, listeners, receive, send, request, envelope, asked)
+        return
     if request.method == "server/discover":
         result = mcp.encode(router.discover_result())
         await h.respond(send, 200, jsonrpc.encode_response(request.id, result))

@@ -212,7 +212,7 @@ class McpEndpoint:
         if isinstance(message, Request) and is_modern_request(
             _params(message), session_id, version
         ):
-            await serve_modern(self._router, scope, receive, send, message)
+            await serve_modern(self._router, scope, receive, send, message, self._clients.listeners)
         elif isinstance(message, Notification) and is_modern_notification(
             _params(message), session_id, version
         ):

@@ -27,9 +27,8 @@ Compatibility, dual-era server). The rules the frontend asks here:
   methods the revision removed (``ping``, ``logging/setLevel``,
   ``resources/subscribe``, ``initialize``...), is an unknown method: -32601
   with HTTP 404 (``streamable-http.mdx`` §Status codes), the body telling a
-  modern 404 from a legacy one. ``subscriptions/listen`` is not served yet
-  (issue 14, step 3), so it is unknown too, and discover does not offer
-  ``listChanged``/``subscribe``.
+  modern 404 from a legacy one. ``subscriptions/listen`` is served by
+  ``frontend.listen`` (rules in ``protocol.listen``).
 - **Versions** the gateway serves on its host leg, newest first: the
   stateless ones, then the handshake ones. A modern request naming another
   version gets -32022 whose ``data.supported`` lists *all* of them: a
@@ -78,6 +77,7 @@ MODERN_METHODS: Final = frozenset(
         "resources/templates/list",
         "resources/read",
         "completion/complete",
+        "subscriptions/listen",
     }
 )
 # Methods of the handshake era that 2026-07-28 removed (S/changelog.mdx).

@@ -26,7 +26,7 @@ backends coming and going.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -38,6 +38,7 @@ from gateway.errors import (
     METHOD_NOT_FOUND,
     REQUEST_TIMEOUT_CODE,
     BackendUnavailable,
+    GatewayError,
     LocalProtocolError,
     ProtocolError,
     RequestTimeout,
@@ -248,6 +249,33 @@ class Router:
             for backend in self._pool.backends.values():
                 if backend.per_client:
                     backend.close_client(client_id)
+
+    # -- listen streams (frontend.listen) ----------------------------------
+
+    async def listen(self, listener: ClientPeer, uris: Sequence[str]) -> list[str]:
+        """Register a listen stream with the fan-out; returns the URIs subscribed.
+
+        From here on ``listener`` hears what every client session hears
+        (``resources/updated`` for what it holds); each URI is subscribed
+        through the same refcounted table as ``resources/subscribe``, and
+        one that cannot be (unknown, not subscribable, refused) is left out.
+        ``listener_closed`` undoes all of it.
+        """
+        self._to_clients.opened(listener)
+        call = Call(listener, self._pool.snapshot)
+        held: list[str] = []
+        for uri in uris:
+            try:
+                await self._subscriptions.subscribe(call, {"uri": uri})
+            except GatewayError as exc:
+                logger.info("listen.uri_refused", uri=uri[:256], error=str(exc)[:256])
+                continue
+            held.append(uri)
+        return held
+
+    def listener_closed(self, session_id: str) -> None:
+        """A listen stream ended: release its subscriptions, in the router's nursery."""
+        self.client_closed(session_id, self._nursery)
 
     # -- dispatch --------------------------------------------------------
 

@@ -155,15 +155,12 @@ def backend_request(request: Request, params: object) -> Request:
 def discover(pool: PoolView) -> dict[str, Any]:
     """The gateway's ``server/discover`` result (rule 5).
 
-    Capabilities are those the gateway offers a legacy host, less
-    ``listChanged`` and ``subscribe``: on 2026-07-28 they promise
-    ``subscriptions/listen``, which the gateway does not serve yet.
+    Capabilities are those the gateway offers a legacy host: on 2026-07-28
+    ``listChanged`` and ``subscribe`` promise ``subscriptions/listen``,
+    which ``frontend.listen`` serves (list_changed whenever the merged view
+    changes; ``subscribe`` only while a backend up offers subscriptions).
     """
     caps = initialize.server_capabilities(pool)
-    for name in ("tools", "prompts", "resources"):
-        entry = caps.get(name)
-        if isinstance(entry, dict):
-            caps[name] = {k: v for k, v in entry.items() if k not in ("listChanged", "subscribe")}
     return discover_result(
         supported_versions=SERVED_VERSIONS,
         capabilities=caps,

@@ -116,7 +116,7 @@ async def test_discover_answers_from_the_merged_view_without_a_session(
     assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "mcp-gateway"
     caps = result["capabilities"]
     assert set(caps) >= {"tools", "prompts", "resources"}
-    assert "listChanged" not in caps["tools"]  # no subscriptions/listen yet
+    assert caps["tools"]["listChanged"] is True  # served by subscriptions/listen
 
 
 async def test_tools_list_carries_hints_and_drops_an_invalid_header_annotation(
@@ -295,7 +295,6 @@ async def test_a_backend_needing_an_undeclared_capability_fails_the_call_with_32
         "logging/setLevel",
         "resources/subscribe",
         "initialize",
-        "subscriptions/listen",
         "x/y",
     ],
 )

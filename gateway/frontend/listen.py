@@ -1,0 +1,190 @@
+"""A modern ``subscriptions/listen`` POST: one SSE stream per request.
+
+The rules of what goes on the stream are ``protocol.listen``'s; this module
+does the I/O:
+
+1. The stream opens with the acknowledgement, written before anything
+   else, so nothing tagged with this subscription precedes it.
+2. list_changed reaches the stream from the app's coalescer through
+   ``Listeners.broadcast`` (only when the merged view changed, coalesced as
+   for sessions); ``resources/updated`` through the router's fan-out, where
+   the listener is registered like a client session for as long as the
+   stream lives (``Router.listen``), its URIs subscribed at the backends
+   through the refcounted table legacy sessions share.
+3. Queued messages never block the fan-out: a listener whose queue is full
+   drops the message (counted in the log) rather than stall other clients.
+4. An idle stream gets a keep-alive comment every ``KEEPALIVE_INTERVAL``.
+5. The client closing the stream ends it; the gateway shutting down ends it
+   with the spec's final ``complete`` result. Either way the listener leaves
+   the fan-out and its subscriptions are released (``Router.listener_closed``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+import structlog
+import trio
+
+from gateway.errors import METHOD_NOT_FOUND, LocalProtocolError
+from gateway.frontend import http_util as h
+from gateway.frontend.get_stream import KEEPALIVE_INTERVAL
+from gateway.protocol.listen import LIST_CHANGED_FIELDS, Subscription, honour
+
+if TYPE_CHECKING:
+    import msgspec
+
+    from gateway.protocol.envelope import Envelope
+    from gateway.protocol.jsonrpc import Request
+    from gateway.protocol.listen import ListenFilter
+    from gateway.router import Emit, Router
+
+logger = structlog.get_logger("gateway.frontend")
+
+# Messages a listen stream holds before the writer catches up (rule 3).
+LISTENER_QUEUE: Final = 128
+_ids: Final = itertools.count(1)
+_OFFERED: Final = frozenset(LIST_CHANGED_FIELDS.values())
+
+
+@dataclass(eq=False)
+class Listener:
+    """One listen stream, as the router's fan-out sees it (a ``ClientPeer``).
+
+    Attributes:
+        subscription: what the stream carries, and how it is tagged.
+        envelope: the listen request's ``_meta``.
+        session_id: unique to this stream, for the router's tables only.
+    """
+
+    subscription: Subscription
+    envelope: Envelope
+    session_id: str = field(default_factory=lambda: f"listen-{next(_ids)}")
+    ended: trio.Event = field(default_factory=trio.Event)
+    dropped: int = 0
+
+    def __post_init__(self) -> None:
+        self._send, self.inbox = trio.open_memory_channel[bytes](LISTENER_QUEUE)
+
+    @property
+    def protocol_version(self) -> str:
+        """The revision the listen request names."""
+        return self.envelope.protocol_version
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """The capabilities the listen request declared."""
+        return self.envelope.client_capabilities
+
+    def notify_nowait(self, message: bytes) -> None:
+        """Queue ``message`` if it belongs on this stream, tagged (rules 2-3)."""
+        self.offer(message)
+
+    def offer(self, message: bytes) -> bool:
+        """``notify_nowait``; True when the message belongs on this stream."""
+        tagged = self.subscription.tag(message)
+        if tagged is None:
+            return False
+        try:
+            self._send.send_nowait(tagged)
+        except trio.WouldBlock:
+            self.dropped += 1
+        return True
+
+    async def request(
+        self, method: str, params: msgspec.Raw | None, emit: Emit | None
+    ) -> msgspec.Raw:
+        """A listen stream answers no backend request.
+
+        Raises:
+            LocalProtocolError: always.
+        """
+        raise LocalProtocolError(f"{method}: not on a listen stream", METHOD_NOT_FOUND)
+
+
+class Listeners:
+    """The open listen streams: list_changed reaches them all (rule 2)."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, Listener] = {}
+        self.closing = False
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def add(self, listener: Listener) -> None:
+        """A stream opened."""
+        self._open[listener.session_id] = listener
+
+    def remove(self, listener: Listener) -> None:
+        """A stream ended."""
+        self._open.pop(listener.session_id, None)
+
+    def broadcast(self, message: bytes) -> int:
+        """Queue a notification for every stream that asked for it; returns how many."""
+        count = 0
+        for listener in list(self._open.values()):
+            count += listener.offer(message)
+        return count
+
+    def close_all(self) -> None:
+        """The gateway shuts down: end every stream with its final result (rule 5)."""
+        self.closing = True
+        for listener in list(self._open.values()):
+            listener.ended.set()
+
+
+async def _chunk(send: h.Send, body: bytes) -> None:
+    await send({"type": "http.response.body", "body": body, "more_body": True})
+
+
+async def write_stream(listener: Listener, send: h.Send) -> None:
+    """Rules 1 and 4: the ack, then the queue, with keep-alives when idle."""
+    await _chunk(send, h.sse_event(listener.subscription.acknowledgement()))
+    while True:
+        with trio.move_on_after(KEEPALIVE_INTERVAL):
+            message = await listener.inbox.receive()
+            await _chunk(send, h.sse_event(message))
+            continue
+        await _chunk(send, b": keep-alive\n\n")
+
+
+async def serve_listen(
+    router: Router,
+    listeners: Listeners,
+    receive: h.Receive,
+    send: h.Send,
+    request: Request,
+    envelope: Envelope,
+    asked: ListenFilter,
+) -> None:
+    """Serve one listen request until the client or the gateway ends it (rule 5)."""
+    listener = Listener(honour(request.id, asked, _OFFERED, []), envelope)
+    try:
+        held = await router.listen(listener, asked.uris)
+        listener.subscription = honour(request.id, asked, _OFFERED, held)
+        listeners.add(listener)
+        if listeners.closing:
+            listener.ended.set()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", h.EVENT_STREAM), (b"cache-control", b"no-cache")],
+            }
+        )
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(h.cancel_on_disconnect, receive, nursery.cancel_scope)
+            nursery.start_soon(write_stream, listener, send)
+            await listener.ended.wait()
+            nursery.cancel_scope.cancel()
+        if listener.ended.is_set():
+            await _chunk(send, h.sse_event(listener.subscription.complete()))
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+    finally:
+        listeners.remove(listener)
+        router.listener_closed(listener.session_id)
+        if listener.dropped:
+            logger.warning("listen.dropped", count=listener.dropped)
