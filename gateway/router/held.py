@@ -140,10 +140,15 @@ class HeldCall:
             self._news.set()
             for ask in self._asks.values():
                 ask.refuse(self._ended(expired))
-            if not expired and self.awaiting_retry:
-                with trio.move_on_at(self.expiry.deadline):
-                    await self._collected.wait()
-            self._table.release(self)
+            try:
+                if not expired and self.awaiting_retry:
+                    # Cancellable on purpose: a cancel (shutdown, the host
+                    # gone) ends the wait for the retry; the entry is
+                    # released either way.
+                    with trio.move_on_at(self.expiry.deadline):
+                        await self._collected.wait()  # noqa: ASYNC102
+            finally:
+                self._table.release(self)
 
     def _ended(self, expired: bool) -> LocalProtocolError:
         if expired:
