@@ -1,0 +1,96 @@
+"""A backend on the official Python SDK 2.x (``MCPServer``), serving both eras.
+
+Run with ``.venv-sdk2/bin/python tests/servers/modern_sdk2.py [stdio|http PORT]``
+(mcp 2.x cannot share a virtualenv with the 1.x peers). The backend-leg tests
+(``tests/e2e/test_modern_backend.py``) put it behind the gateway: the gateway's
+probe finds 2026-07-28 here, and the tools report what the gateway sent them
+(the request's ``_meta``, its HTTP headers) so the tests can check the
+per-request envelope the gateway builds towards a modern backend.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+
+server = MCPServer("sdk2-modern", instructions="An SDK 2.x backend for the backend-leg tests.")
+
+
+@server.tool()
+def add(a: int, b: int) -> str:
+    """Add two integers."""
+    return str(a + b)
+
+
+@server.tool()
+def whoami(ctx: Context) -> str:
+    """What this request carried: its version, capabilities and ``_meta``."""
+    meta = ctx.request_context.meta
+    dumped: Any = None
+    if meta is not None:
+        dumped = (
+            meta.model_dump(mode="json", by_alias=True) if hasattr(meta, "model_dump") else meta
+        )
+    caps = ctx.client_capabilities
+    headers = ctx.headers
+    return json.dumps(
+        {
+            "protocol_version": ctx.protocol_version,
+            "meta": json.loads(json.dumps(dumped, default=str)),
+            "capabilities": None
+            if caps is None
+            else caps.model_dump(mode="json", exclude_none=True),
+            "headers": None if headers is None else {k.lower(): v for k, v in headers.items()},
+        }
+    )
+
+
+@server.tool(meta={})
+def lookup(region: str, ctx: Context) -> str:
+    """Echo the ``region`` argument and the ``Mcp-Param-Region`` header that came with it."""
+    headers = ctx.headers or {}
+    lowered = {k.lower(): v for k, v in headers.items()}
+    return json.dumps({"region": region, "header": lowered.get("mcp-param-region")})
+
+
+@server.tool()
+async def slow(steps: int, ctx: Context) -> str:
+    """Report ``steps`` progress notifications, then answer."""
+    for step in range(steps):
+        await ctx.report_progress(step + 1, steps)
+    return "done"
+
+
+@server.tool()
+async def chatty(ctx: Context) -> str:
+    """Log one debug and one warning message, then answer."""
+    await ctx.debug("debug line")
+    await ctx.warning("warning line")
+    return "logged"
+
+
+@server.resource("sdk2://note")
+def note() -> str:
+    """A fixed text resource."""
+    return "a note from sdk2"
+
+
+@server.prompt()
+def greet(name: str) -> str:
+    """A one-message prompt."""
+    return f"Hello, {name}!"
+
+
+def main() -> None:
+    """Serve on stdio, or on Streamable HTTP at 127.0.0.1:PORT/mcp."""
+    if len(sys.argv) > 2 and sys.argv[1] == "http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")
+
+
+if __name__ == "__main__":
+    main()
