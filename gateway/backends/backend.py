@@ -126,6 +126,7 @@ class Backend:
             on_request=self._handle_request,
             on_notification=self._handle_notification,
             log=log,
+            tool_schema=self._tool_schema,
         )
         self._supervisor = Supervisor(
             config,
@@ -138,6 +139,9 @@ class Backend:
             rng=rng,
             log=log,
         )
+
+    def _tool_schema(self, name: str) -> object:
+        return self._supervisor.tool_schema(name)
 
     # -- what the pool, the router and the metrics read ----------------------
 

@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import trio
 
 from gateway.backends.failures import EXPECTED, condition, describe
+from gateway.backends.handshake import effective_protocol
 from gateway.errors import BackendUnavailable
 from gateway.session import Peer, open_session
+from gateway.transports.base import schemas_for
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from gateway.backends.channel import ChannelOpener
     from gateway.backends.handshake import Handshake
     from gateway.config import BackendConfig
+    from gateway.transports.base import ToolSchemas
 
 
 class SessionRequestHandler(Protocol):
@@ -75,6 +78,8 @@ class Links:
         on_request: answers the backend's requests on a link.
         on_notification: takes the backend's notifications on a link.
         log: the backend's bound logger.
+        tool_schema: the backend's own ``inputSchema`` by tool name, for a
+            modern HTTP link's ``Mcp-Param-*`` headers.
     """
 
     def __init__(
@@ -86,8 +91,10 @@ class Links:
         on_request: SessionRequestHandler,
         on_notification: SessionNotificationHandler,
         log: Any,
+        tool_schema: ToolSchemas | None = None,
     ) -> None:
         self._config = config
+        self._tool_schema = tool_schema
         self._name = config.name
         self._connect = connect
         self._handshake = handshake
@@ -175,9 +182,11 @@ class Links:
                         on_notification=partial(self._on_notification, client=link.client),
                     ) as peer,
                 ):
+                    schemas_for(channel, self._tool_schema)
                     with trio.fail_after(self._config.timeouts.initialize):
-                        await self._handshake(peer)
-                    await peer.notify("notifications/initialized")
+                        info = await self._handshake(peer, effective_protocol(self._config))
+                    if not info.modern:
+                        await peer.notify("notifications/initialized")
                     link.peer = peer
                     link.ready.set()
                     started = True

@@ -20,7 +20,8 @@ Rules:
    no revision we know is retried at the longest delay only (D12); one whose
    server only forgot our session (``SessionExpired``) at once (D14).
 5. The session ends, and the backend restarts like after any failure, when
-   a ping gets no answer in time after a quiet spell, or when
+   a ping (``server/discover`` on a modern session) gets no answer in time
+   after a quiet spell, or when
    ``eject_after_timeouts`` requests in a row timed out (B12).
 
 Theory of operation: ``run`` calls ``task_status.started()`` before the
@@ -46,7 +47,7 @@ import trio
 from gateway.backends import listing
 from gateway.backends.backoff import Backoff
 from gateway.backends.failures import EXPECTED, describe, first_leaf
-from gateway.backends.handshake import IncompatibleBackend
+from gateway.backends.handshake import IncompatibleBackend, effective_protocol
 from gateway.catalog.snapshot import Kind
 from gateway.errors import (
     GatewayError,
@@ -56,6 +57,7 @@ from gateway.errors import (
     TransportError,
 )
 from gateway.session import Peer, open_session
+from gateway.transports.base import schemas_for
 
 if TYPE_CHECKING:
     import random
@@ -276,9 +278,11 @@ class Supervisor:
             ) as peer,
             trio.open_nursery() as nursery,
         ):
+            schemas_for(channel, self.tool_schema)
             with trio.fail_after(timeouts.initialize):
-                self.info = info = await self._handshake(peer)
-            await peer.notify("notifications/initialized")
+                self.info = info = await self._handshake(peer, effective_protocol(self._config))
+            if not info.modern:
+                await peer.notify("notifications/initialized")
             fresh = await self._list_all(peer, set(Kind))
             self.peer = peer
             self.listing = fresh
@@ -290,6 +294,7 @@ class Supervisor:
             self._log.info(
                 "backend.connect.complete",
                 protocol_version=info.protocol_version,
+                era="modern" if info.modern else "legacy",
                 server=info.name,
                 tools=len(fresh.tools),
                 prompts=len(fresh.prompts),
@@ -335,7 +340,8 @@ class Supervisor:
                 continue
             try:
                 with trio.fail_after(health.ping_timeout):
-                    await peer.request("ping")
+                    # 2026-07-28 has no ping: discover is the cheapest request.
+                    await peer.request("server/discover" if peer.modern else "ping")
             except trio.TooSlowError:
                 raise TransportBroken(
                     f"no answer to ping within {health.ping_timeout:g} s"
@@ -344,6 +350,21 @@ class Supervisor:
                 pass  # an error answer is still an answer: the backend is alive
 
     # -- listing --------------------------------------------------------------
+
+    def tool_schema(self, name: str) -> object:
+        """The current ``inputSchema`` of the backend's tool ``name`` (None if unknown).
+
+        The Streamable HTTP channel of a modern backend mints the call's
+        ``Mcp-Param-*`` headers from it: the backend's own schema, not the
+        public one, since the backend checks against its own.
+        """
+        listing_now = self.listing
+        if listing_now is None:
+            return None
+        for tool in listing_now.tools:
+            if tool.get("name") == name:
+                return tool.get("inputSchema")
+        return None
 
     async def _refresher(self, peer: Peer) -> None:
         """Re-list what a backend said changed: at once after a quiet spell,

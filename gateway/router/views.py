@@ -194,9 +194,11 @@ class PoolView(Protocol):
 
 
 def subscribable(backend: BackendView) -> bool:
-    """Whether a backend declared ``resources.subscribe`` (spec: resources)."""
+    """Whether a backend takes ``resources/subscribe`` (declared, and handshake era)."""
     info = backend.info
-    if info is None:
+    if info is None or info.modern:
+        # 2026-07-28 has no resources/subscribe; its listen stream is not
+        # bridged yet (issue 14, step 5 leaves it for later).
         return False
     resources = info.capabilities.get("resources")
     return isinstance(resources, dict) and resources.get("subscribe") is True

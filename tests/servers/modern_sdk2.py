@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from pydantic import Field
 
 server = MCPServer("sdk2-modern", instructions="An SDK 2.x backend for the backend-leg tests.")
 
@@ -48,8 +49,10 @@ def whoami(ctx: Context) -> str:
     )
 
 
-@server.tool(meta={})
-def lookup(region: str, ctx: Context) -> str:
+@server.tool()
+def lookup(
+    region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})], ctx: Context
+) -> str:
     """Echo the ``region`` argument and the ``Mcp-Param-Region`` header that came with it."""
     headers = ctx.headers or {}
     lowered = {k.lower(): v for k, v in headers.items()}

@@ -1,0 +1,228 @@
+"""The backend leg in the 2026-07-28 era: an SDK 2.x server behind the gateway.
+
+``tests/servers/modern_sdk2.py`` runs on the official Python SDK 2.x (in
+``.venv-sdk2``) and serves both eras; its ``whoami`` tool reports the
+``_meta`` and headers each request brought, so these tests see what the
+gateway sent. Hosts: the official SDK 1.x client (legacy) and raw ``httpx``
+with the modern envelope. Rules: ``docs/eras.md``, "The backend leg".
+"""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import pytest
+import trio
+from prometheus_client import CollectorRegistry
+
+from gateway.app import serve
+from gateway.backends.supervisor import BackendState
+from tests.frontend.test_modern_http import MODERN, modern, send, sse_messages
+from tests.frontend.test_streamable_http import http_client
+from tests.harness import gateway_config, open_client, sdk_backend, start_gateway, stdio_backend
+from tests.subprocess_servers import free_port, run_server
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from tests.harness import Running
+    from tests.subprocess_servers import RunningServer
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+SDK2_PYTHON: Final = ROOT / ".venv-sdk2" / "bin" / "python"
+SERVER: Final = ROOT / "tests" / "servers" / "modern_sdk2.py"
+META: Final = "io.modelcontextprotocol/"
+
+pytestmark = [
+    pytest.mark.sdk2,
+    pytest.mark.skipif(
+        not SDK2_PYTHON.exists(),
+        reason=".venv-sdk2 is missing: run `make sdk2-venv` (make test always creates it)",
+    ),
+]
+
+
+def sdk2_stdio(name: str, **extra: Any) -> dict[str, Any]:
+    """The SDK 2.x backend over stdio."""
+    return stdio_backend(name, [str(SDK2_PYTHON), str(SERVER)], **extra)
+
+
+@pytest.fixture(scope="module")
+def sdk2_http() -> Iterator[RunningServer]:
+    """The SDK 2.x backend over Streamable HTTP, shared by the module's tests."""
+    port = free_port()
+    with run_server([str(SDK2_PYTHON), str(SERVER), "http", str(port)], port) as server:
+        yield server
+
+
+def text_of(result: dict[str, Any]) -> str:
+    """The first text content of a CallToolResult body."""
+    first = result["content"][0]
+    assert first["type"] == "text"
+    text: str = first["text"]
+    return text
+
+
+async def modern_call(
+    running: Running, msg_id: int, method: str, params: dict[str, Any], **meta: Any
+) -> dict[str, Any]:
+    """One modern request through the gateway; the JSON-RPC response."""
+    async with http_client(running) as client:
+        response = await send(client, modern(msg_id, method, params, **meta))
+    assert response.status_code == 200, response.text
+    if response.headers["content-type"].startswith("text/event-stream"):
+        messages = sse_messages(response)
+        return messages[-1]
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def test_auto_picks_modern_for_an_sdk2_server_and_legacy_for_an_sdk1_server(
+    nursery: trio.Nursery,
+) -> None:
+    """Issue 14 step 5: the probe; ``protocol: legacy`` forces initialize on a dual-era server."""
+    config = gateway_config(
+        [sdk2_stdio("m"), sdk2_stdio("ml", protocol="legacy"), sdk_backend("alpha")]
+    )
+    running = await start_gateway(nursery, config)
+    backends = running.gateway.pool.backends
+    infos = {name: backends[name].info for name in ("m", "ml", "alpha")}
+    assert all(info is not None for info in infos.values())
+    assert infos["m"] is not None and infos["m"].modern
+    assert infos["m"].protocol_version == MODERN
+    assert infos["m"].supported_versions == (MODERN,)
+    assert infos["m"].name == "sdk2-modern"
+    assert infos["m"].instructions == "An SDK 2.x backend for the backend-leg tests."
+    assert infos["ml"] is not None and not infos["ml"].modern
+    assert infos["ml"].protocol_version == "2025-11-25"
+    assert infos["alpha"] is not None and not infos["alpha"].modern
+    assert backends["m"].initializations == 0  # no initialize on a modern session
+    assert backends["ml"].initializations == 1
+    async with open_client(running.url) as session:
+        tools = {tool.name for tool in (await session.list_tools()).tools}
+        assert {"m__add", "m__whoami", "ml__add", "alpha__add"} <= tools
+        added = await session.call_tool("m__add", {"a": 20, "b": 22})
+        assert added.content[0].text == "42"  # type: ignore[union-attr] # a TextContent
+        # What the legacy host gets has nothing of 2026-07-28 left in it.
+        assert not set(added.model_extra or {}) & {"resultType", "ttlMs", "cacheScope"}
+        seen = json.loads(
+            (await session.call_tool("ml__whoami", {})).content[0].text  # type: ignore[union-attr]
+        )
+        assert seen["protocol_version"] == "2025-11-25"
+
+
+async def test_a_legacy_host_call_carries_the_envelope_built_from_its_session(
+    nursery: trio.Nursery,
+) -> None:
+    """Issue 14 step 5: the host's initialize capabilities (bridgeable ones), its log
+    level, the gateway's clientInfo; a legacy host gets no -32022 either."""
+    running = await start_gateway(nursery, gateway_config([sdk2_stdio("m")]))
+
+    async def on_elicit(context: Any, params: Any) -> Any:  # never asked here
+        raise AssertionError("not asked")
+
+    async with open_client(running.url, elicitation_callback=on_elicit) as session:
+        await session.set_logging_level("warning")
+        result = await session.call_tool("m__whoami", {})
+    seen = json.loads(result.content[0].text)  # type: ignore[union-attr] # a TextContent
+    meta = seen["meta"]
+    assert seen["protocol_version"] == MODERN
+    assert meta[META + "protocolVersion"] == MODERN
+    assert meta[META + "clientInfo"]["name"] == "mcp-gateway"
+    assert set(meta[META + "clientCapabilities"]) == {"elicitation"}
+    assert meta[META + "logLevel"] == "warning"
+
+
+async def test_a_modern_host_call_carries_its_own_capabilities_trace_and_level(
+    nursery: trio.Nursery,
+) -> None:
+    """Issue 14 step 5: the request's capabilities cut to what the gateway bridges;
+    trace context passed through; the gateway's clientInfo, not the host's."""
+    running = await start_gateway(nursery, gateway_config([sdk2_stdio("m")]))
+    answer = await modern_call(
+        running,
+        1,
+        "tools/call",
+        {"name": "m__whoami", "arguments": {}},
+        **{
+            META + "clientCapabilities": {"sampling": {}, "experimental": {"x": {}}},
+            META + "logLevel": "error",
+            "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        },
+    )
+    result = answer["result"]
+    assert result["resultType"] == "complete"
+    seen = json.loads(text_of(result))
+    meta = seen["meta"]
+    assert meta[META + "clientCapabilities"] == {"sampling": {}}
+    assert meta[META + "clientInfo"]["name"] == "mcp-gateway"
+    assert meta[META + "logLevel"] == "error"
+    assert meta["traceparent"] == "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+async def test_prompts_resources_and_progress_through_a_modern_stdio_backend(
+    nursery: trio.Nursery,
+) -> None:
+    """Issue 14 step 5: prompts/get, resources/read, progress under the host's token."""
+    running = await start_gateway(nursery, gateway_config([sdk2_stdio("m")]))
+    progress: list[float] = []
+    async with open_client(running.url) as session:
+        prompt = await session.get_prompt("m__greet", {"name": "Ada"})
+        assert prompt.messages[0].content.text == "Hello, Ada!"  # type: ignore[union-attr]
+        resources = (await session.list_resources()).resources
+        uri = next(str(r.uri) for r in resources if str(r.uri).endswith("note"))
+        read = await session.read_resource(uri)  # type: ignore[arg-type]
+        assert read.contents[0].text == "a note from sdk2"  # type: ignore[union-attr]
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            progress.append(value)
+
+        done = await session.call_tool("m__slow", {"steps": 3}, progress_callback=on_progress)
+    assert done.content[0].text == "done"  # type: ignore[union-attr]
+    assert progress == [1, 2, 3]
+
+
+async def test_a_modern_http_backend_gets_its_headers_and_no_session(
+    nursery: trio.Nursery, sdk2_http: RunningServer
+) -> None:
+    """Issue 14 step 5: over HTTP each request is a sessionless POST with
+    MCP-Protocol-Version, Mcp-Method, Mcp-Name and Mcp-Param-* from the
+    backend's own schema."""
+    backend = {"name": "h", "transport": "http", "url": sdk2_http.url("/mcp")}
+    running = await start_gateway(nursery, gateway_config([backend]))
+    info = running.gateway.pool.backends["h"].info
+    assert info is not None and info.modern
+    async with open_client(running.url) as session:
+        looked = await session.call_tool("h__lookup", {"region": "eu-west"})
+        seen = json.loads(
+            (await session.call_tool("h__whoami", {})).content[0].text  # type: ignore[union-attr]
+        )
+    assert json.loads(looked.content[0].text) == {  # type: ignore[union-attr]
+        "region": "eu-west",
+        "header": "eu-west",
+    }
+    headers = seen["headers"]
+    assert headers["mcp-protocol-version"] == MODERN
+    assert headers["mcp-method"] == "tools/call"
+    assert headers["mcp-name"] == "whoami"
+    assert "mcp-session-id" not in headers
+    answer = await modern_call(
+        running, 2, "tools/call", {"name": "h__add", "arguments": {"a": 1, "b": 2}}
+    )
+    assert text_of(answer["result"]) == "3"
+
+
+async def test_protocol_modern_fails_the_attempt_clearly_against_a_handshake_only_server(
+    nursery: trio.Nursery,
+) -> None:
+    """Issue 14 step 5: ``modern`` never falls back; the reason names the refusal."""
+    config = gateway_config([sdk_backend("alpha", protocol="modern")])
+    gateway, _ = await nursery.start(partial(serve, config, registry=CollectorRegistry()))
+    backend = gateway.pool.backends["alpha"]
+    with trio.fail_after(30):
+        await backend.settled.wait()
+    assert backend.state is BackendState.INCOMPATIBLE
+    assert backend.reason.startswith("protocol: modern, but server/discover answered -32602")
