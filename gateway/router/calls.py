@@ -21,7 +21,9 @@ Rules:
    caller (``protocol.backend_leg``): the caller's bridgeable capabilities,
    its log level, the gateway's client info; trace context and the
    remapped progress token ride in ``_meta`` as for any backend.
-8. A 2026-07-28 backend's -32022 is never relayed (``envelope_refused``);
+8. A 2026-07-28 backend's ``input_required`` is sealed for a modern host
+   and driven for a legacy one (``router/modern_backend``).
+9. A 2026-07-28 backend's -32022 is never relayed (``envelope_refused``);
    its results reach a legacy host without ``resultType``, ``ttlMs`` and
    ``cacheScope``.
 
@@ -53,15 +55,17 @@ from gateway.errors import (
 from gateway.protocol import backend_leg, jsonrpc, mcp, revisions
 from gateway.protocol.modern_errors import UNSUPPORTED_PROTOCOL_VERSION
 from gateway.protocol.versions import resource_not_found_code
+from gateway.router import modern_backend
 from gateway.router.modern import ModernRequest
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     import msgspec
 
     from gateway.catalog.snapshot import Snapshot
     from gateway.protocol.tables import LogLevels, Owners
+    from gateway.router.held import HeldCalls
     from gateway.router.metrics import RouterMetrics
     from gateway.router.views import BackendView, ClientPeer, Emit, PoolView
 
@@ -173,9 +177,12 @@ class Forwarder:
         owners: the calls in flight, by backend and client.
     """
 
-    def __init__(self, owners: Owners[Call], levels: LogLevels | None = None) -> None:
+    def __init__(
+        self, owners: Owners[Call], levels: LogLevels | None = None, held: HeldCalls | None = None
+    ) -> None:
         self._owners = owners
         self._levels = levels
+        self._held = held
         self._tokens = itertools.count(1)
 
     def _envelope(self, call: Call, params: dict[str, Any]) -> dict[str, Any]:
@@ -222,28 +229,81 @@ class Forwarder:
         modern = info is not None and info.modern
         if modern:
             params = self._envelope(call, params)
+            if isinstance(call.client, ModernRequest) and (
+                "requestState" in params or call.client.backend_state is not None
+            ):
+                modern_backend.for_backend(call.client, backend.name, params)
+
+        async def send(body: dict[str, Any]) -> msgspec.Raw:
+            """One request to the backend (the first, or an MRTR retry)."""
+            try:
+                return await backend.request(
+                    method,
+                    mcp.encode(body),
+                    client=client_id,
+                    progress_token=token,
+                    on_progress=progress,
+                )
+            except RemoteProtocolError as exc:
+                if modern and exc.code == UNSUPPORTED_PROTOCOL_VERSION:
+                    raise envelope_refused(backend.name, exc) from None
+                raise
+
         self._owners.add(backend.name, client_id, call)
         try:
-            result = await backend.request(
-                method,
-                mcp.encode(params),
-                client=client_id,
-                progress_token=token,
-                on_progress=progress,
-            )
-        except RemoteProtocolError as exc:
-            if modern and exc.code == UNSUPPORTED_PROTOCOL_VERSION:
-                raise envelope_refused(backend.name, exc) from None
-            raise
+            result = await send(params)
+            if modern:
+                result = await self._input_required(
+                    call, backend.name, method, params, result, send
+                )
         finally:
             self._owners.remove(backend.name, client_id, call)
         if modern and not isinstance(call.client, ModernRequest):
             return for_legacy_host(result)
         return result
 
+    async def _input_required(
+        self,
+        call: Call,
+        backend: str,
+        method: str,
+        params: dict[str, Any],
+        result: msgspec.Raw,
+        send: Callable[[dict[str, Any]], Awaitable[msgspec.Raw]],
+    ) -> msgspec.Raw:
+        """A modern backend's ``input_required``: sealed for a modern host, driven
+        for a legacy one (``router/modern_backend``); any other result as it is."""
+        body = mcp.decode_object(result)
+        if not modern_backend.is_input_required(body):
+            return result
+        assert body is not None
+        client = call.client
+        if isinstance(client, ModernRequest):
+            if self._held is None:
+                raise LocalProtocolError("no requestState sealer configured", INTERNAL_ERROR)
+            return mcp.encode(
+                modern_backend.seal_for_host(
+                    self._held.sealer,
+                    lifetime=self._held.lifetime,
+                    backend=backend,
+                    request=client,
+                    method=method,
+                    body=body,
+                )
+            )
+        return await modern_backend.drive(
+            client,
+            call.emit,
+            backend=backend,
+            method=method,
+            params=params,
+            body=body,
+            send=send,
+        )
+
 
 def envelope_refused(backend: str, exc: RemoteProtocolError) -> LocalProtocolError:
-    """What a host gets when a modern backend refused the gateway's envelope (rule 8).
+    """What a host gets when a modern backend refused the gateway's envelope (rule 9).
 
     The -32022 is about our request, not the host's: relaying it would make a
     modern host fall back to ``initialize`` against a gateway that serves it

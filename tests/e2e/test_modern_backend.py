@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 import trio
+from mcp.shared.exceptions import McpError
+from mcp.types import ElicitResult
 from prometheus_client import CollectorRegistry
 
 from gateway.app import serve
@@ -226,3 +228,90 @@ async def test_protocol_modern_fails_the_attempt_clearly_against_a_handshake_onl
         await backend.settled.wait()
     assert backend.state is BackendState.INCOMPATIBLE
     assert backend.reason.startswith("protocol: modern, but server/discover answered -32602")
+
+
+ASK: Final = {"name": "m__ask_name", "arguments": {}}
+ELICIT: Final = {META + "clientCapabilities": {"elicitation": {"form": {}}}}
+
+
+async def test_input_required_passes_to_a_modern_host_with_the_backends_state_sealed(
+    nursery: trio.Nursery,
+) -> None:
+    """Issue 14 step 4: inputRequests unchanged, requestState wrapped by the gateway;
+    the retry restores the backend's own (SDK-sealed) state byte for byte."""
+    running = await start_gateway(nursery, gateway_config([sdk2_stdio("m")]))
+    first = (await modern_call(running, 1, "tools/call", ASK, **ELICIT))["result"]
+    assert first["resultType"] == "input_required"
+    assert first["inputRequests"]["name"]["method"] == "elicitation/create"
+    assert first["inputRequests"]["name"]["params"]["message"] == "What is your name?"
+    token = first["requestState"]
+    assert not token.startswith("v1.")  # the gateway's seal, not the SDK's own token
+    retry = {
+        **ASK,
+        "requestState": token,
+        "inputResponses": {"name": {"action": "accept", "content": {"name": "Ada"}}},
+    }
+    second = (await modern_call(running, 2, "tools/call", retry, **ELICIT))["result"]
+    assert second["resultType"] == "complete"
+    seen = json.loads(text_of(second))
+    assert seen["answer"]["content"] == {"name": "Ada"}
+    # The SDK unsealed its own token, which the gateway gave back byte for byte.
+    assert seen["state"] == "round-1:\u00fc"
+    # A stateless gateway: the same retry verifies again (nothing was held).
+    again = (await modern_call(running, 3, "tools/call", retry, **ELICIT))["result"]
+    assert again["resultType"] == "complete"
+
+
+async def test_a_tampered_sealed_state_is_refused_before_the_backend(
+    nursery: trio.Nursery,
+) -> None:
+    """S/basic/patterns/mrtr.mdx: a state that does not verify is -32602."""
+    running = await start_gateway(nursery, gateway_config([sdk2_stdio("m")]))
+    first = (await modern_call(running, 1, "tools/call", ASK, **ELICIT))["result"]
+    token = first["requestState"]
+    flipped = token[:-2] + ("A" if token[-2] != "A" else "B") + token[-1]
+    retry = {**ASK, "requestState": flipped, "inputResponses": {"name": {"action": "decline"}}}
+    async with http_client(running) as client:
+        response = await send(client, modern(2, "tools/call", retry, **ELICIT))
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert (error["code"], error["message"]) == (-32602, "Invalid or expired requestState")
+    # Sealed for another request (other arguments): refused the same way.
+    other = {**retry, "requestState": token, "arguments": {"x": 1}}
+    async with http_client(running) as client:
+        response = await send(client, modern(3, "tools/call", other, **ELICIT))
+    assert response.json()["error"]["code"] == -32602
+
+
+async def test_input_required_is_driven_for_a_legacy_host_with_its_elicitation_callback(
+    nursery: trio.Nursery,
+) -> None:
+    """Issue 14 step 4: the gateway asks the SDK 1.x host with elicitation/create
+    and retries the backend with the answer and its state echoed."""
+    running = await start_gateway(nursery, gateway_config([sdk2_stdio("m")]))
+    asked: list[str] = []
+
+    async def on_elicit(context: Any, params: Any) -> Any:
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"name": "Ada"})
+
+    async with open_client(running.url, elicitation_callback=on_elicit) as session:
+        result = await session.call_tool("m__ask_name", {})
+    assert asked == ["What is your name?"]
+    assert result.isError is False
+    seen = json.loads(result.content[0].text)  # type: ignore[union-attr] # a TextContent
+    assert (seen["answer"]["action"], seen["answer"]["content"]) == ("accept", {"name": "Ada"})
+    assert seen["state"] == "round-1:\u00fc"
+
+
+async def test_a_legacy_host_without_the_capability_gets_a_clear_error(
+    nursery: trio.Nursery,
+) -> None:
+    """Gateway choice: -32603 naming the capability the host did not declare."""
+    running = await start_gateway(nursery, gateway_config([sdk2_stdio("m")]))
+    async with open_client(running.url) as session:
+        with pytest.raises(McpError) as info:
+            await session.call_tool("m__ask_name", {})
+    assert info.value.error.code == -32603
+    assert "elicitation" in info.value.error.message
+    assert "did not declare it at initialize" in info.value.error.message

@@ -15,6 +15,7 @@ import sys
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import ElicitRequest, ElicitRequestFormParams, InputRequiredResult
 from pydantic import Field
 
 server = MCPServer("sdk2-modern", instructions="An SDK 2.x backend for the backend-leg tests.")
@@ -73,6 +74,36 @@ async def chatty(ctx: Context) -> str:
     await ctx.debug("debug line")
     await ctx.warning("warning line")
     return "logged"
+
+
+@server.tool()
+async def ask_name(ctx: Context) -> Any:
+    """Ask for a name with ``input_required`` (MRTR), keeping a state; then greet.
+
+    Round 1 answers ``input_required`` with an elicitation and the state
+    ``"round-1:ü"`` (non-ASCII: the gateway must give it back byte for
+    byte). The retry must bring that state and the answer.
+    """
+    responses = ctx.input_responses
+    if not responses:
+        return InputRequiredResult(
+            input_requests={
+                "name": ElicitRequest(
+                    params=ElicitRequestFormParams(
+                        message="What is your name?",
+                        requested_schema={
+                            "type": "object",
+                            "properties": {"name": {"type": "string"}},
+                            "required": ["name"],
+                        },
+                    )
+                )
+            },
+            request_state="round-1:\u00fc",
+        )
+    answer = responses.get("name")
+    dumped = answer.model_dump(mode="json") if hasattr(answer, "model_dump") else answer
+    return json.dumps({"state": ctx.request_state, "answer": dumped})
 
 
 @server.resource("sdk2://note")
