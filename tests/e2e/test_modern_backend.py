@@ -315,3 +315,34 @@ async def test_a_legacy_host_without_the_capability_gets_a_clear_error(
     assert info.value.error.code == -32603
     assert "elicitation" in info.value.error.message
     assert "did not declare it at initialize" in info.value.error.message
+
+
+async def _wait_for_text(path: Path, text: str) -> None:
+    """Poll the backend's marker file until it says ``text`` (bounded: real I/O)."""
+    marker = trio.Path(path)
+    with trio.fail_after(20):
+        # The peer is another process; its file is the handshake (STYLE rule 9).
+        while not (await marker.exists() and await marker.read_text() == text):  # noqa: ASYNC110
+            await trio.sleep(0.05)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_closing_the_hosts_stream_cancels_the_call_at_a_modern_backend(
+    nursery: trio.Nursery, sdk2_http: RunningServer, tmp_path: Path, transport: str
+) -> None:
+    """Issue 14 step 5: the host's stream closing reaches the backend: on stdio as
+    notifications/cancelled, on HTTP by closing the backend's response stream."""
+    if transport == "stdio":
+        backend = sdk2_stdio("m")
+    else:
+        backend = {"name": "m", "transport": "http", "url": sdk2_http.url("/mcp")}
+    running = await start_gateway(nursery, gateway_config([backend]))
+    marker = tmp_path / "marker"
+    message = modern(
+        1, "tools/call", {"name": "m__wait_forever", "arguments": {"marker": str(marker)}}
+    )
+    async with http_client(running) as client, trio.open_nursery() as calls:
+        calls.start_soon(send, client, message)
+        await _wait_for_text(marker, "started")
+        calls.cancel_scope.cancel()  # the host closes the response stream
+    await _wait_for_text(marker, "cancelled")

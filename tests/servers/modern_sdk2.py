@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ElicitRequest, ElicitRequestFormParams, InputRequiredResult
 from pydantic import Field
@@ -66,6 +68,23 @@ async def slow(steps: int, ctx: Context) -> str:
     for step in range(steps):
         await ctx.report_progress(step + 1, steps)
     return "done"
+
+
+@server.tool()
+async def wait_forever(marker: str) -> str:
+    """Write ``started`` to the file ``marker``, wait; on cancellation write ``cancelled``."""
+    _mark(marker, "started")
+    try:
+        await anyio.sleep_forever()
+    except anyio.get_cancelled_exc_class():
+        _mark(marker, "cancelled")
+        raise
+    return "never"
+
+
+def _mark(marker: str, text: str) -> None:
+    """Write ``text`` to the marker file (small, local: no need to leave the loop)."""
+    Path(marker).write_text(text)
 
 
 @server.tool()
