@@ -346,3 +346,30 @@ async def test_closing_the_hosts_stream_cancels_the_call_at_a_modern_backend(
         await _wait_for_text(marker, "started")
         calls.cancel_scope.cancel()  # the host closes the response stream
     await _wait_for_text(marker, "cancelled")
+
+
+async def test_log_messages_of_a_modern_backend_follow_the_requests_log_level(
+    nursery: trio.Nursery,
+) -> None:
+    """Issue 14 step 5: the host's logLevel reaches the backend in _meta; the backend
+    sends only what is at or above it, and the gateway relays it on the stream."""
+    running = await start_gateway(nursery, gateway_config([sdk2_stdio("m")]))
+    call = modern(
+        1, "tools/call", {"name": "m__chatty", "arguments": {}}, **{META + "logLevel": "warning"}
+    )
+    async with http_client(running) as client:
+        response = await send(client, call)
+    assert response.status_code == 200, response.text
+    messages = sse_messages(response)
+    logs = [m["params"] for m in messages if m.get("method") == "notifications/message"]
+    assert [(entry["level"], entry["data"]) for entry in logs] == [("warning", "warning line")]
+    assert text_of(messages[-1]["result"]) == "logged"
+    # Without logLevel: no log messages at all (S/server/utilities/logging.mdx).
+    async with http_client(running) as client:
+        quiet = await send(client, modern(2, "tools/call", {"name": "m__chatty", "arguments": {}}))
+    if quiet.headers["content-type"].startswith("text/event-stream"):
+        bodies = sse_messages(quiet)
+    else:
+        bodies = [quiet.json()]
+    assert [m for m in bodies if m.get("method") == "notifications/message"] == []
+    assert text_of(bodies[-1]["result"]) == "logged"
