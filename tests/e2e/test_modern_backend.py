@@ -373,3 +373,23 @@ async def test_log_messages_of_a_modern_backend_follow_the_requests_log_level(
         bodies = [quiet.json()]
     assert [m for m in bodies if m.get("method") == "notifications/message"] == []
     assert text_of(bodies[-1]["result"]) == "logged"
+
+
+async def test_a_backend_that_speaks_only_2026_07_28_works_for_both_kinds_of_host(
+    nursery: trio.Nursery,
+) -> None:
+    """Issue 14 step 5: every request carries the envelope (the list walk over two
+    pages included, or this strict server would refuse it); no initialize is sent."""
+    backend = sdk_backend("modern_only", "strict")
+    running = await start_gateway(nursery, gateway_config([backend]))
+    info = running.gateway.pool.backends["strict"].info
+    assert info is not None and info.modern and info.name == "modern-only"
+    async with open_client(running.url) as session:
+        names = sorted(tool.name for tool in (await session.list_tools()).tools)
+        assert names == ["strict__add", "strict__meta"]  # both pages were walked
+        added = await session.call_tool("strict__add", {"a": 2, "b": 3})
+        assert added.content[0].text == "5"  # type: ignore[union-attr] # a TextContent
+    answer = await modern_call(running, 1, "tools/call", {"name": "strict__meta", "arguments": {}})
+    meta = json.loads(text_of(answer["result"]))
+    assert meta[META + "protocolVersion"] == MODERN
+    assert meta[META + "clientCapabilities"] == {}
