@@ -25,7 +25,7 @@ from gateway.backends.supervisor import BackendState
 from tests.frontend.test_modern_http import MODERN, modern, send, sse_messages
 from tests.frontend.test_streamable_http import http_client
 from tests.harness import gateway_config, open_client, sdk_backend, start_gateway, stdio_backend
-from tests.subprocess_servers import free_port, run_server
+from tests.subprocess_servers import free_port, run_http_alpha, run_server
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -393,3 +393,21 @@ async def test_a_backend_that_speaks_only_2026_07_28_works_for_both_kinds_of_hos
     meta = json.loads(text_of(answer["result"]))
     assert meta[META + "protocolVersion"] == MODERN
     assert meta[META + "clientCapabilities"] == {}
+
+
+@pytest.mark.parametrize("mode", ["sse", "json"])
+async def test_auto_falls_back_to_initialize_for_an_sdk1_streamable_http_server(
+    nursery: trio.Nursery, mode: str
+) -> None:
+    """Issue 14 step 5: a handshake-era HTTP server refuses the sessionless modern POST;
+    the gateway initializes on the same channel and the session works as before."""
+    with run_http_alpha("streamable-http", mode) as server:
+        backend = {"name": "old", "transport": "http", "url": server.url("/mcp")}
+        running = await start_gateway(nursery, gateway_config([backend]))
+        gateway_backend = running.gateway.pool.backends["old"]
+        assert gateway_backend.info is not None and not gateway_backend.info.modern
+        assert gateway_backend.initializations == 1
+        async with open_client(running.url) as session:
+            added = await session.call_tool("old__add", {"a": 1, "b": 2})
+        assert added.content[0].text == "3"  # type: ignore[union-attr] # a TextContent
+        nursery.cancel_scope.cancel()
