@@ -411,3 +411,26 @@ async def test_auto_falls_back_to_initialize_for_an_sdk1_streamable_http_server(
             added = await session.call_tool("old__add", {"a": 1, "b": 2})
         assert added.content[0].text == "3"  # type: ignore[union-attr] # a TextContent
         nursery.cancel_scope.cancel()
+
+
+async def test_a_modern_hosts_progress_token_reaches_a_modern_backend_and_back(
+    nursery: trio.Nursery, sdk2_http: RunningServer
+) -> None:
+    """Issue 14 step 5: progress under the host's own token, on the request's stream,
+    from a modern backend over HTTP (its SSE response carries the notifications)."""
+    backend = {"name": "h", "transport": "http", "url": sdk2_http.url("/mcp")}
+    running = await start_gateway(nursery, gateway_config([backend]))
+    call = modern(
+        1, "tools/call", {"name": "h__slow", "arguments": {"steps": 3}}, progressToken="host-7"
+    )
+    async with http_client(running) as client:
+        response = await send(client, call)
+    assert response.status_code == 200, response.text
+    messages = sse_messages(response)
+    progress = [m["params"] for m in messages if m.get("method") == "notifications/progress"]
+    assert [(p["progressToken"], p["progress"]) for p in progress] == [
+        ("host-7", 1),
+        ("host-7", 2),
+        ("host-7", 3),
+    ]
+    assert text_of(messages[-1]["result"]) == "done"
