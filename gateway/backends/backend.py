@@ -127,6 +127,7 @@ class Backend:
             on_notification=self._handle_notification,
             log=log,
             tool_schema=self._tool_schema,
+            shared_info=lambda: self._supervisor.info,
         )
         self._supervisor = Supervisor(
             config,

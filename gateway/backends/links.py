@@ -28,12 +28,12 @@ from gateway.session import Peer, open_session
 from gateway.transports.base import schemas_for
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable
+    from collections.abc import Awaitable, Callable
 
     import msgspec
 
     from gateway.backends.channel import ChannelOpener
-    from gateway.backends.handshake import Handshake
+    from gateway.backends.handshake import Handshake, ServerInfo
     from gateway.config import BackendConfig
     from gateway.transports.base import ToolSchemas
 
@@ -80,6 +80,8 @@ class Links:
         log: the backend's bound logger.
         tool_schema: the backend's own ``inputSchema`` by tool name, for a
             modern HTTP link's ``Mcp-Param-*`` headers.
+        shared_info: what the shared session learnt; a link speaks the same
+            era without probing again (one round trip less per client).
     """
 
     def __init__(
@@ -92,9 +94,11 @@ class Links:
         on_notification: SessionNotificationHandler,
         log: Any,
         tool_schema: ToolSchemas | None = None,
+        shared_info: Callable[[], ServerInfo | None] | None = None,
     ) -> None:
         self._config = config
         self._tool_schema = tool_schema
+        self._shared_info = shared_info
         self._name = config.name
         self._connect = connect
         self._handshake = handshake
@@ -103,6 +107,13 @@ class Links:
         self._log = log
         self._nursery: trio.Nursery | None = None
         self._links: dict[str, _ClientLink] = {}
+
+    def _protocol(self) -> str:
+        """The era for a new link: the shared session's, else the configured probe."""
+        info = self._shared_info() if self._shared_info is not None else None
+        if info is None:
+            return effective_protocol(self._config)
+        return "modern" if info.modern else "legacy"
 
     def attach(self, nursery: trio.Nursery) -> None:
         """Run links in ``nursery`` (the shared session's) from now on."""
@@ -184,7 +195,7 @@ class Links:
                 ):
                     schemas_for(channel, self._tool_schema)
                     with trio.fail_after(self._config.timeouts.initialize):
-                        info = await self._handshake(peer, effective_protocol(self._config))
+                        info = await self._handshake(peer, self._protocol())
                     if not info.modern:
                         await peer.notify("notifications/initialized")
                     link.peer = peer
