@@ -77,7 +77,8 @@ class Timeouts(Base, frozen=True, kw_only=True):
 
     Attributes:
         connect: to open the transport (spawn, TCP/TLS, WebSocket handshake).
-        initialize: for the MCP ``initialize`` exchange.
+        initialize: for opening a session: the 2026-07-28 probe
+            (``server/discover``) and/or the MCP ``initialize`` exchange.
         request: for one forwarded request without progress.
         max_total: hard ceiling for one request, progress or not.
         reset_on_progress: whether a progress notification restarts the
