@@ -56,6 +56,7 @@ from gateway.errors import (
     SessionExpired,
     TransportError,
 )
+from gateway.protocol.caching import NO_CACHE, CacheHint
 
 if TYPE_CHECKING:
     import collections
@@ -210,6 +211,17 @@ class Backend:
     def _peer(self) -> Peer | None:
         """The shared session while up (tests look at it)."""
         return self._supervisor.peer
+
+    def list_hint(self, kind: Kind) -> CacheHint:
+        """How long and for whom this backend's list of ``kind`` may be reused.
+
+        A 2026-07-28 backend's own ``ttlMs``/``cacheScope`` from its last
+        walk; a handshake-era backend promises nothing: ``{0, private}``.
+        """
+        info = self._supervisor.info
+        if info is None or not info.modern:
+            return NO_CACHE
+        return self._supervisor.list_hints.get(kind, NO_CACHE)
 
     def offers(self, capability: str) -> bool:
         """Whether the backend declared a server capability (``tools``, ``logging``...)."""

@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from gateway.backends.links import Links, SessionNotificationHandler, SessionRequestHandler
     from gateway.catalog.snapshot import BackendListing
     from gateway.config import BackendConfig
+    from gateway.protocol.caching import CacheHint
 
 # A backend must stay up this long before its backoff starts over.
 STABLE_UPTIME: Final = 30.0
@@ -131,6 +132,9 @@ class Supervisor:
         self.peer: Peer | None = None
         self.info: ServerInfo | None = None
         self.listing: BackendListing | None = None
+        # The ttlMs/cacheScope each list's last walk carried (a modern
+        # backend's promise; a legacy backend's pages carry none: {0, private}).
+        self.list_hints: dict[Kind, CacheHint] = {}
         self.restarts = 0
         # Times a listing was cut short by a guard, by reason (metric).
         self.list_guard_trips: collections.Counter[str] = collections.Counter()
@@ -223,6 +227,7 @@ class Supervisor:
                 stable = went_up and trio.current_time() - self._up_since >= STABLE_UPTIME
                 self.listing = None
                 self.info = None
+                self.list_hints = {}
                 self._set_state(state, reason, cause)
                 if went_up:
                     self.restarts += 1
@@ -413,6 +418,7 @@ class Supervisor:
                 event, fields = listing.guard_report(outcome, config)
                 self._log.warning(event, **fields)
             fresh[kind] = listing.filtered(kind, outcome.items, config)
+            self.list_hints[kind] = outcome.hint
         return listing.merged(config, fresh, self.listing)
 
     async def _walk(self, peer: Peer, kind: Kind) -> listing.Listed | listing.Failed:

@@ -434,3 +434,30 @@ async def test_a_modern_hosts_progress_token_reaches_a_modern_backend_and_back(
         ("host-7", 3),
     ]
     assert text_of(messages[-1]["result"]) == "done"
+
+
+async def test_list_pages_carry_the_merged_hint_of_the_backends_behind_them(
+    nursery: trio.Nursery,
+) -> None:
+    """Issue 14 step 2/5: a modern backend's ttlMs/cacheScope reach a modern host's
+    list; one handshake-era contributor makes it {0, private} (S/server/utilities/caching.mdx)."""
+    strict = sdk_backend("modern_only", "strict")
+    running = await start_gateway(nursery, gateway_config([strict]))
+    alone = (await modern_call(running, 1, "tools/list", {}))["result"]
+    assert (alone["ttlMs"], alone["cacheScope"]) == (60000, "public")
+    prompts = (await modern_call(running, 2, "prompts/list", {}))["result"]
+    assert (prompts["ttlMs"], prompts["cacheScope"]) == (0, "private")  # no contributor
+    async with open_client(running.url) as session:  # a legacy host sees no hint
+        listed = await session.list_tools()
+    assert not set(listed.model_extra or {}) & {"ttlMs", "cacheScope", "resultType"}
+    nursery.cancel_scope.cancel()
+
+
+async def test_a_handshake_era_contributor_makes_the_list_uncacheable(
+    nursery: trio.Nursery,
+) -> None:
+    """Issue 14 step 2: legacy backends count as {0, private} in the merge."""
+    config = gateway_config([sdk_backend("modern_only", "strict"), sdk_backend("alpha")])
+    running = await start_gateway(nursery, config)
+    mixed = (await modern_call(running, 1, "tools/list", {}))["result"]
+    assert (mixed["ttlMs"], mixed["cacheScope"]) == (0, "private")
