@@ -386,7 +386,7 @@ async def test_a_backend_that_speaks_only_2026_07_28_works_for_both_kinds_of_hos
     assert info is not None and info.modern and info.name == "modern-only"
     async with open_client(running.url) as session:
         names = sorted(tool.name for tool in (await session.list_tools()).tools)
-        assert names == ["strict__add", "strict__meta"]  # both pages were walked
+        assert names == ["strict__add", "strict__meta", "strict__refuse"]  # both pages
         added = await session.call_tool("strict__add", {"a": 2, "b": 3})
         assert added.content[0].text == "5"  # type: ignore[union-attr] # a TextContent
     answer = await modern_call(running, 1, "tools/call", {"name": "strict__meta", "arguments": {}})
@@ -461,3 +461,28 @@ async def test_a_handshake_era_contributor_makes_the_list_uncacheable(
     running = await start_gateway(nursery, config)
     mixed = (await modern_call(running, 1, "tools/list", {}))["result"]
     assert (mixed["ttlMs"], mixed["cacheScope"]) == (0, "private")
+
+
+async def test_a_backends_32022_is_not_relayed_to_either_kind_of_host(
+    nursery: trio.Nursery,
+) -> None:
+    """Issue 14 step 4: -32022 means the gateway's envelope is wrong; relayed, it would
+    make a modern host fall back to initialize. Hosts get -32603 naming the backend."""
+    running = await start_gateway(nursery, gateway_config([sdk_backend("modern_only", "strict")]))
+    answer = await _modern_error(running, {"name": "strict__refuse", "arguments": {}})
+    assert answer["code"] == -32603
+    assert "backend 'strict' refused the gateway's 2026-07-28 request envelope" in answer["message"]
+    async with open_client(running.url) as session:
+        with pytest.raises(McpError) as info:
+            await session.call_tool("strict__refuse", {})
+    assert info.value.error.code == -32603
+
+
+async def _modern_error(running: Running, params: dict[str, Any]) -> dict[str, Any]:
+    async with http_client(running) as client:
+        response = await send(client, modern(1, "tools/call", params))
+    if response.headers["content-type"].startswith("text/event-stream"):
+        error: dict[str, Any] = sse_messages(response)[-1]["error"]
+    else:
+        error = response.json()["error"]
+    return error

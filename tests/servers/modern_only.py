@@ -5,7 +5,8 @@ and every request without the per-request envelope (-32602, as
 ``S/basic/index.mdx`` requires), so a gateway that forgets the envelope on
 any request, its own list walks included, fails against it. It answers
 ``server/discover``, ``tools/list`` in two pages, and ``tools/call`` of
-``add`` and ``meta`` (which returns the ``_meta`` it got).
+``add``, ``meta`` (which returns the ``_meta`` it got) and ``refuse``
+(-32022, as if it disliked the envelope).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ TOOLS: Final = [
         },
     },
     {"name": "meta", "inputSchema": {"type": "object"}},
+    {"name": "refuse", "inputSchema": {"type": "object"}},
 ]
 
 
@@ -60,7 +62,7 @@ def answer(message: dict[str, Any]) -> dict[str, Any] | None:
         }
     elif method == "tools/list":
         page = 1 if params.get("cursor") == "p2" else 0
-        result = {"tools": [TOOLS[page]], **hint}
+        result = {"tools": TOOLS[1:] if page else TOOLS[:1], **hint}
         if page == 0:
             result["nextCursor"] = "p2"
     elif method == "tools/call" and params.get("name") == "add":
@@ -70,6 +72,10 @@ def answer(message: dict[str, Any]) -> dict[str, Any] | None:
     elif method == "tools/call" and params.get("name") == "meta":
         text = json.dumps(meta)
         result = {"content": [{"type": "text", "text": text}], "resultType": "complete"}
+    elif method == "tools/call" and params.get("name") == "refuse":
+        # As if it disliked our envelope: the gateway must not relay this.
+        data = {"supported": [VERSION], "requested": VERSION}
+        return error(msg_id, -32022, "Unsupported protocol version", data)
     else:
         return error(msg_id, -32601, f"Method not found: {method}")
     return {"jsonrpc": "2.0", "id": msg_id, "result": result}
