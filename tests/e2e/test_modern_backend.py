@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pytest
 import trio
 from mcp.shared.exceptions import McpError
-from mcp.types import ElicitResult
+from mcp.types import CreateMessageResult, ElicitResult, TextContent
 from prometheus_client import CollectorRegistry
 
 from gateway.app import serve
@@ -486,3 +486,45 @@ async def _modern_error(running: Running, params: dict[str, Any]) -> dict[str, A
     else:
         error = response.json()["error"]
     return error
+
+
+async def test_a_sampling_round_is_driven_for_a_legacy_host_with_its_sampling_callback(
+    nursery: trio.Nursery,
+) -> None:
+    """Issue 14 step 4: sampling/createMessage asked over the call's stream; a backend
+    that sent no requestState gets none back."""
+    running = await start_gateway(nursery, gateway_config([sdk2_stdio("m")]))
+    prompts: list[str] = []
+
+    async def on_sample(context: Any, params: Any) -> Any:
+        prompts.append(params.messages[0].content.text)
+        return CreateMessageResult(
+            role="assistant", content=TextContent(type="text", text="hi"), model="test-model"
+        )
+
+    async with open_client(running.url, sampling_callback=on_sample) as session:
+        result = await session.call_tool("m__ask_sample", {})
+    assert prompts == ["Say hi"]
+    seen = json.loads(result.content[0].text)  # type: ignore[union-attr] # a TextContent
+    assert seen["state"] is None
+    assert seen["answer"]["model"] == "test-model"
+    assert seen["answer"]["content"]["text"] == "hi"
+
+
+async def test_a_state_free_input_required_still_routes_its_retry_through_a_sealed_state(
+    nursery: trio.Nursery,
+) -> None:
+    """Gateway choice: the host always gets a sealed state (it names the backend); the
+    backend, which sent none, gets none back."""
+    running = await start_gateway(nursery, gateway_config([sdk2_stdio("m")]))
+    ask = {"name": "m__ask_sample", "arguments": {}}
+    sampling = {META + "clientCapabilities": {"sampling": {}}}
+    first = (await modern_call(running, 1, "tools/call", ask, **sampling))["result"]
+    assert first["resultType"] == "input_required"
+    assert first["inputRequests"]["llm"]["method"] == "sampling/createMessage"
+    reply = {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m1"}
+    retry = {**ask, "requestState": first["requestState"], "inputResponses": {"llm": reply}}
+    second = (await modern_call(running, 2, "tools/call", retry, **sampling))["result"]
+    seen = json.loads(text_of(second))
+    assert seen["state"] is None
+    assert seen["answer"]["model"] == "m1"

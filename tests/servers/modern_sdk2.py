@@ -17,7 +17,15 @@ from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import ElicitRequest, ElicitRequestFormParams, InputRequiredResult
+from mcp_types import (
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    InputRequiredResult,
+    SamplingMessage,
+    TextContent,
+)
 from pydantic import Field
 
 server = MCPServer("sdk2-modern", instructions="An SDK 2.x backend for the backend-leg tests.")
@@ -121,6 +129,30 @@ async def ask_name(ctx: Context) -> Any:
             request_state="round-1:\u00fc",
         )
     answer = responses.get("name")
+    dumped = answer.model_dump(mode="json") if hasattr(answer, "model_dump") else answer
+    return json.dumps({"state": ctx.request_state, "answer": dumped})
+
+
+@server.tool()
+async def ask_sample(ctx: Context) -> Any:
+    """Ask for a sampling round (state-free ``input_required``), then report the answer."""
+    responses = ctx.input_responses
+    if not responses:
+        return InputRequiredResult(
+            input_requests={
+                "llm": CreateMessageRequest(
+                    params=CreateMessageRequestParams(
+                        messages=[
+                            SamplingMessage(
+                                role="user", content=TextContent(type="text", text="Say hi")
+                            )
+                        ],
+                        max_tokens=10,
+                    )
+                )
+            },
+        )
+    answer = responses.get("llm")
     dumped = answer.model_dump(mode="json") if hasattr(answer, "model_dump") else answer
     return json.dumps({"state": ctx.request_state, "answer": dumped})
 
