@@ -204,7 +204,15 @@ class Backend:
 
     @property
     def per_client(self) -> bool:
-        """Whether each client session gets a backend session of its own."""
+        """Whether each client session gets a backend session of its own.
+
+        Never for a 2026-07-28 backend: it holds no session, everything a
+        call needs rides in the call's own envelope, so one link serves every
+        client and a link per client would only cost a probe each.
+        """
+        info = self._supervisor.info
+        if info is not None and info.modern:
+            return False
         return self.config.effective_session == "per_client"
 
     @property

@@ -161,17 +161,31 @@ async def test_a_modern_session_is_health_checked_with_discover_not_ping(
 async def test_a_per_client_link_speaks_the_shared_sessions_era_without_probing_again(
     autojump_clock: MockClock,
 ) -> None:
-    """Gateway choice: one probe per backend life, not one per client session."""
-    for discover, probes, initializes in (("modern", 2, 0), ("refuse", 1, 2)):
-        server = FakeMcpServer("b", discover=discover)
-        connector = FakeConnector({"b": server})
-        transitions = Transitions()
-        config = one_backend("b", session="per_client")
-        async with running_backend(config, connector, transitions) as backend:
-            await transitions.wait_for("b", BackendState.UP)
-            await backend.request("tools/call", tool_call("echo"), client="c1")
-            assert backend.has_link("c1")
-        assert len(server.messages("server/discover")) == probes
-        assert len(server.messages("initialize")) == initializes
-        [call] = server.messages("tools/call")
-        assert (META + "protocolVersion" in envelope_of(call.params)) is (discover == "modern")
+    """Gateway choice: one probe per backend life, not one per client session (a
+    legacy backend's links initialize at once; a modern backend has none, below)."""
+    server = FakeMcpServer("b")
+    connector = FakeConnector({"b": server})
+    transitions = Transitions()
+    config = one_backend("b", session="per_client")
+    async with running_backend(config, connector, transitions) as backend:
+        await transitions.wait_for("b", BackendState.UP)
+        await backend.request("tools/call", tool_call("echo"), client="c1")
+        assert backend.has_link("c1")
+    assert len(server.messages("server/discover")) == 1  # the shared session's only
+    assert len(server.messages("initialize")) == 2
+    [call] = server.messages("tools/call")
+    assert envelope_of(call.params) == {}
+
+
+async def test_a_modern_backend_is_never_per_client(autojump_clock: MockClock) -> None:
+    """Gateway choice: no session to keep apart, so one link serves every client."""
+    server = FakeMcpServer("m", discover="modern")
+    connector = FakeConnector({"m": server})
+    transitions = Transitions()
+    config = one_backend("m", session="per_client")
+    async with running_backend(config, connector, transitions) as backend:
+        await transitions.wait_for("m", BackendState.UP)
+        assert not backend.per_client
+        await backend.request("tools/call", tool_call("echo"), client="c1")
+        assert not backend.has_link("c1")
+    assert len(server.messages("server/discover")) == 1
