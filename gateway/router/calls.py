@@ -227,12 +227,11 @@ class Forwarder:
         call.backend = backend.name
         info = backend.info
         modern = info is not None and info.modern
+        if isinstance(call.client, ModernRequest) and call.client.backend_state is not None:
+            # A retry of a modern backend's round: only that backend may get it.
+            modern_backend.for_backend(call.client, backend.name if modern else "", params)
         if modern:
             params = self._envelope(call, params)
-            if isinstance(call.client, ModernRequest) and (
-                "requestState" in params or call.client.backend_state is not None
-            ):
-                modern_backend.for_backend(call.client, backend.name, params)
 
         async def send(body: dict[str, Any]) -> msgspec.Raw:
             """One request to the backend (the first, or an MRTR retry)."""
