@@ -14,6 +14,9 @@ Rules:
    is delivered after the answer or after the waiter gave up.
 5. The reader never blocks on the gateway: notifications and progress go to
    callbacks that must not await; requests from the peer run as tasks.
+6. On a modern (2026-07-28) link (``modern``, set by the handshake) every
+   request we send carries the per-request envelope in ``params._meta``;
+   what the caller put there already wins (``protocol.backend_leg``).
 
 Theory of operation: ``open_session`` owns one reader task in its nursery.
 When the link breaks, the reader records why, fails every waiter with that
@@ -42,7 +45,7 @@ from gateway.errors import (
     TransportClosed,
     TransportError,
 )
-from gateway.protocol import jsonrpc
+from gateway.protocol import backend_leg, jsonrpc, mcp
 from gateway.protocol.jsonrpc import (
     ErrorResponse,
     Notification,
@@ -116,6 +119,8 @@ class Peer:
         self.closed = trio.Event()
         self.close_reason: TransportError | None = None
         self.junk_lines = 0
+        # Whether the link speaks 2026-07-28 (rule 6): set once by the handshake.
+        self.modern = False
         # When the peer last said anything: a peer that talks is alive, so
         # liveness pings are only needed after a quiet spell.
         self.last_heard = trio.current_time()
@@ -160,6 +165,8 @@ class Peer:
         """
         if self.close_reason is not None:
             raise self.close_reason
+        if self.modern:
+            params = enveloped(params)
         msg_id = next(self._ids)
         pending = _Pending(method, on_progress=on_progress)
         self._pending[msg_id] = pending
@@ -282,6 +289,19 @@ class Peer:
                 reply = jsonrpc.encode_error(request.id, INTERNAL_ERROR, str(exc))
         with suppress(TransportError):
             await self.send_raw(reply)
+
+
+def enveloped(params: msgspec.Raw | None) -> msgspec.Raw:
+    """``params`` with the modern envelope's defaults filled in (rule 6).
+
+    Params that are not a JSON object are sent as they are: the backend
+    answers them with its own -32602, which names the problem better.
+    """
+    body = mcp.decode_object(params) if params is not None else {}
+    if body is None:
+        assert params is not None
+        return params
+    return jsonrpc.to_raw(backend_leg.with_envelope(body))
 
 
 @asynccontextmanager

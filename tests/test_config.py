@@ -782,3 +782,33 @@ def test_problems_are_listed_in_the_order_of_the_file() -> None:
 def test_each_bound_has_words_for_a_person(text: str, problem: str) -> None:
     """Gateway choice: a bound's failure reads like the rest, never as msgspec's message."""
     assert problems_of(text) == [problem]
+
+
+def test_backend_protocol_defaults_to_auto_and_takes_each_era() -> None:
+    """Gateway choice: every backend is probed (``auto``) unless its config pins an era."""
+    config = parse_ok(
+        f"""
+        backends:
+          - {stdio("a")}
+          - {stdio("b", protocol="modern")}
+          - {stdio("c", protocol="legacy")}
+        """
+    )
+    assert [b.protocol for b in config.backends] == ["auto", "modern", "legacy"]
+
+
+def test_backend_protocol_rejects_unknown_values_and_modern_over_http_sse() -> None:
+    """Gateway choice: a typo and an era the transport cannot carry both fail at load."""
+    problems = problems_of(
+        f"""
+        backends:
+          - {stdio("a", protocol="stateless")}
+          - {{name: b, transport: sse, url: "http://127.0.0.1:1/sse", protocol: modern}}
+        """
+    )
+    assert len(problems) == 2
+    assert problems[0].startswith("backends[0].protocol: ")
+    assert "'stateless'" in problems[0]
+    assert problems[1] == (
+        "backends[1].protocol: the HTTP+SSE transport is handshake-era only: use auto or legacy"
+    )

@@ -56,6 +56,7 @@ from gateway.errors import (
     SessionExpired,
     TransportError,
 )
+from gateway.protocol.caching import NO_CACHE, CacheHint
 
 if TYPE_CHECKING:
     import collections
@@ -126,6 +127,8 @@ class Backend:
             on_request=self._handle_request,
             on_notification=self._handle_notification,
             log=log,
+            tool_schema=self._tool_schema,
+            shared_info=lambda: self._supervisor.info,
         )
         self._supervisor = Supervisor(
             config,
@@ -138,6 +141,9 @@ class Backend:
             rng=rng,
             log=log,
         )
+
+    def _tool_schema(self, name: str) -> object:
+        return self._supervisor.tool_schema(name)
 
     # -- what the pool, the router and the metrics read ----------------------
 
@@ -198,13 +204,32 @@ class Backend:
 
     @property
     def per_client(self) -> bool:
-        """Whether each client session gets a backend session of its own."""
+        """Whether each client session gets a backend session of its own.
+
+        Never for a 2026-07-28 backend: it holds no session, everything a
+        call needs rides in the call's own envelope, so one link serves every
+        client and a link per client would only cost a probe each.
+        """
+        info = self._supervisor.info
+        if info is not None and info.modern:
+            return False
         return self.config.effective_session == "per_client"
 
     @property
     def _peer(self) -> Peer | None:
         """The shared session while up (tests look at it)."""
         return self._supervisor.peer
+
+    def list_hint(self, kind: Kind) -> CacheHint:
+        """How long and for whom this backend's list of ``kind`` may be reused.
+
+        A 2026-07-28 backend's own ``ttlMs``/``cacheScope`` from its last
+        walk; a handshake-era backend promises nothing: ``{0, private}``.
+        """
+        info = self._supervisor.info
+        if info is None or not info.modern:
+            return NO_CACHE
+        return self._supervisor.list_hints.get(kind, NO_CACHE)
 
     def offers(self, capability: str) -> bool:
         """Whether the backend declared a server capability (``tools``, ``logging``...)."""

@@ -1,8 +1,28 @@
-"""The ``initialize`` exchange: what the gateway says, what it keeps of the answer.
+"""Opening a backend session: the 2026-07-28 probe, else ``initialize``.
 
-Both the shared session and every per-client session open with the same
-handshake, so it lives here, apart from who runs it. The answer is read by a
-pure function (``server_info``); only ``Handshake.__call__`` talks to a peer.
+Both the shared session and every per-client session open the same way, so
+it lives here, apart from who runs it. The answers are read by pure
+functions (``server_info`` here, ``protocol.backend_leg.read_discover``);
+only ``Handshake.__call__`` talks to a peer.
+
+Rules (config ``protocol``):
+
+1. ``legacy``: ``initialize`` only (the caller sends ``initialized``).
+2. ``auto``: ``server/discover`` with the modern envelope first, bounded by
+   ``PROBE_TIMEOUT``; a DiscoverResult listing 2026-07-28 makes the session
+   modern. Any error answer but a -32022 naming 2026-07-28, or no answer in
+   time, falls back to ``initialize`` on the same session. A handshake-era
+   server answers an unknown method with an error (SDK 1.x: -32602), so the
+   fallback costs one round trip; one that never answers costs the timeout.
+3. ``modern``: the probe only; anything but a DiscoverResult listing
+   2026-07-28 fails the attempt (``IncompatibleBackend``, naming what the
+   backend said).
+4. A -32022 naming 2026-07-28 shows a modern server that refused our
+   envelope: ``initialize`` would not help, so the attempt fails
+   (``IncompatibleBackend``) in ``auto`` too.
+5. What discover said is kept as the ``ServerInfo`` the handshake keeps
+   (``modern=True``), so the catalog, the merged instructions and the
+   gateway's own discover/initialize answers read one shape.
 """
 
 from __future__ import annotations
@@ -10,14 +30,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+import trio
+
 from gateway import __version__
-from gateway.errors import GatewayError
-from gateway.protocol import jsonrpc, mcp
+from gateway.config import SseBackend
+from gateway.errors import GatewayError, RemoteProtocolError
+from gateway.protocol import backend_leg, jsonrpc, mcp
 from gateway.protocol.versions import LATEST_VERSION, accept_as_client
 
 if TYPE_CHECKING:
     import msgspec
 
+    from gateway.config import BackendConfig
     from gateway.session import Peer
 
 # What the gateway tells backends about itself as a client. Roots,
@@ -27,6 +51,9 @@ CLIENT_CAPABILITIES: Final = {
     "sampling": {},
     "elicitation": {},
 }
+# How long ``auto`` waits for an answer to ``server/discover`` before it
+# takes the backend for a handshake-era server that ignores unknown methods.
+PROBE_TIMEOUT: Final = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +65,8 @@ class ServerInfo:
     instructions: str | None
     name: str
     version: str
+    modern: bool = False
+    supported_versions: tuple[str, ...] = ()
 
 
 class IncompatibleBackend(GatewayError):
@@ -81,18 +110,80 @@ def server_info(result: msgspec.Raw) -> ServerInfo:
     )
 
 
+def effective_protocol(config: BackendConfig) -> str:
+    """The ``protocol`` setting in force: HTTP+SSE is handshake-era only."""
+    return "legacy" if isinstance(config, SseBackend) else config.protocol
+
+
+def discovered_info(found: backend_leg.Discovered) -> ServerInfo:
+    """A modern backend's DiscoverResult in the shape the handshake keeps (rule 5)."""
+    return ServerInfo(
+        protocol_version=backend_leg.MODERN_VERSION,
+        capabilities=found.capabilities,
+        instructions=found.instructions,
+        name=found.name,
+        version=found.version,
+        modern=True,
+        supported_versions=found.supported_versions,
+    )
+
+
 class Handshake:
-    """Runs ``initialize`` on a new session and counts the answers (a metric)."""
+    """Opens sessions (probe, else ``initialize``) and counts the answers (metrics).
+
+    Attributes:
+        count: ``initialize`` answers received.
+        discovered: ``server/discover`` answers that made a session modern.
+    """
 
     def __init__(self) -> None:
         self.count = 0
+        self.discovered = 0
 
-    async def __call__(self, peer: Peer) -> ServerInfo:
-        """Initialize ``peer``; the caller sets the deadline and sends ``initialized``.
+    async def __call__(self, peer: Peer, protocol: str = "legacy") -> ServerInfo:
+        """Open ``peer`` as ``protocol`` says; the caller sets the deadline.
+
+        The caller sends ``notifications/initialized`` when the answer is
+        not modern. A modern answer turns the peer's envelope on.
+
+        Args:
+            peer: the new session.
+            protocol: the backend's ``protocol`` setting.
 
         Raises:
-            IncompatibleBackend: the backend chose a revision we do not speak.
+            IncompatibleBackend: the backend chose a revision we do not speak,
+                or refused the modern probe when ``protocol`` is ``modern``.
         """
+        if protocol != "legacy":
+            found = await self._probe(peer, required=protocol == "modern")
+            if found is not None:
+                self.discovered += 1
+                peer.modern = True
+                return discovered_info(found)
         result = await peer.request("initialize", initialize_params())
         self.count += 1
         return server_info(result)
+
+    async def _probe(self, peer: Peer, *, required: bool) -> backend_leg.Discovered | None:
+        """``server/discover``; the modern answer, or None to fall back (rules 2-4)."""
+        params = jsonrpc.to_raw(backend_leg.discover_params())
+        verdict: str
+        try:
+            with trio.move_on_after(PROBE_TIMEOUT) as scope:
+                result = await peer.request("server/discover", params)
+            if scope.cancelled_caught:
+                verdict = f"no answer to server/discover within {PROBE_TIMEOUT:g} s"
+            else:
+                return backend_leg.read_discover(mcp.decode_object(result))
+        except RemoteProtocolError as exc:
+            if backend_leg.read_discover_error(exc.code, exc.data):
+                raise IncompatibleBackend(
+                    "backend speaks 2026-07-28 but refused the gateway's envelope "
+                    f"({exc.code}: {exc.message})"
+                ) from None
+            verdict = f"server/discover answered {exc.code}: {exc.message}"
+        except backend_leg.NotModern as exc:
+            verdict = str(exc)
+        if required:
+            raise IncompatibleBackend(f"protocol: modern, but {verdict}")
+        return None

@@ -22,17 +22,20 @@ from typing import TYPE_CHECKING, Any, Protocol
 import trio
 
 from gateway.backends.failures import EXPECTED, condition, describe
+from gateway.backends.handshake import effective_protocol
 from gateway.errors import BackendUnavailable
 from gateway.session import Peer, open_session
+from gateway.transports.base import schemas_for
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable
+    from collections.abc import Awaitable, Callable
 
     import msgspec
 
     from gateway.backends.channel import ChannelOpener
-    from gateway.backends.handshake import Handshake
+    from gateway.backends.handshake import Handshake, ServerInfo
     from gateway.config import BackendConfig
+    from gateway.transports.base import ToolSchemas
 
 
 class SessionRequestHandler(Protocol):
@@ -75,6 +78,10 @@ class Links:
         on_request: answers the backend's requests on a link.
         on_notification: takes the backend's notifications on a link.
         log: the backend's bound logger.
+        tool_schema: the backend's own ``inputSchema`` by tool name, for a
+            modern HTTP link's ``Mcp-Param-*`` headers.
+        shared_info: what the shared session learnt; a link speaks the same
+            era without probing again (one round trip less per client).
     """
 
     def __init__(
@@ -86,8 +93,12 @@ class Links:
         on_request: SessionRequestHandler,
         on_notification: SessionNotificationHandler,
         log: Any,
+        tool_schema: ToolSchemas | None = None,
+        shared_info: Callable[[], ServerInfo | None] | None = None,
     ) -> None:
         self._config = config
+        self._tool_schema = tool_schema
+        self._shared_info = shared_info
         self._name = config.name
         self._connect = connect
         self._handshake = handshake
@@ -96,6 +107,13 @@ class Links:
         self._log = log
         self._nursery: trio.Nursery | None = None
         self._links: dict[str, _ClientLink] = {}
+
+    def _protocol(self) -> str:
+        """The era for a new link: the shared session's, else the configured probe."""
+        info = self._shared_info() if self._shared_info is not None else None
+        if info is None:
+            return effective_protocol(self._config)
+        return "modern" if info.modern else "legacy"
 
     def attach(self, nursery: trio.Nursery) -> None:
         """Run links in ``nursery`` (the shared session's) from now on."""
@@ -175,9 +193,11 @@ class Links:
                         on_notification=partial(self._on_notification, client=link.client),
                     ) as peer,
                 ):
+                    schemas_for(channel, self._tool_schema)
                     with trio.fail_after(self._config.timeouts.initialize):
-                        await self._handshake(peer)
-                    await peer.notify("notifications/initialized")
+                        info = await self._handshake(peer, self._protocol())
+                    if not info.modern:
+                        await peer.notify("notifications/initialized")
                     link.peer = peer
                     link.ready.set()
                     started = True

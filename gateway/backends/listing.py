@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from gateway.catalog.snapshot import BackendListing, Kind
 from gateway.errors import ProtocolError
 from gateway.protocol import jsonrpc, mcp
+from gateway.protocol.caching import NO_CACHE, CacheHint, hint_of, merge_hints
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -68,6 +69,7 @@ class PageRequest:
     pages: int = 0
     items: Items = ()
     seen: frozenset[str] = frozenset()
+    hints: tuple[CacheHint, ...] = ()
 
     @property
     def method(self) -> str:
@@ -90,6 +92,8 @@ class Listed:
         pages: pages received.
         received: items received, before the ``max_items`` cut.
         guard: the guard that ended the walk early, if one did.
+        hint: the pages' ``ttlMs``/``cacheScope`` merged (shortest, private
+            if any page was); what a 2026-07-28 backend promised.
     """
 
     kind: Kind
@@ -97,6 +101,7 @@ class Listed:
     pages: int
     received: int
     guard: Guard | None = None
+    hint: CacheHint = NO_CACHE
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,7 +133,10 @@ def step(walk: PageRequest, answer: msgspec.Raw | ProtocolError) -> Step:
     page, cursor = mcp.list_items(answer, walk.kind.value)
     items = (*walk.items, *page)
     pages = walk.pages + 1
-    done = Listed(kind=walk.kind, items=items, pages=pages, received=len(items))
+    hints = (*walk.hints, hint_of(mcp.decode_object(answer) or {}))
+    done = Listed(
+        kind=walk.kind, items=items, pages=pages, received=len(items), hint=merge_hints(hints)
+    )
     if len(items) >= walk.max_items:
         return _replace(done, items=items[: walk.max_items], guard=Guard.MAX_ITEMS)
     if cursor is None:
@@ -145,6 +153,7 @@ def step(walk: PageRequest, answer: msgspec.Raw | ProtocolError) -> Step:
         pages=pages,
         items=items,
         seen=walk.seen | {cursor},
+        hints=hints,
     )
 
 
@@ -155,6 +164,7 @@ def _replace(done: Listed, *, items: Items | None = None, guard: Guard) -> Liste
         pages=done.pages,
         received=done.received,
         guard=guard,
+        hint=done.hint,
     )
 
 

@@ -20,7 +20,8 @@ Rules:
    no revision we know is retried at the longest delay only (D12); one whose
    server only forgot our session (``SessionExpired``) at once (D14).
 5. The session ends, and the backend restarts like after any failure, when
-   a ping gets no answer in time after a quiet spell, or when
+   a ping (``server/discover`` on a modern session) gets no answer in time
+   after a quiet spell, or when
    ``eject_after_timeouts`` requests in a row timed out (B12).
 
 Theory of operation: ``run`` calls ``task_status.started()`` before the
@@ -46,7 +47,7 @@ import trio
 from gateway.backends import listing
 from gateway.backends.backoff import Backoff
 from gateway.backends.failures import EXPECTED, describe, first_leaf
-from gateway.backends.handshake import IncompatibleBackend
+from gateway.backends.handshake import IncompatibleBackend, effective_protocol
 from gateway.catalog.snapshot import Kind
 from gateway.errors import (
     GatewayError,
@@ -56,6 +57,7 @@ from gateway.errors import (
     TransportError,
 )
 from gateway.session import Peer, open_session
+from gateway.transports.base import schemas_for
 
 if TYPE_CHECKING:
     import random
@@ -66,6 +68,7 @@ if TYPE_CHECKING:
     from gateway.backends.links import Links, SessionNotificationHandler, SessionRequestHandler
     from gateway.catalog.snapshot import BackendListing
     from gateway.config import BackendConfig
+    from gateway.protocol.caching import CacheHint
 
 # A backend must stay up this long before its backoff starts over.
 STABLE_UPTIME: Final = 30.0
@@ -129,6 +132,9 @@ class Supervisor:
         self.peer: Peer | None = None
         self.info: ServerInfo | None = None
         self.listing: BackendListing | None = None
+        # The ttlMs/cacheScope each list's last walk carried (a modern
+        # backend's promise; a legacy backend's pages carry none: {0, private}).
+        self.list_hints: dict[Kind, CacheHint] = {}
         self.restarts = 0
         # Times a listing was cut short by a guard, by reason (metric).
         self.list_guard_trips: collections.Counter[str] = collections.Counter()
@@ -221,6 +227,7 @@ class Supervisor:
                 stable = went_up and trio.current_time() - self._up_since >= STABLE_UPTIME
                 self.listing = None
                 self.info = None
+                self.list_hints = {}
                 self._set_state(state, reason, cause)
                 if went_up:
                     self.restarts += 1
@@ -276,9 +283,11 @@ class Supervisor:
             ) as peer,
             trio.open_nursery() as nursery,
         ):
+            schemas_for(channel, self.tool_schema)
             with trio.fail_after(timeouts.initialize):
-                self.info = info = await self._handshake(peer)
-            await peer.notify("notifications/initialized")
+                self.info = info = await self._handshake(peer, effective_protocol(self._config))
+            if not info.modern:
+                await peer.notify("notifications/initialized")
             fresh = await self._list_all(peer, set(Kind))
             self.peer = peer
             self.listing = fresh
@@ -290,6 +299,7 @@ class Supervisor:
             self._log.info(
                 "backend.connect.complete",
                 protocol_version=info.protocol_version,
+                era="modern" if info.modern else "legacy",
                 server=info.name,
                 tools=len(fresh.tools),
                 prompts=len(fresh.prompts),
@@ -335,7 +345,8 @@ class Supervisor:
                 continue
             try:
                 with trio.fail_after(health.ping_timeout):
-                    await peer.request("ping")
+                    # 2026-07-28 has no ping: discover is the cheapest request.
+                    await peer.request("server/discover" if peer.modern else "ping")
             except trio.TooSlowError:
                 raise TransportBroken(
                     f"no answer to ping within {health.ping_timeout:g} s"
@@ -344,6 +355,21 @@ class Supervisor:
                 pass  # an error answer is still an answer: the backend is alive
 
     # -- listing --------------------------------------------------------------
+
+    def tool_schema(self, name: str) -> object:
+        """The current ``inputSchema`` of the backend's tool ``name`` (None if unknown).
+
+        The Streamable HTTP channel of a modern backend mints the call's
+        ``Mcp-Param-*`` headers from it: the backend's own schema, not the
+        public one, since the backend checks against its own.
+        """
+        listing_now = self.listing
+        if listing_now is None:
+            return None
+        for tool in listing_now.tools:
+            if tool.get("name") == name:
+                return tool.get("inputSchema")
+        return None
 
     async def _refresher(self, peer: Peer) -> None:
         """Re-list what a backend said changed: at once after a quiet spell,
@@ -392,6 +418,7 @@ class Supervisor:
                 event, fields = listing.guard_report(outcome, config)
                 self._log.warning(event, **fields)
             fresh[kind] = listing.filtered(kind, outcome.items, config)
+            self.list_hints[kind] = outcome.hint
         return listing.merged(config, fresh, self.listing)
 
     async def _walk(self, peer: Peer, kind: Kind) -> listing.Listed | listing.Failed:

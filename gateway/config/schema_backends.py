@@ -77,7 +77,8 @@ class Timeouts(Base, frozen=True, kw_only=True):
 
     Attributes:
         connect: to open the transport (spawn, TCP/TLS, WebSocket handshake).
-        initialize: for the MCP ``initialize`` exchange.
+        initialize: for opening a session: the 2026-07-28 probe
+            (``server/discover``) and/or the MCP ``initialize`` exchange.
         request: for one forwarded request without progress.
         max_total: hard ceiling for one request, progress or not.
         reset_on_progress: whether a progress notification restarts the
@@ -207,6 +208,13 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
             backends): ``error`` leaves it out and logs an error naming both,
             ``skip`` leaves it out quietly, ``rename`` gives it the public name
             it would have had under the backend's name as prefix.
+        protocol: which MCP era the gateway speaks to this backend. ``auto``
+            probes with ``server/discover`` at 2026-07-28 and falls back to
+            ``initialize`` when the backend does not answer it as a modern
+            server; ``modern`` only probes (a refusal fails the attempt);
+            ``legacy`` only runs ``initialize``. The legacy HTTP+SSE
+            transport is handshake-era only, so ``auto`` means ``legacy``
+            there and ``modern`` is refused.
     """
 
     name: Name
@@ -225,6 +233,7 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
     max_in_flight: NoLimit = 0
     max_pending: NoLimit = 0
     on_collision: Literal["error", "skip", "rename"] = "error"
+    protocol: Literal["auto", "modern", "legacy"] = "auto"
 
     @property
     def transport(self) -> str:
@@ -319,6 +328,13 @@ class HttpBackend(HttpLikeBackend, tag="http", frozen=True, kw_only=True):
 
 class SseBackend(HttpLikeBackend, tag="sse", frozen=True, kw_only=True):
     """A backend speaking the legacy HTTP+SSE transport (2024-11-05)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.protocol == "modern":
+            raise Invalid(
+                ("protocol", "the HTTP+SSE transport is handshake-era only: use auto or legacy")
+            )
 
 
 class WebSocketBackend(NetworkBackend, tag="websocket", frozen=True, kw_only=True):

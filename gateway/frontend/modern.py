@@ -28,18 +28,25 @@ leg of issue 14, step 5, mints them for modern backends).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import structlog
 import trio
 
+from gateway.catalog.snapshot import Kind
 from gateway.errors import LocalProtocolError
 from gateway.frontend import http_util as h
 from gateway.frontend.listen import Listeners, serve_listen
 from gateway.frontend.post_response import respond_to_request
 from gateway.frontend.rejection import Rejection
 from gateway.protocol import jsonrpc, mcp
-from gateway.protocol.eras import check_method, modern_result, parse_modern
+from gateway.protocol.caching import hint_of
+from gateway.protocol.eras import (
+    LEGACY_BACKEND_HINT,
+    check_method,
+    modern_result,
+    parse_modern,
+)
 from gateway.protocol.jsonrpc import ErrorResponse, Response
 from gateway.protocol.listen import LISTEN, parse_filter
 from gateway.protocol.modern_errors import ModernProtocolError, http_status_for
@@ -52,6 +59,8 @@ if TYPE_CHECKING:
     from gateway.router import Emit, Router
 
 logger = structlog.get_logger("gateway.frontend")
+# The four list methods, whose pages carry the hint the router merged.
+LIST_METHODS: Final = frozenset(kind.list_method for kind in Kind)
 
 
 def _error_status(reply: bytes) -> int:
@@ -96,7 +105,10 @@ def finish(router: Router, request: Request, params: dict[str, Any], reply: byte
     result = mcp.decode_object(message.result)
     if result is None:
         return reply
-    body, dropped = modern_result(request.method, result, params)
+    # A list page's hint was merged by the router from the backends' own
+    # (router/lists); anything else gets the safe default.
+    hint = hint_of(result) if request.method in LIST_METHODS else LEGACY_BACKEND_HINT
+    body, dropped = modern_result(request.method, result, params, hint)
     for tool in dropped:
         logger.warning("tool.dropped", tool=tool.name, reason=tool.reason, era="2026-07-28")
     return jsonrpc.encode_response(request.id, mcp.encode(body))

@@ -134,6 +134,11 @@ class LogLevels:
         """Forget a client that has gone."""
         self._levels.pop(client, None)
 
+    def level_of(self, client: str) -> str | None:
+        """The level a client asked for, or None if it never did."""
+        rank = self._levels.get(client)
+        return None if rank is None else LOG_LEVELS[rank]
+
     def most_verbose(self) -> str | None:
         """The lowest level any client asked for, or None if none asked."""
         if not self._levels:

@@ -17,6 +17,15 @@ Rules:
 6. Progress reaches only the client whose request asked for it, under that
    client's own token, with ``progress`` strictly increasing, and never
    after the response (the session drops it once the answer is in).
+7. A request to a 2026-07-28 backend carries the envelope built for its
+   caller (``protocol.backend_leg``): the caller's bridgeable capabilities,
+   its log level, the gateway's client info; trace context and the
+   remapped progress token ride in ``_meta`` as for any backend.
+8. A 2026-07-28 backend's ``input_required`` is sealed for a modern host
+   and driven for a legacy one (``router/modern_backend``).
+9. A 2026-07-28 backend's -32022 is never relayed (``envelope_refused``);
+   its results reach a legacy host without ``resultType``, ``ttlMs`` and
+   ``cacheScope``.
 
 Theory of operation: ``Targets`` turns a public name or URI into a backend
 and its original name (rules 1-3). ``Forwarder.forward`` swaps the progress
@@ -36,17 +45,27 @@ import structlog
 from gateway.backends.backend import BackendState
 from gateway.catalog.naming import public_uri
 from gateway.catalog.snapshot import Kind
-from gateway.errors import INVALID_PARAMS, BackendUnavailable, LocalProtocolError
-from gateway.protocol import jsonrpc, mcp, revisions
+from gateway.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    BackendUnavailable,
+    LocalProtocolError,
+    RemoteProtocolError,
+)
+from gateway.protocol import backend_leg, jsonrpc, mcp, revisions
+from gateway.protocol.modern_errors import UNSUPPORTED_PROTOCOL_VERSION
 from gateway.protocol.versions import resource_not_found_code
+from gateway.router import modern_backend
+from gateway.router.modern import ModernRequest
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     import msgspec
 
     from gateway.catalog.snapshot import Snapshot
-    from gateway.protocol.tables import Owners
+    from gateway.protocol.tables import LogLevels, Owners
+    from gateway.router.held import HeldCalls
     from gateway.router.metrics import RouterMetrics
     from gateway.router.views import BackendView, ClientPeer, Emit, PoolView
 
@@ -158,9 +177,32 @@ class Forwarder:
         owners: the calls in flight, by backend and client.
     """
 
-    def __init__(self, owners: Owners[Call]) -> None:
+    def __init__(
+        self, owners: Owners[Call], levels: LogLevels | None = None, held: HeldCalls | None = None
+    ) -> None:
         self._owners = owners
+        self._levels = levels
+        self._held = held
         self._tokens = itertools.count(1)
+
+    def _envelope(self, call: Call, params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` with the 2026-07-28 envelope for this caller (rule 7).
+
+        Capabilities: the modern request's own, or what the legacy host
+        declared at initialize, cut to what the gateway can bridge. The log
+        level: the modern request's ``logLevel``, or the legacy session's
+        ``logging/setLevel``.
+        """
+        client = call.client
+        if isinstance(client, ModernRequest):
+            level = client.envelope.log_level
+        else:
+            level = self._levels.level_of(client.session_id) if self._levels else None
+        return backend_leg.with_envelope(
+            params,
+            capabilities=backend_leg.bridgeable_capabilities(client.capabilities),
+            log_level=level,
+        )
 
     async def forward(
         self, call: Call, backend: BackendView, method: str, params: dict[str, Any]
@@ -183,17 +225,106 @@ class Forwarder:
                 params["_meta"] = {k: v for k, v in meta.items() if k != "progressToken"}
         client_id = call.client.session_id
         call.backend = backend.name
+        info = backend.info
+        modern = info is not None and info.modern
+        if isinstance(call.client, ModernRequest) and call.client.backend_state is not None:
+            # A retry of a modern backend's round: only that backend may get it.
+            modern_backend.for_backend(call.client, backend.name if modern else "", params)
+        if modern:
+            params = self._envelope(call, params)
+
+        async def send(body: dict[str, Any]) -> msgspec.Raw:
+            """One request to the backend (the first, or an MRTR retry)."""
+            try:
+                return await backend.request(
+                    method,
+                    mcp.encode(body),
+                    client=client_id,
+                    progress_token=token,
+                    on_progress=progress,
+                )
+            except RemoteProtocolError as exc:
+                if modern and exc.code == UNSUPPORTED_PROTOCOL_VERSION:
+                    raise envelope_refused(backend.name, exc) from None
+                raise
+
         self._owners.add(backend.name, client_id, call)
         try:
-            return await backend.request(
-                method,
-                mcp.encode(params),
-                client=client_id,
-                progress_token=token,
-                on_progress=progress,
-            )
+            result = await send(params)
+            if modern:
+                result = await self._input_required(
+                    call, backend.name, method, params, result, send
+                )
         finally:
             self._owners.remove(backend.name, client_id, call)
+        if modern and not isinstance(call.client, ModernRequest):
+            return for_legacy_host(result)
+        return result
+
+    async def _input_required(
+        self,
+        call: Call,
+        backend: str,
+        method: str,
+        params: dict[str, Any],
+        result: msgspec.Raw,
+        send: Callable[[dict[str, Any]], Awaitable[msgspec.Raw]],
+    ) -> msgspec.Raw:
+        """A modern backend's ``input_required``: sealed for a modern host, driven
+        for a legacy one (``router/modern_backend``); any other result as it is."""
+        body = mcp.decode_object(result)
+        if not modern_backend.is_input_required(body):
+            return result
+        assert body is not None
+        client = call.client
+        if isinstance(client, ModernRequest):
+            if self._held is None:
+                raise LocalProtocolError("no requestState sealer configured", INTERNAL_ERROR)
+            return mcp.encode(
+                modern_backend.seal_for_host(
+                    self._held.sealer,
+                    lifetime=self._held.lifetime,
+                    backend=backend,
+                    request=client,
+                    method=method,
+                    body=body,
+                )
+            )
+        return await modern_backend.drive(
+            client,
+            call.emit,
+            backend=backend,
+            method=method,
+            params=params,
+            body=body,
+            send=send,
+        )
+
+
+def envelope_refused(backend: str, exc: RemoteProtocolError) -> LocalProtocolError:
+    """What a host gets when a modern backend refused the gateway's envelope (rule 9).
+
+    The -32022 is about our request, not the host's: relaying it would make a
+    modern host fall back to ``initialize`` against a gateway that serves it
+    fine. It is logged, and the host gets -32603 naming the backend.
+    """
+    logger.error(
+        "backend.envelope_refused", backend=backend, code=exc.code, error=exc.message[:256]
+    )
+    return LocalProtocolError(
+        f"backend {backend!r} refused the gateway's 2026-07-28 request envelope "
+        f"({exc.message}); see the gateway's log",
+        INTERNAL_ERROR,
+        data={"backend": backend},
+    )
+
+
+def for_legacy_host(result: msgspec.Raw) -> msgspec.Raw:
+    """A modern backend's result without the fields a handshake-era host does not know."""
+    body = mcp.decode_object(result)
+    if body is None or not any(key in body for key in backend_leg.MODERN_ONLY_FIELDS):
+        return result
+    return mcp.encode(backend_leg.for_legacy_host(body))
 
 
 def _uri_mapper(backend: BackendView) -> mcp.UriMap:

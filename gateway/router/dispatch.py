@@ -119,7 +119,7 @@ class Router:
         subscriptions = Subscriptions()
         wanted = LogLevels()
         targets = Targets(pool, separator)
-        forwarder = Forwarder(owners)
+        forwarder = Forwarder(owners, wanted, self._held)
         calls = Calls(targets, forwarder, metrics)
         self._lists = Lists(pool, cursors, page_size, metrics)
         self._levels = Levels(pool, wanted)

@@ -59,6 +59,7 @@ from gateway.protocol.mrtr import (
     to_legacy_response,
 )
 from gateway.protocol.sealed import REQUEST_STATE, Sealer
+from gateway.router.modern_backend import restore
 
 if TYPE_CHECKING:
     import msgspec
@@ -341,6 +342,14 @@ class HeldCalls:
             method=message.method,
             params=params,
         )
+        is_backends, own = restore(sealed.state)
+        if is_backends:
+            # A modern backend's state (router/modern_backend): nothing is
+            # held here; the retry runs afresh with the backend's state.
+            request.backend_state = (sealed.backend, own)
+            held = HeldCall(self, request, message, params)
+            self._nursery.start_soon(held.run, run, message)
+            return await held.serve_round(message.id, request.emit)
         pending_key, _, round_text = sealed.state.decode("ascii", "replace").partition(":")
         held_call = self._held.get(pending_key)
         if held_call is None or not round_text.isdigit():

@@ -43,6 +43,16 @@ if TYPE_CHECKING:
 logger = structlog.get_logger("gateway.router")
 
 
+def takes_set_level(backend: BackendView) -> bool:
+    """Whether ``logging/setLevel`` goes to this backend.
+
+    Only to handshake-era backends that offer logging: a 2026-07-28 backend
+    has no such method and gets each call's ``logLevel`` in its ``_meta``.
+    """
+    info = backend.info
+    return backend.offers("logging") and not (info is not None and info.modern)
+
+
 class Levels:
     """Keeps backends' log levels in step with what clients asked for.
 
@@ -73,7 +83,7 @@ class Levels:
         self._wanted.set(client_id, level)
         async with trio.open_nursery() as nursery:
             for backend in self._pool.backends.values():
-                if backend.per_client and backend.has_link(client_id) and backend.offers("logging"):
+                if backend.per_client and backend.has_link(client_id) and takes_set_level(backend):
                     nursery.start_soon(self._send, backend, level, client_id)
             self._start_shared(nursery)
         return jsonrpc.EMPTY_OBJECT
@@ -95,7 +105,7 @@ class Levels:
         for backend in self._pool.backends.values():
             if (
                 backend.state is BackendState.UP
-                and backend.offers("logging")
+                and takes_set_level(backend)
                 and self._applied.get(backend.name) != wanted
             ):
                 nursery.start_soon(self._send_shared, backend, wanted)

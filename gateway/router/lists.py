@@ -27,6 +27,8 @@ from gateway.catalog.pages import after_passthrough, plan_page, render_page
 from gateway.catalog.snapshot import Kind
 from gateway.errors import LocalProtocolError
 from gateway.protocol import mcp, revisions
+from gateway.protocol.caching import merge_hints
+from gateway.router.modern import ModernRequest
 
 if TYPE_CHECKING:
     from gateway.catalog.cursor import CursorCodec
@@ -134,7 +136,30 @@ class Lists:
             fetch, fetch_cursor = following.backend, following.backend_cursor
         next_cursor = None if following is None else self._cursors.encode(following)
         self._metrics.pages_served.labels(kind=kind.value).inc()
-        return render_page(kind.value, items, next_cursor, unavailable)
+        rendered = render_page(kind.value, items, next_cursor, unavailable)
+        if isinstance(call.client, ModernRequest):
+            return self._with_hint(kind, rendered)
+        return rendered
+
+    def _with_hint(self, kind: Kind, page: msgspec.Raw) -> msgspec.Raw:
+        """A modern host's page with the merged hint of the backends behind the list.
+
+        Every backend up that offers the list contributes (``caching.mdx``
+        §Interaction with Pagination: every page carries the same hint):
+        the shortest ``ttlMs``, ``private`` if any is; a handshake-era
+        backend counts as ``{0, private}``, so one of them makes the list
+        uncacheable, and so does an empty set of contributors.
+        """
+        hints = [
+            backend.list_hint(kind)
+            for backend in self._pool.backends.values()
+            if backend.state is BackendState.UP and backend.offers(kind.capability)
+        ]
+        body = mcp.decode_object(page)
+        if body is None:  # pragma: no cover - render_page always builds an object
+            return page
+        body.update(merge_hints(hints).as_fields())
+        return mcp.encode(body)
 
     async def _fetch_passthrough(
         self, backend: BackendView, cursor: str | None

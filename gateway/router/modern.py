@@ -75,6 +75,9 @@ class ModernRequest:
     failure: ModernProtocolError | None = None
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     held: HeldCall | None = None
+    # A verified retry of a modern backend's input_required: that backend's
+    # name and its own requestState (None when it sent none).
+    backend_state: tuple[str, str | None] | None = None
 
     @property
     def protocol_version(self) -> str:

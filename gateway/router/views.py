@@ -16,8 +16,9 @@ if TYPE_CHECKING:
     import msgspec
 
     from gateway.backends.backend import BackendState, ServerInfo
-    from gateway.catalog.snapshot import Snapshot
+    from gateway.catalog.snapshot import Kind, Snapshot
     from gateway.config import BackendConfig
+    from gateway.protocol.caching import CacheHint
 
 # Sends a message on the related request's stream; False when it could not
 # (stream gone or full), so the caller can fall back to the GET stream.
@@ -98,6 +99,10 @@ class BackendView(Protocol):
     @property
     def per_client(self) -> bool:
         """Whether each client session gets a backend session of its own."""
+        ...
+
+    def list_hint(self, kind: Kind) -> CacheHint:
+        """The cache hint of this backend's list of ``kind`` (``{0, private}`` if legacy)."""
         ...
 
     def offers(self, capability: str) -> bool:
@@ -194,9 +199,11 @@ class PoolView(Protocol):
 
 
 def subscribable(backend: BackendView) -> bool:
-    """Whether a backend declared ``resources.subscribe`` (spec: resources)."""
+    """Whether a backend takes ``resources/subscribe`` (declared, and handshake era)."""
     info = backend.info
-    if info is None:
+    if info is None or info.modern:
+        # 2026-07-28 has no resources/subscribe; its listen stream is not
+        # bridged yet (issue 14, step 5 leaves it for later).
         return False
     resources = info.capabilities.get("resources")
     return isinstance(resources, dict) and resources.get("subscribe") is True

@@ -9,12 +9,15 @@ httpx or websocket exception.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from gateway.errors import TransportError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Callable, Iterator, Mapping
+
+    # A backend's own ``inputSchema`` by tool name (None when unknown).
+    ToolSchemas = Callable[[str], object]
 
 
 class MessageChannel(Protocol):
@@ -55,3 +58,21 @@ def map_exceptions(mapping: Mapping[type[BaseException], type[TransportError]]) 
             if isinstance(exc, source):
                 raise target(str(exc) or type(exc).__name__) from exc
         raise
+
+
+@runtime_checkable
+class NeedsToolSchemas(Protocol):
+    """A channel that mints ``Mcp-Param-*`` headers from the backend's tool schemas.
+
+    Streamable HTTP towards a 2026-07-28 backend: the headers mirror tool
+    arguments as the backend's own ``x-mcp-header`` annotations say.
+    """
+
+    def use_tool_schemas(self, lookup: ToolSchemas) -> None:
+        """From now on, look tool schemas up with ``lookup``."""
+
+
+def schemas_for(channel: object, lookup: ToolSchemas | None) -> None:
+    """Hand ``lookup`` to ``channel`` when it wants tool schemas; else nothing."""
+    if lookup is not None and isinstance(channel, NeedsToolSchemas):
+        channel.use_tool_schemas(lookup)

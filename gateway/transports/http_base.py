@@ -235,11 +235,14 @@ class Outgoing:
             response carries the session id, its result the revision.
         initialized: whether it holds ``notifications/initialized``, after
             which the server's own stream may be opened.
+        modern: whether it is a 2026-07-28 request, cancelled by closing
+            its response stream.
     """
 
     request_ids: tuple[RequestId, ...] = ()
     initialize_id: RequestId | None = None
     initialized: bool = False
+    modern: bool = False
 
     @classmethod
     def of(cls, message: bytes) -> Outgoing:

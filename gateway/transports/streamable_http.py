@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     import httpx
 
     from gateway.config import HttpBackend
+    from gateway.transports.base import ToolSchemas
 
 __all__ = [
     "DEFAULT_RECONNECT_DELAY",
@@ -115,6 +116,10 @@ class StreamableHttpChannel:
     def protocol_version(self) -> str | None:
         """The revision the server answered initialize with, once seen."""
         return self._session.protocol_version
+
+    def use_tool_schemas(self, lookup: ToolSchemas) -> None:
+        """Mint ``Mcp-Param-*`` headers of modern tools/call from ``lookup``."""
+        self._session.tool_schema = lookup
 
     async def send(self, message: bytes) -> None:
         """POST one message; return once the response headers are in.

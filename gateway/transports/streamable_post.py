@@ -20,17 +20,23 @@ Rules:
 3. A POST stream cut before its answer, with an event id, is resumed by GET
    with ``Last-Event-ID`` after the server's ``retry:``; one that yields
    nothing new ``MAX_RESUME_ATTEMPTS`` times in a row is given up (rule 1).
+4. A 2026-07-28 request (its ``_meta`` holds the envelope) is POSTed with
+   its ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` and
+   ``Mcp-Param-*`` headers and no session id; it is cancelled by closing
+   its response (the revision's cancellation on HTTP), not by a POSTed
+   ``notifications/cancelled``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Final
 
 import msgspec
 import trio
 
 from gateway.errors import ConnectError, LocalProtocolError, TransportClosed, TransportError
-from gateway.protocol import jsonrpc
+from gateway.protocol import backend_leg, jsonrpc, mcp
 from gateway.transports.base import map_exceptions
 from gateway.transports.framing import SseParser
 from gateway.transports.http_base import (
@@ -58,6 +64,9 @@ if TYPE_CHECKING:
     from gateway.transports.streamable_session import HttpSession
 
 POST_ACCEPT: Final = f"{JSON_MEDIA_TYPE}, {SSE_MEDIA_TYPE}"
+# The notification that cancels a request; towards a modern backend over
+# HTTP it closes the request's stream instead of being POSTed.
+CANCELLED: Final = "notifications/cancelled"
 # Resuming a POST's stream (GET with Last-Event-ID) that yields nothing new
 # this many times in a row is given up; the request then fails (rule 1).
 MAX_RESUME_ATTEMPTS: Final = 3
@@ -77,8 +86,14 @@ async def post(session: HttpSession, message: bytes) -> Outgoing:
     """
     session.check_open()
     outgoing = Outgoing.of(message)
+    modern = _modern_headers(session, message)
+    if modern is None:
+        return outgoing  # a cancellation, done by closing the request's stream
     headers = session.request_headers(POST_ACCEPT)
+    headers.update(modern)
     headers["content-type"] = JSON_MEDIA_TYPE
+    if modern:
+        outgoing = dataclasses.replace(outgoing, modern=True)
     request = session.client.build_request("POST", session.url, content=message, headers=headers)
     response = await session.send(request)
     handed_off = False
@@ -90,6 +105,30 @@ async def post(session: HttpSession, message: bytes) -> Outgoing:
         if not handed_off:
             await discard_body(response)  # noqa: ASYNC102 - its close is shielded; a cancel skips only the drain
     return outgoing
+
+
+def _modern_headers(session: HttpSession, message: bytes) -> dict[str, str] | None:
+    """The 2026-07-28 headers of ``message``; None when it must not be POSTed (rule 4).
+
+    A ``notifications/cancelled`` for a modern request still streaming is
+    done the 2026-07-28 way, by closing that request's response stream.
+    """
+    try:
+        decoded = jsonrpc.decode(message)
+    except LocalProtocolError:
+        return {}
+    if isinstance(decoded, jsonrpc.Notification) and decoded.method == CANCELLED:
+        body = mcp.decode_object(decoded.params) if decoded.params is not None else None
+        target = body.get("requestId") if body else None
+        scope = session.modern_streams.get(target) if isinstance(target, int | str) else None
+        if scope is None:
+            return {}
+        scope.cancel()
+        return None
+    if not isinstance(decoded, jsonrpc.Request) or decoded.params is None:
+        return {}
+    params = mcp.decode_object(decoded.params)
+    return backend_leg.http_headers(decoded.method, params, session.tool_schema)
 
 
 def _dispatch(session: HttpSession, response: httpx.Response, outgoing: Outgoing) -> bool:
@@ -142,6 +181,13 @@ async def _deliver(
 
 
 async def _read_json(session: HttpSession, response: httpx.Response, outgoing: Outgoing) -> None:
+    with session.stream_scope(outgoing):
+        await _read_json_body(session, response, outgoing)
+
+
+async def _read_json_body(
+    session: HttpSession, response: httpx.Response, outgoing: Outgoing
+) -> None:
     awaiting = set(outgoing.request_ids)
     problem = "backend ended the response without answering"
     try:
@@ -158,6 +204,13 @@ async def _read_json(session: HttpSession, response: httpx.Response, outgoing: O
 
 
 async def _read_stream(session: HttpSession, response: httpx.Response, outgoing: Outgoing) -> None:
+    with session.stream_scope(outgoing):
+        await _read_stream_body(session, response, outgoing)
+
+
+async def _read_stream_body(
+    session: HttpSession, response: httpx.Response, outgoing: Outgoing
+) -> None:
     awaiting = set(outgoing.request_ids)
     parser = SseParser(MAX_MESSAGE_BYTES)
     problem = "backend closed the stream before answering"

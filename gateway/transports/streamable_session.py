@@ -20,6 +20,7 @@ Rules:
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -46,11 +47,15 @@ from gateway.transports.http_base import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     import httpx
     import structlog
 
     from gateway.config import HttpBackend
     from gateway.protocol.jsonrpc import RequestId
+    from gateway.transports.base import ToolSchemas
+    from gateway.transports.http_base import Outgoing
 
 # SSE reconnection (WHATWG "reconnection time"): used until the server sends
 # `retry:`; whatever it sends is kept within [floor, cap] (robustness D15).
@@ -127,6 +132,25 @@ class HttpSession:
         self.protocol_version: str | None = None
         """The revision the server answered initialize with, once seen."""
         self._headers = base_headers(cfg)
+        self.modern_streams: dict[RequestId, trio.CancelScope] = {}
+        """The readers of 2026-07-28 requests' responses, by request id: closing
+        one is how such a request is cancelled."""
+        self.tool_schema: ToolSchemas | None = None
+        """The backend's own tool schemas, for ``Mcp-Param-*`` headers."""
+
+    @contextmanager
+    def stream_scope(self, outgoing: Outgoing) -> Iterator[None]:
+        """Run a response reader so that cancelling its modern request closes it."""
+        with trio.CancelScope() as scope:
+            ids = outgoing.request_ids if outgoing.modern else ()
+            for request_id in ids:
+                self.modern_streams[request_id] = scope
+            try:
+                yield
+            finally:
+                for request_id in ids:
+                    if self.modern_streams.get(request_id) is scope:
+                        del self.modern_streams[request_id]
 
     # -- every request ------------------------------------------------------
 

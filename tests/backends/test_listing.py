@@ -289,3 +289,33 @@ def test_a_tripped_guard_is_reported_under_its_own_event(
     """Robustness D11/D15: operators see which guard tripped, for which list, with numbers."""
     done = Listed(kind=Kind.TOOLS, items=(), pages=3, received=7, guard=guard)
     assert guard_report(done, config()) == (f"backend.list.{guard.value}", fields)
+
+
+def _hinted(
+    names_: list[str], ttl: object, scope: object, cursor: str | None = None
+) -> msgspec.Raw:
+    body = json.loads(bytes(page(names_, cursor)))
+    body.update({"ttlMs": ttl, "cacheScope": scope})
+    return msgspec.Raw(json.dumps(body).encode())
+
+
+def test_a_walk_merges_the_pages_cache_hints() -> None:
+    """S/server/utilities/caching.mdx: the shortest ttl, private if any page is."""
+    walk = begin(Kind.TOOLS, max_pages=10, max_items=100)
+    walk = step(walk, _hinted(["a"], 60000, "public", cursor="c1"))
+    assert isinstance(walk, PageRequest)
+    walk = step(walk, _hinted(["b"], 5000, "public", cursor="c2"))
+    assert isinstance(walk, PageRequest)
+    done = step(walk, _hinted(["c"], 9000, "public"))
+    assert isinstance(done, Listed)
+    assert (done.hint.ttl_ms, done.hint.scope) == (5000, "public")
+    private = step(begin(Kind.TOOLS, max_pages=1, max_items=100), _hinted(["a"], 10, "private"))
+    assert isinstance(private, Listed) and private.hint.scope == "private"
+
+
+def test_pages_without_hints_are_uncacheable_even_when_a_guard_ends_the_walk() -> None:
+    """caching.mdx: an absent hint reads as {0, private}; guards keep the hint."""
+    walk = begin(Kind.TOOLS, max_pages=1, max_items=100)
+    done = step(walk, page(["a"], cursor="more"))
+    assert isinstance(done, Listed) and done.guard is not None
+    assert (done.hint.ttl_ms, done.hint.scope) == (0, "private")

@@ -191,6 +191,9 @@ class FakeMcpServer:
         die_after: when set, each connection is dropped this many seconds
             after it was opened (a flapping backend).
         answer_pings: whether ``ping`` is answered; flip it at any time.
+        discover: how ``server/discover`` is answered: ``refuse`` (-32601,
+            a handshake-era server), ``modern`` (a 2026-07-28 DiscoverResult),
+            ``silent`` (never), ``envelope`` (-32022 naming 2026-07-28).
     """
 
     def __init__(
@@ -202,8 +205,10 @@ class FakeMcpServer:
         initialize_delay: float = 0.0,
         die_after: float | None = None,
         answer_pings: bool = True,
+        discover: str = "refuse",
     ) -> None:
         self.name = name
+        self.discover = discover
         self.tools: dict[str, ToolBehaviour] = dict(
             tools if tools is not None else {"echo": Answer("echo")}
         )
@@ -283,6 +288,24 @@ class FakeMcpServer:
         if method == "initialize":
             await trio.sleep(self.initialize_delay)
             result: dict[str, Any] | None = self._initialize_result(request.params)
+        elif method == "server/discover" and self.discover != "refuse":
+            if self.discover == "silent":
+                return
+            if self.discover == "envelope":
+                data = {"supported": ["2026-07-28"], "requested": "2026-07-28"}
+                connection.send(_error(request.id, -32022, "Unsupported protocol version", data))
+                return
+            result = {
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {"listChanged": True}},
+                "instructions": f"{self.name} speaks 2026-07-28",
+                "resultType": "complete",
+                "ttlMs": 0,
+                "cacheScope": "private",
+                "_meta": {
+                    "io.modelcontextprotocol/serverInfo": {"name": self.name, "version": "2"}
+                },
+            }
         elif method == "ping":
             if not self.answer_pings:
                 return
@@ -351,8 +374,11 @@ def _text_result(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": False}
 
 
-def _error(msg_id: Any, code: int, message: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+def _error(msg_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": msg_id, "error": error}
 
 
 class FakeConnector:

@@ -86,7 +86,9 @@ async def test_banner_and_log_lines_on_stdout_are_dropped_counted_and_calls_succ
     # No metric counts dropped lines yet (dropped_stdout_lines_total{server}):
     # the session's own counter is what there is.
     assert backend._peer is not None
-    assert backend._peer.junk_lines == written == 3 + 23
+    # 3 banner lines, then one per message: the answer to the 2026-07-28
+    # probe, initialize, the lists, 20 calls and the stats call.
+    assert backend._peer.junk_lines == written == 3 + 24
     assert backend.state is BackendState.UP
     assert backend.initializations == 1
     warnings = events(logs, "session.junk_dropped")
@@ -116,7 +118,8 @@ async def test_a_thousand_calls_through_junk_interleaved_on_stdout_all_succeed(
     assert sorted(answered, key=int) == [str(i) for i in range(1000)]
     peer = running.gateway.pool.backends["noisy"]._peer
     assert peer is not None
-    assert peer.junk_lines == written == 2 + 1 + 1 + 1000 + 1
+    # banner, the probe's answer, initialize, tools/list, 1000 calls, stats.
+    assert peer.junk_lines == written == 2 + 1 + 1 + 1 + 1000 + 1
 
 
 # -- D2 / B6: an endless line ----------------------------------------------------

@@ -17,10 +17,11 @@ import trio
 from gateway.backends.backend import BackendState, ServerInfo
 from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
-from gateway.catalog.snapshot import BackendListing, Catalog, Snapshot
+from gateway.catalog.snapshot import BackendListing, Catalog, Kind, Snapshot
 from gateway.config import BackendConfig, StdioBackend, Timeouts
 from gateway.errors import BackendUnavailable, RequestTimeout
 from gateway.protocol import jsonrpc
+from gateway.protocol.caching import NO_CACHE, CacheHint
 from gateway.protocol.versions import LATEST_VERSION
 from gateway.router import NO_METRICS, Emit, Router, RouterMetrics
 from gateway.router.metrics import Counter
@@ -86,6 +87,10 @@ class FakeBackend:
             name=self.name,
             version="1",
         )
+
+    def list_hint(self, kind: Kind) -> CacheHint:
+        """A handshake-era backend's hint: none (``{0, private}``)."""
+        return NO_CACHE
 
     def offers(self, capability: str) -> bool:
         """Whether the fake declared that capability."""
