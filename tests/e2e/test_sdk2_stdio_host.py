@@ -1,0 +1,76 @@
+"""The official Python SDK 2.x as a desktop host that spawns ``mcp-gateway stdio``.
+
+mcp 2.x in its default mode probes ``server/discover`` at 2026-07-28 and falls
+back to ``initialize`` only when refused; over stdio the gateway must answer
+the probe and then serve every request statelessly (issue 14, stdio mode).
+The client lives in ``.venv-sdk2`` and runs ``tests/sdk2/modern_stdio_host.py``,
+which spawns the gateway with this virtualenv's Python.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Final
+
+import pytest
+import trio
+
+from tests.harness import sdk_backend, stdio_backend
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+SDK2_PYTHON: Final = ROOT / ".venv-sdk2" / "bin" / "python"
+SCRIPT: Final = ROOT / "tests" / "sdk2" / "modern_stdio_host.py"
+RUN_LIMIT: Final = 60.0  # seconds for the whole run: spawn, backends' start, eight requests
+
+pytestmark = [
+    pytest.mark.sdk2,
+    pytest.mark.skipif(
+        not SDK2_PYTHON.exists(),
+        reason=".venv-sdk2 is missing: run `make sdk2-venv` (make test always creates it)",
+    ),
+]
+
+
+def _config(tmp_path: Path) -> Path:
+    config = {
+        "logging": {"level": "info"},
+        "backends": [
+            sdk_backend("alpha"),
+            stdio_backend("toolbox", [sys.executable, "-m", "mcp_gateway_demo.toolbox"]),
+            sdk_backend("headers"),
+        ],
+    }
+    path = tmp_path / "gateway.yaml"
+    path.write_text(json.dumps(config))
+    return path
+
+
+async def test_the_default_sdk2_client_negotiates_2026_07_28_over_stdio(tmp_path: Path) -> None:
+    """Discover, no initialize; list (complete at once), call with progress, read, prompt."""
+    with trio.fail_after(RUN_LIMIT):
+        done = await trio.run_process(
+            [str(SDK2_PYTHON), str(SCRIPT), sys.executable, str(_config(tmp_path))],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-4000:]
+    seen = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    assert seen["protocol_version"] == "2026-07-28"
+    assert seen["discovered"] is True
+    assert seen["initialized"] is False  # no fallback to the handshake
+    assert seen["server_name"] == "mcp-gateway"
+    # The first tools/list already holds every backend's tools (the startup wait).
+    assert {"alpha__echo", "alpha__progress", "toolbox__add", "headers__lookup"} <= set(
+        seen["tools"]
+    )
+    assert "headers__broken" not in seen["tools"]  # invalid x-mcp-header: dropped on stdio too
+    assert (seen["add"], seen["add_is_error"]) == ("42", False)
+    assert seen["progress_result"] == "done"
+    assert seen["progress"] == [1.0, 2.0, 3.0]
+    assert any("readme" in uri for uri in seen["resources"])
+    assert seen["read_text"]
+    assert seen["prompt_messages"] >= 1
+    assert isinstance(seen["completion_values"], list)

@@ -1,0 +1,74 @@
+"""A host on the official Python SDK 2.x, in its default mode, spawning the gateway over stdio.
+
+Run by ``tests/e2e/test_sdk2_stdio_host.py`` with ``.venv-sdk2/bin/python``
+(mcp 2.x cannot share a virtualenv with the 1.x peers). It spawns
+``<python> -m gateway stdio -c <config>`` through ``Client(StdioServerParameters)``
+(mode ``auto``: ``server/discover`` at 2026-07-28, falling back to
+``initialize`` only when refused), then lists tools, calls one plainly and one
+with progress, reads a resource, gets a prompt and completes an argument. It
+prints one JSON object describing what it saw.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import anyio
+from mcp import Client, StdioServerParameters
+from mcp.types import PromptReference, TextContent
+
+
+def _text(result: object) -> str | None:
+    content = getattr(result, "content", None) or []
+    first = content[0] if content else None
+    return first.text if isinstance(first, TextContent) else None
+
+
+async def main(gateway_python: str, config: str) -> None:
+    """Drive the calls; print the summary as JSON on stdout."""
+    params = StdioServerParameters(
+        command=gateway_python, args=["-m", "gateway", "stdio", "-c", config]
+    )
+    progress: list[float] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+
+    async with Client(params) as client:
+        session = client.session
+        tools = await client.list_tools()
+        names = sorted(tool.name for tool in tools.tools)
+        added = await client.call_tool("toolbox__add", {"a": 20, "b": 22})
+        stepped = await client.call_tool(
+            "alpha__progress", {"steps": 3}, progress_callback=on_progress
+        )
+        resources = await client.list_resources()
+        uris = sorted(str(r.uri) for r in resources.resources)
+        readme = next(uri for uri in uris if "readme" in uri)
+        read = await client.read_resource(readme)
+        prompt = await client.get_prompt("alpha__greet", {"name": "Ada"})
+        completion = await client.complete(
+            PromptReference(type="ref/prompt", name="toolbox__code_review"),
+            {"name": "language", "value": "py"},
+        )
+        summary = {
+            "protocol_version": client.protocol_version,
+            "discovered": session.discover_result is not None,
+            "initialized": session.initialize_result is not None,
+            "server_name": None if client.server_info is None else client.server_info.name,
+            "tools": names,
+            "add": _text(added),
+            "add_is_error": added.is_error,
+            "progress_result": _text(stepped),
+            "progress": progress,
+            "resources": uris,
+            "read_text": getattr(read.contents[0], "text", None) if read.contents else None,
+            "prompt_messages": len(prompt.messages),
+            "completion_values": list(completion.completion.values),
+        }
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    anyio.run(main, sys.argv[1], sys.argv[2])
