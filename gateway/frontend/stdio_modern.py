@@ -205,8 +205,8 @@ class ModernStdio:
         request_id = params.get("requestId")
         if isinstance(request_id, bool) or not isinstance(request_id, int | str):
             return
-        scope = self._inflight.get(request_id)
-        if scope is not None:
+        scope = self._inflight.pop(request_id, None)
+        if scope is not None:  # its id is free at once: the host is done with it
             scope.cancel()
 
     async def _request(
