@@ -18,11 +18,13 @@ import pytest
 import trio
 
 from tests.harness import sdk_backend, stdio_backend
+from tests.servers.paths import python_server_command
+from tests.servers.recorder import recorded
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 SDK2_PYTHON: Final = ROOT / ".venv-sdk2" / "bin" / "python"
 SCRIPT: Final = ROOT / "tests" / "sdk2" / "modern_stdio_host.py"
-RUN_LIMIT: Final = 60.0  # seconds for the whole run: spawn, backends' start, eight requests
+RUN_LIMIT: Final = 60.0  # seconds for the whole run: spawn, backends' start, a dozen requests
 
 pytestmark = [
     pytest.mark.sdk2,
@@ -33,13 +35,14 @@ pytestmark = [
 ]
 
 
-def _config(tmp_path: Path) -> Path:
+def _config(tmp_path: Path, watched_log: Path) -> Path:
     config = {
         "logging": {"level": "info"},
         "backends": [
             sdk_backend("alpha"),
             stdio_backend("toolbox", [sys.executable, "-m", "mcp_gateway_demo.toolbox"]),
             sdk_backend("headers"),
+            stdio_backend("watched", recorded(watched_log, python_server_command("watched"))),
         ],
     }
     path = tmp_path / "gateway.yaml"
@@ -48,10 +51,12 @@ def _config(tmp_path: Path) -> Path:
 
 
 async def test_the_default_sdk2_client_negotiates_2026_07_28_over_stdio(tmp_path: Path) -> None:
-    """Discover, no initialize; list (complete at once), call with progress, read, prompt."""
+    """Discover, no initialize; list (complete at once), call with progress, read, prompt,
+    complete; listen, hear both kinds, cancel the listen and see the backend unsubscribed."""
+    log = tmp_path / "watched.log"
     with trio.fail_after(RUN_LIMIT):
         done = await trio.run_process(
-            [str(SDK2_PYTHON), str(SCRIPT), sys.executable, str(_config(tmp_path))],
+            [str(SDK2_PYTHON), str(SCRIPT), sys.executable, str(_config(tmp_path, log)), str(log)],
             capture_stdout=True,
             capture_stderr=True,
             check=False,
@@ -74,3 +79,10 @@ async def test_the_default_sdk2_client_negotiates_2026_07_28_over_stdio(tmp_path
     assert seen["read_text"]
     assert seen["prompt_messages"] >= 1
     assert isinstance(seen["completion_values"], list)
+    first_watched = seen["watched"][0]
+    assert seen["honored"] == {"toolsListChanged": True, "resourceSubscriptions": [first_watched]}
+    assert seen["events"] == ["ToolsListChanged", ["ResourceUpdated", first_watched]]
+    # The SDK ends a listen with notifications/cancelled; the gateway releases the
+    # backend subscription while the host is still connected (not at stdin EOF).
+    assert seen["unsubscribed_while_connected"] is True
+    assert seen["tools_after_listen"] > len(seen["tools"])  # grow added one

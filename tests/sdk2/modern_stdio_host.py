@@ -5,14 +5,19 @@ Run by ``tests/e2e/test_sdk2_stdio_host.py`` with ``.venv-sdk2/bin/python``
 ``<python> -m gateway stdio -c <config>`` through ``Client(StdioServerParameters)``
 (mode ``auto``: ``server/discover`` at 2026-07-28, falling back to
 ``initialize`` only when refused), then lists tools, calls one plainly and one
-with progress, reads a resource, gets a prompt and completes an argument. It
-prints one JSON object describing what it saw.
+with progress, reads a resource, gets a prompt and completes an argument. Then it listens
+(``subscriptions/listen``: tools list_changed and one ``watched`` resource),
+makes both happen, leaves the listen block (the SDK cancels the listen with
+``notifications/cancelled``) and, while still connected, waits for the
+backend's ``resources/unsubscribe`` in the recorder's log (the third
+argument). It prints one JSON object describing what it saw.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import anyio
 from mcp import Client, StdioServerParameters
@@ -25,7 +30,20 @@ def _text(result: object) -> str | None:
     return first.text if isinstance(first, TextContent) else None
 
 
-async def main(gateway_python: str, config: str) -> None:
+def _sent_unsubscribe(log: Path) -> bool:
+    return '"resources/unsubscribe"' in log.read_text(encoding="utf-8")
+
+
+async def _unsubscribed(log: Path) -> bool:
+    """Whether the backend was sent resources/unsubscribe (polled, at most 10 s)."""
+    with anyio.move_on_after(10):
+        while not _sent_unsubscribe(log):  # noqa: ASYNC110 - a file another process writes
+            await anyio.sleep(0.05)
+        return True
+    return False
+
+
+async def main(gateway_python: str, config: str, watched_log: str) -> None:
     """Drive the calls; print the summary as JSON on stdout."""
     params = StdioServerParameters(
         command=gateway_python, args=["-m", "gateway", "stdio", "-c", config]
@@ -52,6 +70,20 @@ async def main(gateway_python: str, config: str) -> None:
             PromptReference(type="ref/prompt", name="toolbox__code_review"),
             {"name": "language", "value": "py"},
         )
+        watched = sorted(uri for uri in uris if "watch" in uri)
+        events: list[object] = []
+        with anyio.fail_after(20):
+            async with client.listen(
+                tools_list_changed=True, resource_subscriptions=watched[:1]
+            ) as sub:
+                honored = sub.honored.model_dump(by_alias=True, exclude_none=True)
+                await client.call_tool("watched__grow", {})
+                events.append(type(await sub.__anext__()).__name__)
+                await client.call_tool("watched__touch", {"uri": "watch://a"})
+                updated = await sub.__anext__()
+                events.append([type(updated).__name__, getattr(updated, "uri", None)])
+            unsubscribed = await _unsubscribed(Path(watched_log))
+        after_listen = len((await client.list_tools()).tools)
         summary = {
             "protocol_version": client.protocol_version,
             "discovered": session.discover_result is not None,
@@ -66,9 +98,14 @@ async def main(gateway_python: str, config: str) -> None:
             "read_text": getattr(read.contents[0], "text", None) if read.contents else None,
             "prompt_messages": len(prompt.messages),
             "completion_values": list(completion.completion.values),
+            "watched": watched,
+            "honored": honored,
+            "events": events,
+            "unsubscribed_while_connected": unsubscribed,
+            "tools_after_listen": after_listen,
         }
     print(json.dumps(summary))
 
 
 if __name__ == "__main__":
-    anyio.run(main, sys.argv[1], sys.argv[2])
+    anyio.run(main, sys.argv[1], sys.argv[2], sys.argv[3])
