@@ -298,6 +298,29 @@ async def test_a_request_without_envelope_before_initialize_is_still_refused(hos
     assert "result" in await host.ask(modern(2, "server/discover"))
 
 
+async def test_initialize_with_an_envelope_stamped_on_it_is_still_the_handshake(
+    host: Host,
+) -> None:
+    """The handshake does not exist at 2026 versions (the SDK's rule): legacy session."""
+    init = initialize_request(LEGACY, msg_id=1)
+    init["params"]["_meta"] = {VERSION_KEY: MODERN}
+    assert (await host.ask(init))["result"]["protocolVersion"] == LEGACY
+    assert error(await host.ask(modern(2, "server/discover")))["code"] == -32600
+
+
+async def test_a_modern_connection_ignores_other_notifications_and_stray_responses(
+    host: Host,
+) -> None:
+    """A modern host owes the gateway no notifications but cancels, and no responses."""
+    assert "result" in await host.ask(modern(1, "server/discover"))
+    await host.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    await host.send({"jsonrpc": "2.0", "id": 77, "result": {}})
+    await host.send(cancel(12345))  # names nothing in flight
+    await host.send(modern(2, "tools/list"))
+    answer = await host.next()  # nothing was written for the three messages above
+    assert answer["id"] == 2 and "result" in answer
+
+
 # -- the startup wait ----------------------------------------------------------------
 
 
@@ -315,15 +338,26 @@ async def test_the_first_modern_request_waits_for_the_backends_first_attempts(
         asked.set()
         await release.wait()
 
-    host = await serve(nursery, running, startup)
+    host_stdin, server_stdin = trio.testing.memory_stream_one_way_pair()
+    stdout = trio.testing.MemorySendStream()  # read with get_data_nowait: nothing hides
+    gateway = running.gateway
+    server = StdioServer(gateway.router, gateway.clients, server_stdin, stdout, startup=startup)
+    nursery.start_soon(server.run)
+    host = Host(host_stdin, trio.testing.MemoryReceiveStream())
     await host.send(modern(1, "tools/list"))
+    await host.send(modern(2, "server/discover"))
     with trio.fail_after(WAIT):
         await asked.wait()
     await trio.testing.wait_all_tasks_blocked()
-    assert host._ready == []
+    with pytest.raises(trio.WouldBlock):  # nothing written while the wait runs
+        stdout.get_data_nowait()
     release.set()
-    assert "result" in await host.next()
-    assert "result" in await host.ask(modern(2, "tools/list"))
+    written = b""
+    with trio.fail_after(WAIT):
+        while written.count(b"\n") < 2:
+            written += await stdout.get_data()
+    answers = [json.loads(line) for line in written.splitlines()]
+    assert sorted(a["id"] for a in answers if "result" in a) == [1, 2]
     assert calls == 1
 
 
