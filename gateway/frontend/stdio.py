@@ -227,6 +227,7 @@ class StdioServer:
     async def _first_modern(self, request: Request, nursery: trio.Nursery) -> None:
         """An enveloped request before the era is decided (rules 1-3)."""
         if self._session is not None:
+            logger.info("client.era.refused", method=request.method[:64], era="legacy")
             await self.write(
                 jsonrpc.encode_error(
                     request.id,
@@ -269,6 +270,7 @@ class StdioServer:
             )
         elif isinstance(message, Request):
             if message.method == "initialize":
+                logger.info("client.era.refused", method="initialize", era="2026-07-28")
                 await self.write(initialize_refused(message))
                 return
             try:

@@ -86,3 +86,34 @@ async def test_the_default_sdk2_client_negotiates_2026_07_28_over_stdio(tmp_path
     # backend subscription while the host is still connected (not at stdin EOF).
     assert seen["unsubscribed_while_connected"] is True
     assert seen["tools_after_listen"] > len(seen["tools"])  # grow added one
+
+
+async def test_a_probe_that_times_out_during_the_startup_wait_still_ends_modern(
+    tmp_path: Path,
+) -> None:
+    """The SDK's probe (shortened to 1 s here) times out while the gateway waits 3 s for
+    a slow backend; the SDK falls back to initialize, which the pipe the probe locked
+    modern answers -32022 naming 2026-07-28, and the SDK re-probes (its documented
+    path for a slow-starting server). The host ends modern and its first tools/list
+    holds the slow backend's tools."""
+    slow = ["sh", "-c", 'sleep 3 && exec "$@"', "sh", *python_server_command("alpha")]
+    config = {"logging": {"level": "info"}, "backends": [stdio_backend("slow", slow)]}
+    path = tmp_path / "gateway.yaml"
+    path.write_text(json.dumps(config))
+    with trio.fail_after(RUN_LIMIT):
+        done = await trio.run_process(
+            [str(SDK2_PYTHON), str(SCRIPT), "--slow-start", "1.0", sys.executable, str(path)],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    stderr = done.stderr.decode(errors="replace")
+    assert done.returncode == 0, stderr[-4000:]
+    seen = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    assert (seen["protocol_version"], seen["discovered"], seen["initialized"]) == (
+        "2026-07-28",
+        True,
+        False,
+    )
+    assert "slow__echo" in seen["tools"]
+    assert '"client.era.refused"' in stderr  # the fallback initialize really came, and was refused

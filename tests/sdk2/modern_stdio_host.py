@@ -11,6 +11,12 @@ makes both happen, leaves the listen block (the SDK cancels the listen with
 ``notifications/cancelled``) and, while still connected, waits for the
 backend's ``resources/unsubscribe`` in the recorder's log (the third
 argument). It prints one JSON object describing what it saw.
+
+``--slow-start PROBE_TIMEOUT PYTHON CONFIG`` instead shortens the SDK's
+``server/discover`` timeout (10 s) to PROBE_TIMEOUT, so a gateway still in its
+startup wait misses it: the SDK then sends ``initialize``, which a connection
+the probe already locked modern answers with -32022, and the SDK re-probes.
+It prints the era it ended in and the tools of its first list.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from pathlib import Path
 
 import anyio
 from mcp import Client, StdioServerParameters
+from mcp.client import session as session_module
 from mcp.types import PromptReference, TextContent
 
 
@@ -107,5 +114,25 @@ async def main(gateway_python: str, config: str, watched_log: str) -> None:
     print(json.dumps(summary))
 
 
+async def slow_start(probe_timeout: str, gateway_python: str, config: str) -> None:
+    """Connect with a short probe timeout; print the era and the first tools/list."""
+    session_module.DISCOVER_TIMEOUT_SECONDS = float(probe_timeout)
+    params = StdioServerParameters(
+        command=gateway_python, args=["-m", "gateway", "stdio", "-c", config]
+    )
+    async with Client(params) as client:
+        tools = await client.list_tools()
+        summary = {
+            "protocol_version": client.protocol_version,
+            "discovered": client.session.discover_result is not None,
+            "initialized": client.session.initialize_result is not None,
+            "tools": sorted(tool.name for tool in tools.tools),
+        }
+    print(json.dumps(summary))
+
+
 if __name__ == "__main__":
-    anyio.run(main, sys.argv[1], sys.argv[2], sys.argv[3])
+    if sys.argv[1] == "--slow-start":
+        anyio.run(slow_start, sys.argv[2], sys.argv[3], sys.argv[4])
+    else:
+        anyio.run(main, sys.argv[1], sys.argv[2], sys.argv[3])
