@@ -155,6 +155,12 @@ class StdioServer:
                         break
                     for line in framer.feed(bytes(chunk)):
                         await self._handle_line(line, nursery)
+                if self.modern is not None:
+                    logger.info(
+                        "client.modern.closed",
+                        reason="stdin closed",
+                        in_flight=self.modern.inflight,
+                    )
                 nursery.cancel_scope.cancel()
         finally:
             if self._session is not None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pytest
 import trio
 import trio.testing
+from structlog.testing import capture_logs
 
 from gateway.frontend.stdio import StdioServer
 from gateway.transports.framing import LineFramer
@@ -193,6 +194,28 @@ async def test_a_legacy_backends_elicitation_becomes_input_required_on_stdio(
     second = (await host.ask(modern(8, "tools/call", retry, **caps)))["result"]
     assert second["resultType"] == "complete"
     assert second["content"][0]["text"] == "decline"
+
+
+async def test_a_bad_request_state_and_a_missing_capability_are_their_errors(
+    host: Host,
+) -> None:
+    """A tampered requestState is -32602; a backend asking for what the request did not
+    declare fails the call with -32021 naming it (docs/eras.md, MRTR)."""
+    ask = {"name": "headers__ask", "arguments": {}}
+    lacking = error(await host.ask(modern(1, "tools/call", ask)))
+    assert lacking["code"] == -32021
+    assert "elicitation" in lacking["data"]["requiredCapabilities"]
+    caps = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}
+    first = (await host.ask(modern(2, "tools/call", ask, **caps)))["result"]
+    (key,) = first["inputRequests"]
+    state = first["requestState"]
+    bad = ("A" if state[0] != "A" else "B") + state[1:]
+    retry = {**ask, "inputResponses": {key: {"action": "accept"}}, "requestState": bad}
+    refused = error(await host.ask(modern(3, "tools/call", retry, **caps)))
+    assert (refused["code"], refused["message"]) == (-32602, "Invalid or expired requestState")
+    retry["requestState"] = state
+    done = (await host.ask(modern(4, "tools/call", retry, **caps)))["result"]
+    assert done["content"][0]["text"] == "accept"
 
 
 # -- checks before routing ---------------------------------------------------------
@@ -472,9 +495,12 @@ async def test_stdin_eof_ends_listen_streams_and_calls(
     await host.send(listen(7, {"resourceSubscriptions": [a]}))
     assert (await host.next())["method"] == "notifications/subscriptions/acknowledged"
     assert len(running.gateway.clients.listeners) == 1
-    await host.close()
-    assert await until_sent(log, "resources/unsubscribe", 1) == ["watch://a"]
+    with capture_logs() as logs:
+        await host.close()
+        assert await until_sent(log, "resources/unsubscribe", 1) == ["watch://a"]
     assert len(running.gateway.clients.listeners) == 0
+    closed = [e for e in logs if e["event"] == "client.modern.closed"]
+    assert [(e["reason"], e["in_flight"]) for e in closed] == [("stdin closed", 1)]
 
 
 async def test_a_listen_the_gateway_ends_gets_its_final_result(
