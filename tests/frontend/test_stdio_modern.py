@@ -218,6 +218,22 @@ async def test_a_bad_request_state_and_a_missing_capability_are_their_errors(
     assert done["content"][0]["text"] == "accept"
 
 
+async def test_many_requests_in_flight_are_each_answered_once_under_their_own_id(
+    host: Host,
+) -> None:
+    """Requests run concurrently; every answer is a whole line naming its own request."""
+    count = 40
+    for n in range(count):
+        lookup = {"name": "headers__lookup", "arguments": {"region": f"r{n}", "count": n}}
+        await host.send(modern(100 + n, "tools/call", lookup))
+    answers: dict[object, str] = {}
+    while len(answers) < count:
+        message = await host.next()
+        assert message["id"] not in answers
+        answers[message["id"]] = message["result"]["content"][0]["text"]
+    assert answers == {100 + n: f"r{n}:{n}:False" for n in range(count)}
+
+
 # -- checks before routing ---------------------------------------------------------
 
 
