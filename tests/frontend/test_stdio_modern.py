@@ -309,6 +309,9 @@ async def test_a_modern_connection_refuses_initialize_and_requests_without_envel
     refused = error(await host.ask(initialize_request(LEGACY, msg_id=2)))
     assert refused["code"] == -32022
     assert refused["data"] == {"supported": [MODERN], "requested": LEGACY}
+    odd = initialize_request(LEGACY, msg_id=6)
+    odd["params"]["protocolVersion"] = 5
+    assert error(await host.ask(odd))["data"] == {"supported": [MODERN]}  # nothing to echo
     assert error(await host.ask(request(3, "tools/list")))["code"] == -32602
     await host.send([modern(4, "tools/list")])
     assert error(await host.next())["code"] == -32600  # 2026-07-28 has no batches
