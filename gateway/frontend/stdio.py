@@ -231,7 +231,11 @@ class StdioServer:
             await accept_one_way(self._router, session, message, metrics=self._metrics)
 
     async def _first_modern(self, request: Request, nursery: trio.Nursery) -> None:
-        """An enveloped request before the era is decided (rules 1-3)."""
+        """An enveloped request on a pipe not locked modern (rules 1-3).
+
+        Refused on a legacy pipe; otherwise the first one whose envelope
+        passes locks the pipe modern and is served.
+        """
         if self._session is not None:
             logger.info("client.era.refused", method=request.method[:64], era="legacy")
             await self.write(
