@@ -22,6 +22,7 @@ does the I/O:
 from __future__ import annotations
 
 import itertools
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -34,10 +35,12 @@ from gateway.frontend.get_stream import KEEPALIVE_INTERVAL
 from gateway.protocol.listen import LIST_CHANGED_FIELDS, Subscription, honour
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     import msgspec
 
     from gateway.protocol.envelope import Envelope
-    from gateway.protocol.jsonrpc import Request
+    from gateway.protocol.jsonrpc import Request, RequestId
     from gateway.protocol.listen import ListenFilter
     from gateway.router import Emit, Router
 
@@ -151,6 +154,37 @@ async def write_stream(listener: Listener, send: h.Send) -> None:
         await _chunk(send, b": keep-alive\n\n")
 
 
+@asynccontextmanager
+async def registered(
+    router: Router,
+    listeners: Listeners,
+    request_id: RequestId,
+    envelope: Envelope,
+    asked: ListenFilter,
+) -> AsyncIterator[Listener]:
+    """One listener, in the fan-out for as long as the block runs (rules 2 and 5).
+
+    The transport-independent half of a listen request, shared by the HTTP
+    stream below and stdio mode (``frontend.stdio_modern``): the URIs are
+    subscribed at the backends, the subscription honours what was granted,
+    and on leaving (however it is left) the listener leaves the broadcast
+    and the router releases its subscriptions.
+    """
+    listener = Listener(honour(request_id, asked, _OFFERED, []), envelope)
+    try:
+        held = await router.listen(listener, asked.uris)
+        listener.subscription = honour(request_id, asked, _OFFERED, held)
+        listeners.add(listener)
+        if listeners.closing:
+            listener.ended.set()
+        yield listener
+    finally:
+        listeners.remove(listener)
+        router.listener_closed(listener.session_id)
+        if listener.dropped:
+            logger.warning("listen.dropped", count=listener.dropped)
+
+
 async def serve_listen(
     router: Router,
     listeners: Listeners,
@@ -161,13 +195,7 @@ async def serve_listen(
     asked: ListenFilter,
 ) -> None:
     """Serve one listen request until the client or the gateway ends it (rule 5)."""
-    listener = Listener(honour(request.id, asked, _OFFERED, []), envelope)
-    try:
-        held = await router.listen(listener, asked.uris)
-        listener.subscription = honour(request.id, asked, _OFFERED, held)
-        listeners.add(listener)
-        if listeners.closing:
-            listener.ended.set()
+    async with registered(router, listeners, request.id, envelope, asked) as listener:
         await send(
             {
                 "type": "http.response.start",
@@ -183,8 +211,3 @@ async def serve_listen(
         if listener.ended.is_set():
             await _chunk(send, h.sse_event(listener.subscription.complete()))
             await send({"type": "http.response.body", "body": b"", "more_body": False})
-    finally:
-        listeners.remove(listener)
-        router.listener_closed(listener.session_id)
-        if listener.dropped:
-            logger.warning("listen.dropped", count=listener.dropped)

@@ -5,6 +5,25 @@ carries nothing but MCP messages (logs go to stderr, see cli). Requests run
 concurrently, each in its own task, so a long tool call never holds up a
 ping; writes to stdout take turns through one lock so two messages never
 interleave.
+
+Both eras on one connection (``S/basic/transports/stdio.mdx``,
+``S/basic/versioning.mdx`` §Backward Compatibility). The connection's era
+is decided once, as the official SDK's ``serve_dual_era_loop`` does it:
+
+1. ``initialize`` opens a legacy session that works exactly as before; a
+   request carrying the 2026-07-28 envelope afterwards is -32600.
+2. A request whose ``params._meta`` carries the protocol version is modern
+   and is served statelessly by ``frontend.stdio_modern``; the first one
+   whose envelope passes its checks locks the connection to the modern era.
+   An ``initialize`` afterwards is -32022 naming the modern versions, and a
+   request without an envelope gets the envelope's -32602.
+3. A refused envelope (-32602, or -32022 naming both eras) decides nothing,
+   so a host may fall back to ``initialize`` after it (gateway choice; the
+   SDK locks on the first enveloped request, but its -32022 lists no
+   handshake version, ours does).
+4. The startup wait applies to whichever comes first, ``initialize`` or the
+   first modern request, so a host's first tools/list is complete.
+5. A line that is not JSON is -32700 and the connection goes on.
 """
 
 from __future__ import annotations
@@ -16,8 +35,15 @@ import trio
 
 from gateway.errors import INVALID_REQUEST, LocalProtocolError
 from gateway.frontend.dispatch import accept_one_way, open_client_session, route_request
-from gateway.protocol import jsonrpc
-from gateway.protocol.jsonrpc import Request
+from gateway.frontend.stdio_modern import (
+    EnvelopeRefused,
+    ModernStdio,
+    check_envelope,
+    initialize_refused,
+)
+from gateway.protocol import jsonrpc, mcp
+from gateway.protocol.envelope import is_modern
+from gateway.protocol.jsonrpc import Notification, Request
 from gateway.protocol.versions import supports_batches
 from gateway.transports.framing import LineFramer
 
@@ -38,6 +64,21 @@ STARTUP_WAIT: Final = 30.0
 # Messages waiting for stdout. A host that stops reading blocks responses
 # behind this; progress beyond it is dropped rather than buffered.
 OUTGOING_BUFFER: Final = 256
+
+
+def enveloped(request: Request) -> bool:
+    """Whether ``request`` claims the 2026-07-28 era: its ``_meta`` names a version.
+
+    ``initialize`` never does, even with an envelope stamped on it: the
+    handshake does not exist at 2026 versions (the SDK's rule).
+    """
+    if request.method == "initialize":
+        return False
+    try:
+        params = mcp.decode_params(request.params)
+    except LocalProtocolError:
+        return False
+    return is_modern(params)
 
 
 class StdioServer:
@@ -73,6 +114,17 @@ class StdioServer:
         self._session: ClientSession | None = None
         self._session_opened = trio.Event()
         self._out_in, self._out = trio.open_memory_channel[bytes](OUTGOING_BUFFER)
+        self._started = False
+        self.modern: ModernStdio | None = None
+
+    async def _await_startup(self) -> None:
+        # Rule 4: once, before the first initialize or modern request.
+        if self._started:
+            return
+        self._started = True
+        if self._startup is not None:
+            with trio.move_on_after(STARTUP_WAIT):
+                await self._startup()
 
     async def write(self, message: bytes) -> None:
         """Queue one message for stdout; the writer keeps messages whole and in order."""
@@ -103,6 +155,12 @@ class StdioServer:
                         break
                     for line in framer.feed(bytes(chunk)):
                         await self._handle_line(line, nursery)
+                if self.modern is not None:
+                    logger.info(
+                        "client.modern.closed",
+                        reason="stdin closed",
+                        in_flight=self.modern.inflight,
+                    )
                 nursery.cancel_scope.cancel()
         finally:
             if self._session is not None:
@@ -127,6 +185,9 @@ class StdioServer:
             msg_id = exc.data.get("id") if isinstance(exc.data, dict) else None
             await self.write(jsonrpc.encode_error(msg_id, exc.code, exc.message))
             return
+        if self.modern is not None:
+            await self._modern_line(self.modern, message, nursery)
+            return
         if isinstance(message, list):
             session = self._session
             if session is None or not supports_batches(session.protocol_version):
@@ -138,6 +199,9 @@ class StdioServer:
                 return
             nursery.start_soon(self._batch, session, message)
             return
+        if isinstance(message, Request) and enveloped(message):
+            await self._first_modern(message, nursery)
+            return
         if isinstance(message, Request) and message.method == "initialize":
             if self._session is not None:
                 await self.write(
@@ -146,9 +210,7 @@ class StdioServer:
                     )
                 )
                 return
-            if self._startup is not None:
-                with trio.move_on_after(STARTUP_WAIT):
-                    await self._startup()
+            await self._await_startup()
             session, reply = open_client_session(self._router, self._clients, message)
             self._session = session
             self._session_opened.set()
@@ -167,6 +229,69 @@ class StdioServer:
             nursery.start_soon(self._request, session, message)
         else:
             await accept_one_way(self._router, session, message, metrics=self._metrics)
+
+    async def _first_modern(self, request: Request, nursery: trio.Nursery) -> None:
+        """An enveloped request on a pipe not locked modern (rules 1-3).
+
+        Refused on a legacy pipe; otherwise the first one whose envelope
+        passes locks the pipe modern and is served.
+        """
+        if self._session is not None:
+            logger.info("client.era.refused", method=request.method[:64], era="legacy")
+            await self.write(
+                jsonrpc.encode_error(
+                    request.id,
+                    INVALID_REQUEST,
+                    "invalid request: this connection serves the handshake era "
+                    "(it sent initialize); requests carrying the 2026-07-28 "
+                    "envelope are not accepted on it",
+                )
+            )
+            return
+        try:
+            envelope, params = check_envelope(request)
+        except EnvelopeRefused as exc:
+            await self.write(exc.reply)
+            return
+        modern = ModernStdio(
+            self._router,
+            self._clients.listeners,
+            self.write,
+            self._emit,
+            metrics=self._metrics,
+        )
+        self.modern = modern
+        logger.info("client.modern.opened", protocol_version=envelope.protocol_version)
+        await self._await_startup()
+        await modern.start(request, envelope, params, nursery)
+
+    async def _modern_line(
+        self,
+        modern: ModernStdio,
+        message: jsonrpc.Message | list[jsonrpc.Message | LocalProtocolError],
+        nursery: trio.Nursery,
+    ) -> None:
+        """Any message on a connection locked to the modern era (rule 2)."""
+        if isinstance(message, list):
+            await self.write(
+                jsonrpc.encode_error(
+                    None, INVALID_REQUEST, "invalid request: 2026-07-28 has no batches"
+                )
+            )
+        elif isinstance(message, Request):
+            if message.method == "initialize":
+                logger.info("client.era.refused", method="initialize", era="2026-07-28")
+                await self.write(initialize_refused(message))
+                return
+            try:
+                envelope, params = check_envelope(message)
+            except EnvelopeRefused as exc:
+                await self.write(exc.reply)
+                return
+            await modern.start(message, envelope, params, nursery)
+        elif isinstance(message, Notification) and message.method == "notifications/cancelled":
+            modern.cancel(message)
+        # Other notifications and any response: a modern host owes us none.
 
     async def _request(self, session: ClientSession, request: Request) -> None:
         reply = await route_request(
