@@ -1,0 +1,107 @@
+"""The ``profiles:`` section and the reserved prefix (issue 15, step 1)."""
+
+from __future__ import annotations
+
+from textwrap import dedent
+
+import pytest
+
+from gateway.config import DEFAULT_PROFILE, ProfileConfig, parse
+from gateway.errors import ConfigError
+
+
+def problems_of(text: str) -> list[str]:
+    """The problems ``parse`` reports for ``text`` (it must fail)."""
+    with pytest.raises(ConfigError) as info:
+        parse(dedent(text), env={})
+    return info.value.problems
+
+
+BACKENDS = """
+backends:
+  - {name: files, transport: stdio, command: x}
+  - {name: web, transport: stdio, command: y}
+"""
+
+
+def test_profiles_parse_with_their_filters_and_default_to_everything() -> None:
+    """Gateway choice (issue 15): every filter defaults to include everything."""
+    config = parse(
+        BACKENDS
+        + dedent(
+            """
+            profiles:
+              - name: coding
+                backends: {include: [files]}
+                tools: {exclude: ["files__write_*"]}
+              - name: all
+            """
+        ),
+        env={},
+    )
+    coding, everything = config.profiles
+    assert coding.name == "coding"
+    assert coding.backends.allows("files") and not coding.backends.allows("web")
+    assert not coding.tools.allows("files__write_file")
+    assert coding.tools.allows("files__read_file")
+    assert everything == ProfileConfig(name="all")
+    assert DEFAULT_PROFILE == "default"
+
+
+def test_a_config_without_profiles_has_none() -> None:
+    """Gateway choice: no section, no profiles; the main path still serves everything."""
+    assert parse(BACKENDS, env={}).profiles == []
+
+
+@pytest.mark.parametrize("name", ["Coding", "-x", "a_b", "", "a/b"])
+def test_a_profile_name_must_be_a_path_safe_name(name: str) -> None:
+    """Gateway choice (issue 15): `[a-z0-9][a-z0-9-]*`, since it becomes a path segment."""
+    problems = problems_of(BACKENDS + f"profiles:\n  - name: {name!r}\n")
+    assert len(problems) == 1
+    assert problems[0].startswith("profiles[0].name:")
+
+
+def test_duplicate_profile_names_are_refused_at_the_second() -> None:
+    """Gateway choice: two profiles on one path cannot both be served."""
+    problems = problems_of(BACKENDS + "profiles:\n  - name: a\n  - name: b\n  - name: a\n")
+    assert problems == ["profiles[2].name: duplicate profile name 'a' (also profiles[0])"]
+
+
+def test_a_literal_backend_name_in_a_profile_must_exist() -> None:
+    """Gateway choice: a typo in a profile's backends would silently empty it."""
+    problems = problems_of(
+        BACKENDS
+        + "profiles:\n  - name: a\n    backends: {include: [file, 'w*'], exclude: [nope]}\n"
+    )
+    assert problems == [
+        "profiles[0].backends.include[0]: no backend is named 'file'",
+        "profiles[0].backends.exclude[0]: no backend is named 'nope'",
+    ]
+
+
+def test_an_unknown_profile_key_is_refused_at_its_place() -> None:
+    """Spec of the config: unknown keys are typos (forbid_unknown_fields)."""
+    problems = problems_of(BACKENDS + "profiles:\n  - name: a\n    tool: {include: ['*']}\n")
+    assert problems == ["profiles[0].tool: unknown field, did you mean `tools`?"]
+
+
+@pytest.mark.parametrize(
+    ("backend", "place"),
+    [
+        ("{name: gateway, transport: stdio, command: x}", "backends[0].name"),
+        ("{name: gw, prefix: gateway, transport: stdio, command: x}", "backends[0].prefix"),
+    ],
+)
+def test_the_prefix_gateway_is_reserved(backend: str, place: str) -> None:
+    """Issue 15: `gateway` names the gateway's own tools; no backend may claim it."""
+    problems = problems_of(f"backends:\n  - {backend}\n")
+    assert len(problems) == 1
+    assert problems[0].startswith(f"{place}: prefix 'gateway' is reserved")
+
+
+def test_the_reserved_prefix_is_reported_even_when_another_section_is_broken() -> None:
+    """Gateway choice: `check` shows every problem at once."""
+    problems = problems_of(
+        "server: {port: -1}\nbackends:\n  - {name: gateway, transport: stdio, command: x}\n"
+    )
+    assert any(p.startswith("backends[0].name: prefix 'gateway' is reserved") for p in problems)
