@@ -1,0 +1,190 @@
+"""Profiles: named subsets of the one catalog snapshot (sans-IO, issue 15).
+
+Rules:
+
+1. One decision: :meth:`Profile.admits` says whether an item (its kind, its
+   public name or URI, the backend behind it) belongs to a profile. Lists
+   are built with it, and every request that names an item (call, get,
+   read, subscribe, complete) resolves through the restricted snapshot it
+   built, so an item outside the profile is exactly as unknown as an item
+   that does not exist: same code, same message, no hint.
+2. A profile view is a :class:`~gateway.catalog.snapshot.Snapshot` of its
+   own whose lists hold the *same* ``Entry`` objects as the shared snapshot
+   (no item is copied or re-encoded), so its memory is a few pointers per
+   item of its own, and every page, cursor and lookup already written
+   against a snapshot works on it unchanged.
+3. The prefix table of a view keeps only the profile's backends: a name
+   under the prefix of a backend outside the profile is unknown (-32602),
+   not "backend unavailable", even while that backend is down.
+4. A profile that selects everything is served the shared snapshot itself:
+   the main endpoint costs nothing.
+5. Views are rebuilt when the shared snapshot is swapped (build-then-swap,
+   as the snapshot itself), and :meth:`ProfileViews.refresh` says which
+   profiles' lists changed, so ``list_changed`` reaches only their clients.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING, Final
+
+from gateway.catalog.snapshot import Kind, KindView, Snapshot
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+DEFAULT_PROFILE: Final = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Globs:
+    """Include/exclude ``fnmatchcase`` globs (case-sensitive, as MCP names are)."""
+
+    include: tuple[str, ...] = ("*",)
+    exclude: tuple[str, ...] = ()
+
+    @property
+    def everything(self) -> bool:
+        """Whether the globs let every name through (so no filtering is needed)."""
+        return "*" in self.include and not self.exclude
+
+    def allows(self, name: str) -> bool:
+        """Whether ``name`` matches an include glob and no exclude glob."""
+        return any(fnmatchcase(name, p) for p in self.include) and not any(
+            fnmatchcase(name, p) for p in self.exclude
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """What one profile selects.
+
+    Attributes:
+        name: its path segment (``default``: the main path).
+        backends: by configured backend name.
+        tools: by public tool name.
+        prompts: by public prompt name.
+        resources: by public resource URI and public URI template.
+    """
+
+    name: str
+    backends: Globs = field(default_factory=Globs)
+    tools: Globs = field(default_factory=Globs)
+    prompts: Globs = field(default_factory=Globs)
+    resources: Globs = field(default_factory=Globs)
+
+    @property
+    def everything(self) -> bool:
+        """Whether this profile selects the whole catalog (rule 4)."""
+        return all(g.everything for g in (self.backends, self.tools, self.prompts, self.resources))
+
+    def names(self, kind: Kind) -> Globs:
+        """The globs over public names (or URIs) of one kind."""
+        if kind is Kind.TOOLS:
+            return self.tools
+        if kind is Kind.PROMPTS:
+            return self.prompts
+        return self.resources
+
+    def admits(self, kind: Kind, public: str, backend: str) -> bool:
+        """The one decision (rule 1): is this item part of the profile?
+
+        Args:
+            kind: the item's list.
+            public: its public name, URI or URI template.
+            backend: the configured name of the backend that serves it.
+        """
+        return self.backends.allows(backend) and self.names(kind).allows(public)
+
+
+EVERYTHING: Final = Profile(DEFAULT_PROFILE)
+
+
+def _restrict_view(view: KindView, kind: Kind, profile: Profile) -> KindView:
+    if profile.backends.everything and profile.names(kind).everything:
+        return view
+    entries = tuple(e for e in view.entries if profile.admits(kind, e.key, e.backend))
+    keys = tuple(e.key for e in entries)
+    return KindView(entries, keys, {e.key: e for e in entries})
+
+
+def restrict(snapshot: Snapshot, profile: Profile) -> Snapshot:
+    """The profile's view of a snapshot (rules 2-4).
+
+    Resource URIs that are not listed (a template's instances) are routed by
+    prefix; the view's ``admits_uri`` applies the profile's decision to them
+    too, so ``resources/read`` of an excluded URI is "not found".
+    """
+    if profile.everything:
+        return snapshot
+    views = {kind: _restrict_view(snapshot.view(kind), kind, profile) for kind in Kind}
+    prefixes = {p: b for p, b in snapshot.prefixes.items() if profile.backends.allows(b)}
+    unprefixed = tuple(b for b in snapshot.unprefixed if profile.backends.allows(b))
+
+    def admits_uri(public: str, backend: str) -> bool:
+        return profile.admits(Kind.RESOURCES, public, backend)
+
+    return Snapshot(
+        views=views,
+        prefixes=prefixes,
+        unprefixed=unprefixed,
+        problems=snapshot.problems,
+        admits_uri=admits_uri,
+    )
+
+
+class ProfileViews:
+    """Every configured profile's view of the current snapshot.
+
+    Args:
+        profiles: the configured profiles; ``default`` is added (selecting
+            everything) unless one of them has that name.
+    """
+
+    def __init__(self, profiles: Iterable[Profile] = ()) -> None:
+        self._profiles: dict[str, Profile] = {DEFAULT_PROFILE: EVERYTHING}
+        self._profiles.update((p.name, p) for p in profiles)
+        self._source: Snapshot | None = None
+        self._views: dict[str, Snapshot] = {}
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The served profiles' names, ``default`` included, sorted."""
+        return tuple(sorted(self._profiles))
+
+    def profile(self, name: str) -> Profile | None:
+        """The profile of that name, or None when none is configured."""
+        return self._profiles.get(name)
+
+    def view(self, name: str, snapshot: Snapshot) -> Snapshot:
+        """The profile's view of ``snapshot`` (kept until the next snapshot).
+
+        Raises:
+            KeyError: no such profile (the frontend answers 404 before this).
+        """
+        if snapshot is not self._source:
+            self._source = snapshot
+            self._views = {}
+        view = self._views.get(name)
+        if view is None:
+            view = restrict(snapshot, self._profiles[name])
+            self._views[name] = view
+        return view
+
+    def refresh(self, old: Snapshot, new: Snapshot) -> Mapping[str, frozenset[Kind]]:
+        """After a swap: per profile, the kinds whose list changed (rule 5).
+
+        Profiles with no change are left out, so their clients hear nothing.
+        """
+        kept = self._views if self._source is old else {}
+        changed: dict[str, frozenset[Kind]] = {}
+        for name, profile in self._profiles.items():
+            before = kept.get(name) or restrict(old, profile)
+            after = self.view(name, new)
+            kinds = frozenset(
+                kind for kind in Kind if before.view(kind).entries != after.view(kind).entries
+            )
+            if kinds:
+                changed[name] = kinds
+        return changed
