@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Final
 import structlog
 import trio
 
+from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.errors import INVALID_REQUEST, LocalProtocolError
 from gateway.frontend.dispatch import accept_one_way, open_client_session, route_request
 from gateway.protocol import jsonrpc
@@ -52,6 +53,8 @@ class StdioServer:
             initialize: a desktop host lists tools right after spawning
             us, and should see the backends' tools, not an empty list.
         metrics: where unexpected exceptions while routing are counted.
+        profile: the profile the host's session is bound to
+            (``mcp-gateway stdio --profile``).
     """
 
     def __init__(
@@ -63,7 +66,9 @@ class StdioServer:
         *,
         startup: Callable[[], Awaitable[None]] | None = None,
         metrics: Metrics | None = None,
+        profile: str = DEFAULT_PROFILE,
     ) -> None:
+        self._profile = profile
         self._router = router
         self._clients = clients
         self._receive = receive
@@ -149,7 +154,9 @@ class StdioServer:
             if self._startup is not None:
                 with trio.move_on_after(STARTUP_WAIT):
                     await self._startup()
-            session, reply = open_client_session(self._router, self._clients, message)
+            session, reply = open_client_session(
+                self._router, self._clients, message, self._profile
+            )
             self._session = session
             self._session_opened.set()
             await self.write(reply)
