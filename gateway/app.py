@@ -111,7 +111,7 @@ async def open_gateway(
     """Start the backends and build the frontend; stop everything on exit."""
     metrics = Metrics(registry)
     rules = NamingRules(config.naming.separator, config.naming.max_length)
-    views = profile_views(config.profiles)
+    views = profile_views(config.profiles, config.naming.separator)
     async with (
         open_pool(config.backends, rules, connect) as pool,
         trio.open_nursery() as housekeeping,

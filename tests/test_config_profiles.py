@@ -105,3 +105,23 @@ def test_the_reserved_prefix_is_reported_even_when_another_section_is_broken() -
         "server: {port: -1}\nbackends:\n  - {name: gateway, transport: stdio, command: x}\n"
     )
     assert any(p.startswith("backends[0].name: prefix 'gateway' is reserved") for p in problems)
+
+
+def test_mode_defaults_to_full_and_search_takes_pinned_tools() -> None:
+    """Issue 15: `mode: full | search` (default full), `pinned` listed in search mode."""
+    config = parse(
+        BACKENDS
+        + "profiles:\n  - name: a\n  - name: b\n    mode: search\n    pinned: [files__x]\n",
+        env={},
+    )
+    assert [(p.mode, p.pinned) for p in config.profiles] == [("full", []), ("search", ["files__x"])]
+
+
+def test_an_unknown_mode_and_pinned_without_search_mode_are_refused() -> None:
+    """Gateway choice: pinned tools in full mode would silently mean nothing."""
+    assert problems_of(BACKENDS + "profiles:\n  - name: a\n    mode: grep\n") == [
+        "profiles[0].mode: must be one of: full, search (got 'grep')"
+    ]
+    assert problems_of(BACKENDS + "profiles:\n  - name: a\n    pinned: [files__x]\n") == [
+        "profiles[0].pinned: pinned tools are listed only in mode: search"
+    ]

@@ -21,6 +21,9 @@ Rules:
 5. Views are rebuilt when the shared snapshot is swapped (build-then-swap,
    as the snapshot itself), and :meth:`ProfileViews.refresh` says which
    profiles' lists changed, so ``list_changed`` reaches only their clients.
+6. A profile in search mode still *serves* all its tools (a direct
+   ``tools/call`` by public name works), but *lists* only the gateway's
+   two search tools and its pinned tools (``Snapshot.listed``).
 """
 
 from __future__ import annotations
@@ -29,12 +32,18 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Final
 
-from gateway.catalog.snapshot import Kind, KindView, Snapshot
+import msgspec
+
+from gateway.catalog.search_tools import search_mode_tools
+from gateway.catalog.snapshot import Entry, Kind, KindView, Snapshot
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
 DEFAULT_PROFILE: Final = "default"
+FULL: Final = "full"
+SEARCH: Final = "search"
+_encoder: Final = msgspec.json.Encoder()
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +75,9 @@ class Profile:
         tools: by public tool name.
         prompts: by public prompt name.
         resources: by public resource URI and public URI template.
+        mode: ``full`` lists the profile's tools; ``search`` lists the
+            gateway's search tools and ``pinned`` instead (rule 6).
+        pinned: public tool names listed in search mode too.
     """
 
     name: str
@@ -73,11 +85,15 @@ class Profile:
     tools: Globs = field(default_factory=Globs)
     prompts: Globs = field(default_factory=Globs)
     resources: Globs = field(default_factory=Globs)
+    mode: str = FULL
+    pinned: tuple[str, ...] = ()
 
     @property
     def everything(self) -> bool:
-        """Whether this profile selects the whole catalog (rule 4)."""
-        return all(g.everything for g in (self.backends, self.tools, self.prompts, self.resources))
+        """Whether this profile serves and lists the whole catalog (rule 4)."""
+        return self.mode == FULL and all(
+            g.everything for g in (self.backends, self.tools, self.prompts, self.resources)
+        )
 
     def names(self, kind: Kind) -> Globs:
         """The globs over public names (or URIs) of one kind."""
@@ -109,8 +125,22 @@ def _restrict_view(view: KindView, kind: Kind, profile: Profile) -> KindView:
     return KindView(entries, keys, {e.key: e for e in entries})
 
 
-def restrict(snapshot: Snapshot, profile: Profile) -> Snapshot:
-    """The profile's view of a snapshot (rules 2-4).
+def gateway_entries(separator: str) -> tuple[Entry, ...]:
+    """The gateway's own search-mode tools as catalog entries (backend "")."""
+    return tuple(
+        Entry(tool["name"], "", tool["name"], _encoder.encode(tool))
+        for tool in search_mode_tools(separator)
+    )
+
+
+def _listed_tools(view: KindView, profile: Profile, gateway: tuple[Entry, ...]) -> KindView:
+    pinned = [view.by_key[name] for name in profile.pinned if name in view.by_key]
+    entries = tuple(sorted({e.key: e for e in (*gateway, *pinned)}.values(), key=lambda e: e.key))
+    return KindView(entries, tuple(e.key for e in entries), {e.key: e for e in entries})
+
+
+def restrict(snapshot: Snapshot, profile: Profile, separator: str = "__") -> Snapshot:
+    """The profile's view of a snapshot (rules 2-4, 6).
 
     Resource URIs that are not listed (a template's instances) are routed by
     prefix; the view's ``admits_uri`` applies the profile's decision to them
@@ -125,12 +155,18 @@ def restrict(snapshot: Snapshot, profile: Profile) -> Snapshot:
     def admits_uri(public: str, backend: str) -> bool:
         return profile.admits(Kind.RESOURCES, public, backend)
 
+    listed = (
+        _listed_tools(views[Kind.TOOLS], profile, gateway_entries(separator))
+        if profile.mode == SEARCH
+        else None
+    )
     return Snapshot(
         views=views,
         prefixes=prefixes,
         unprefixed=unprefixed,
         problems=snapshot.problems,
         admits_uri=admits_uri,
+        listed_tools=listed,
     )
 
 
@@ -140,13 +176,20 @@ class ProfileViews:
     Args:
         profiles: the configured profiles; ``default`` is added (selecting
             everything) unless one of them has that name.
+        separator: the naming separator, for the gateway's own tool names.
     """
 
-    def __init__(self, profiles: Iterable[Profile] = ()) -> None:
+    def __init__(self, profiles: Iterable[Profile] = (), separator: str = "__") -> None:
+        self.separator = separator
         self._profiles: dict[str, Profile] = {DEFAULT_PROFILE: EVERYTHING}
         self._profiles.update((p.name, p) for p in profiles)
         self._source: Snapshot | None = None
         self._views: dict[str, Snapshot] = {}
+
+    @property
+    def searching(self) -> bool:
+        """Whether any profile is in search mode (so a search index is needed)."""
+        return any(p.mode == SEARCH for p in self._profiles.values())
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -168,7 +211,7 @@ class ProfileViews:
             self._views = {}
         view = self._views.get(name)
         if view is None:
-            view = restrict(snapshot, self._profiles[name])
+            view = restrict(snapshot, self._profiles[name], self.separator)
             self._views[name] = view
         return view
 
@@ -180,10 +223,13 @@ class ProfileViews:
         kept = self._views if self._source is old else {}
         changed: dict[str, frozenset[Kind]] = {}
         for name, profile in self._profiles.items():
-            before = kept.get(name) or restrict(old, profile)
+            before = kept.get(name) or restrict(old, profile, self.separator)
             after = self.view(name, new)
             kinds = frozenset(
-                kind for kind in Kind if before.view(kind).entries != after.view(kind).entries
+                kind
+                for kind in Kind
+                if before.view(kind).entries != after.view(kind).entries
+                or before.listed(kind).entries != after.listed(kind).entries
             )
             if kinds:
                 changed[name] = kinds

@@ -158,9 +158,18 @@ class Snapshot:
     # A profile's view (catalog.profiles) decides which routed-by-prefix
     # URIs it admits: (public URI, backend) -> bool; None admits all.
     admits_uri: Callable[[str, str], bool] | None = None
+    # A profile in search mode lists other tools than it serves: the
+    # gateway's two search tools and its pinned tools (catalog.profiles).
+    listed_tools: KindView | None = None
 
     def view(self, kind: Kind) -> KindView:
-        """The sorted view of one kind."""
+        """The sorted view of one kind: every item a request may name."""
+        return self.views[kind]
+
+    def listed(self, kind: Kind) -> KindView:
+        """The sorted items a list request shows (``view`` but in search mode)."""
+        if kind is Kind.TOOLS and self.listed_tools is not None:
+            return self.listed_tools
         return self.views[kind]
 
     def resolve(self, kind: Kind, public: str) -> Entry | None:

@@ -15,7 +15,7 @@ backends too, so they are :func:`profile_problems`, called by
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
 
@@ -46,6 +46,10 @@ class ProfileConfig(Base, frozen=True, kw_only=True):
         prompts: which prompts, by public name.
         resources: which resources and resource templates, by public URI or
             public URI template.
+        mode: ``full`` lists the profile's tools; ``search`` lists only
+            ``gateway{sep}search_tools``, ``gateway{sep}call_tool`` and the
+            ``pinned`` tools, and the model finds the rest by searching.
+        pinned: public tool names that a search-mode profile lists as well.
     """
 
     name: Name
@@ -53,6 +57,8 @@ class ProfileConfig(Base, frozen=True, kw_only=True):
     tools: ItemFilter = msgspec.field(default_factory=ItemFilter)
     prompts: ItemFilter = msgspec.field(default_factory=ItemFilter)
     resources: ItemFilter = msgspec.field(default_factory=ItemFilter)
+    mode: Literal["full", "search"] = "full"
+    pinned: list[str] = msgspec.field(default_factory=list)
 
 
 def _is_literal(pattern: str) -> bool:
@@ -90,6 +96,8 @@ def profile_problems(
             )
         else:
             seen[profile.name] = position
+        if profile.pinned and profile.mode != "search":
+            problems.append((f"{place}.pinned", "pinned tools are listed only in mode: search"))
         for key, patterns in (
             ("include", profile.backends.include),
             ("exclude", profile.backends.exclude),

@@ -53,6 +53,7 @@ from gateway.router.held import HeldCalls, holdable, sealer_for
 from gateway.router.levels import Levels
 from gateway.router.lists import Lists
 from gateway.router.metrics import NO_METRICS
+from gateway.router.search_mode import SearchMode
 from gateway.router.subscriptions import SubscriptionRelay
 from gateway.router.to_clients import ToClients
 
@@ -129,6 +130,7 @@ class Router:
         forwarder = Forwarder(owners)
         calls = Calls(targets, forwarder, metrics)
         self._lists = Lists(pool, cursors, page_size, metrics)
+        self.search = SearchMode(lambda: pool.snapshot, calls.call_tool, separator)
         self._levels = Levels(pool, wanted)
         self._wanted = wanted
         self._subscriptions = SubscriptionRelay(pool, subscriptions, targets, forwarder)
@@ -140,7 +142,7 @@ class Router:
             "prompts/list": self._lists.list_prompts,
             "resources/list": self._lists.list_resources,
             "resources/templates/list": self._lists.list_templates,
-            "tools/call": calls.call_tool,
+            "tools/call": self.search.call_tool,
             "prompts/get": calls.get_prompt,
             "resources/read": calls.read_resource,
             "completion/complete": calls.complete,

@@ -117,7 +117,7 @@ class Lists:
             raise
         passthrough = self._passthrough(kind, call.snapshot)
         plan = plan_page(
-            kind.value, call.snapshot.view(kind), position, self.page_size, passthrough
+            kind.value, call.snapshot.listed(kind), position, self.page_size, passthrough
         )
         items = [entry.encoded for entry in plan.entries]
         version = call.client.protocol_version

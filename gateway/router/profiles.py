@@ -40,12 +40,14 @@ def profile_from_config(config: ProfileConfig) -> Profile:
         tools=_globs(config.tools),
         prompts=_globs(config.prompts),
         resources=_globs(config.resources),
+        mode=config.mode,
+        pinned=tuple(config.pinned),
     )
 
 
-def profile_views(configs: Iterable[ProfileConfig]) -> ProfileViews:
+def profile_views(configs: Iterable[ProfileConfig], separator: str = "__") -> ProfileViews:
     """The views of every configured profile (and ``default``)."""
-    return ProfileViews(profile_from_config(c) for c in configs)
+    return ProfileViews((profile_from_config(c) for c in configs), separator)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,9 +56,11 @@ class Budget:
 
     Attributes:
         profile: its name.
-        items: per kind, how many items it shows.
+        items: per kind, how many items it serves (in search mode, the
+            tools it can find and call, not the few it lists).
         tools_list_bytes: the size of its whole ``tools/list`` result, in
-            one page, as the gateway encodes it.
+            one page, as the gateway encodes it (in search mode: the search
+            tools and the pinned ones).
     """
 
     profile: str
@@ -76,7 +80,7 @@ def budget(views: ProfileViews, name: str, snapshot: Snapshot) -> Budget:
         KeyError: no such profile.
     """
     view = views.view(name, snapshot)
-    tools = view.view(Kind.TOOLS).entries
+    tools = view.listed(Kind.TOOLS).entries
     size = len(bytes(render_page(Kind.TOOLS.value, [e.encoded for e in tools], None)))
     return Budget(name, {kind: len(view.view(kind).entries) for kind in Kind}, size)
 

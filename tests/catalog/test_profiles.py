@@ -14,6 +14,7 @@ from gateway.catalog.naming import NamingRules
 from gateway.catalog.pages import plan_page, render_page
 from gateway.catalog.profiles import (
     DEFAULT_PROFILE,
+    SEARCH,
     Globs,
     Profile,
     ProfileViews,
@@ -233,3 +234,39 @@ def test_memory_of_a_view_is_a_few_pointers_per_own_item(tools: int) -> None:
     # while one item's encoded form alone is over 250 bytes.
     assert grown < 200 * own + 4096
     assert len(snap.view(Kind.TOOLS).entries[0].encoded) > 250
+
+
+def test_a_search_profile_lists_the_gateway_tools_and_pinned_but_serves_all_its_tools() -> None:
+    """Issue 15: search mode lists two gateway tools plus pinned; direct calls still resolve."""
+    searching = Profile(
+        "find", backends=Globs(include=("files",)), mode=SEARCH, pinned=("files__read_file", "x")
+    )
+    view = ProfileViews([searching], separator="--").view("find", _snapshot())
+    assert view.listed(Kind.TOOLS).keys == (
+        "files__read_file",
+        "gateway--call_tool",
+        "gateway--search_tools",
+    )
+    assert view.view(Kind.TOOLS).keys == ("files__read_file", "files__write_file")
+    assert view.resolve(Kind.TOOLS, "files__write_file") is not None
+    assert view.resolve(Kind.TOOLS, "gateway--call_tool") is None  # the router answers it
+    assert view.listed(Kind.PROMPTS) is view.view(Kind.PROMPTS)
+    assert _snapshot().listed(Kind.TOOLS).keys == (
+        "files__read_file",
+        "files__write_file",
+        "web__fetch",
+    )
+
+
+def test_a_new_tool_reaches_the_search_profile_and_not_a_profile_without_its_backend() -> None:
+    """Issue 15: list_changed per profile also when only the listed tools change."""
+    catalog = Catalog(NamingRules())
+    searching = Profile("find", mode=SEARCH, pinned=("b__new",))
+    views = ProfileViews([searching, Profile("other", backends=Globs(include=("a",)))])
+    catalog.publish(BackendListing(backend="b", prefix="b", tools=({"name": "old"},)))
+    old = catalog.snapshot
+    catalog.publish(
+        BackendListing(backend="b", prefix="b", tools=({"name": "old"}, {"name": "new"}))
+    )
+    changed = views.refresh(old, catalog.snapshot)
+    assert changed == {"default": {Kind.TOOLS}, "find": {Kind.TOOLS}}
