@@ -28,8 +28,10 @@ Rules:
 
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
+from fnmatch import translate
 from typing import TYPE_CHECKING, Final
 
 import msgspec
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
 DEFAULT_PROFILE: Final = "default"
+_GLOB_CHARS: Final = frozenset("*?[")
 FULL: Final = "full"
 SEARCH: Final = "search"
 _encoder: Final = msgspec.json.Encoder()
@@ -60,9 +63,21 @@ class Globs:
 
     def allows(self, name: str) -> bool:
         """Whether ``name`` matches an include glob and no exclude glob."""
-        return any(fnmatchcase(name, p) for p in self.include) and not any(
-            fnmatchcase(name, p) for p in self.exclude
-        )
+        return _matches(self.include, name) and not _matches(self.exclude, name)
+
+
+def _matches(patterns: tuple[str, ...], name: str) -> bool:
+    literals, pattern = _compiled(patterns)
+    return name in literals or (pattern is not None and pattern.match(name) is not None)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(patterns: tuple[str, ...]) -> tuple[frozenset[str], re.Pattern[str] | None]:
+    """Literal names as a set, the globs as one regex: a view of 10,000 items
+    checks each name once, not once per pattern (``fnmatchcase`` semantics)."""
+    literals = frozenset(p for p in patterns if not _GLOB_CHARS & set(p))
+    globs = [translate(p) for p in patterns if p not in literals]
+    return literals, re.compile("|".join(f"(?:{g})" for g in globs)) if globs else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +135,17 @@ EVERYTHING: Final = Profile(DEFAULT_PROFILE)
 def _restrict_view(view: KindView, kind: Kind, profile: Profile) -> KindView:
     if profile.backends.everything and profile.names(kind).everything:
         return view
-    entries = tuple(e for e in view.entries if profile.admits(kind, e.key, e.backend))
+    names = profile.names(kind)
+    backends: dict[str, bool] = {}
+
+    def admitted(entry: Entry) -> bool:
+        allowed = backends.get(entry.backend)
+        if allowed is None:
+            allowed = backends[entry.backend] = profile.backends.allows(entry.backend)
+        return allowed and names.allows(entry.key)
+
+    # The same decision as ``Profile.admits``, with each backend's part asked once.
+    entries = tuple(e for e in view.entries if admitted(e))
     keys = tuple(e.key for e in entries)
     return KindView(entries, keys, {e.key: e for e in entries})
 

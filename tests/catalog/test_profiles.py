@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tracemalloc
+from fnmatch import fnmatchcase
 
 import msgspec
 import pytest
@@ -270,3 +271,19 @@ def test_a_new_tool_reaches_the_search_profile_and_not_a_profile_without_its_bac
     )
     changed = views.refresh(old, catalog.snapshot)
     assert changed == {"default": {Kind.TOOLS}, "find": {Kind.TOOLS}}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    include=st.lists(st.text(alphabet="ab*?[]_", min_size=1, max_size=4), min_size=1, max_size=4),
+    exclude=st.lists(st.text(alphabet="ab*?[]_", min_size=1, max_size=4), max_size=3),
+    name=st.text(alphabet="ab_[]*?", max_size=6),
+)
+def test_globs_decide_exactly_as_fnmatchcase(
+    include: list[str], exclude: list[str], name: str
+) -> None:
+    """Gateway choice: one compiled matcher per glob list, same answers as fnmatchcase."""
+    expected = any(fnmatchcase(name, p) for p in include) and not any(
+        fnmatchcase(name, p) for p in exclude
+    )
+    assert Globs(tuple(include), tuple(exclude)).allows(name) is expected
