@@ -310,7 +310,7 @@ async def reload_config(gateway: Gateway, path: str) -> bool:
         logger.error("config.reload.rejected", path=path, problems=exc.problems)
         return False
     old = gateway.config
-    for section in ("server", "naming", "logging"):
+    for section in ("server", "naming", "logging", "profiles"):
         if getattr(old, section) != getattr(new, section):
             logger.warning("config.reload.needs_restart", section=section)
     gateway.router.set_page_size(new.pagination.page_size)
