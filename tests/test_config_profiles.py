@@ -125,3 +125,62 @@ def test_an_unknown_mode_and_pinned_without_search_mode_are_refused() -> None:
     assert problems_of(BACKENDS + "profiles:\n  - name: a\n    pinned: [files__x]\n") == [
         "profiles[0].pinned: pinned tools are listed only in mode: search"
     ]
+
+
+OVERRIDES = """
+profiles:
+  - name: a
+    backends: {include: [files]}
+    tools: {exclude: ["files__write_*"]}
+    overrides:
+      tools:
+        files__read_file: {name: read, description: Read one file.}
+        files__list: {description: List a folder.}
+        web__fetch: {name: fetch}
+        files__write_file: {name: write}
+        files__stat: {name: read}
+        files__move: {name: files__list}
+        files__copy: {name: gateway__copy}
+        files__zap: {}
+        files__bad: {name: "has space"}
+      prompts:
+        nope: {name: x}
+"""
+
+
+def test_overrides_are_checked_for_items_that_cannot_exist_collisions_and_reversibility() -> None:
+    """Issue 15: `check` reports overrides naming impossible items, collisions, bad names."""
+    problems = problems_of(BACKENDS + OVERRIDES)
+    at = "profiles[0].overrides"
+    assert problems == [
+        f"{at}.tools.files__zap: an override needs a new name, a new description, or both",
+        f"{at}.tools.files__bad.name: 'has space' is not a valid name (1-128 of A-Z a-z 0-9 _ - .)",
+    ]
+    # Those two are shape problems, found first; with them fixed, the rules across items run.
+    fixed = OVERRIDES.replace("files__zap: {}", "files__zap: {name: zap}").replace(
+        'name: "has space"', "name: ok"
+    )
+    assert problems_of(BACKENDS + fixed) == [
+        f"{at}.tools.web__fetch: no backend of this profile has a tool 'web__fetch'",
+        f"{at}.tools.files__write_file: 'files__write_file' is excluded by this profile's "
+        "tools filter",
+        f"{at}.tools.files__stat.name: 'read' is also the new name of 'files__read_file'",
+        f"{at}.tools.files__move.name: 'files__list' is itself renamed here: a rename must "
+        "be reversible",
+        f"{at}.tools.files__copy.name: the prefix 'gateway__' is reserved",
+        f"{at}.prompts.nope: no backend of this profile has a prompt 'nope'",
+    ]
+
+
+def test_valid_overrides_parse() -> None:
+    """Issue 15: a new name and/or a new description per public tool or prompt name."""
+    config = parse(
+        BACKENDS
+        + "profiles:\n  - name: a\n    overrides:\n      tools:\n"
+        + "        files__read_file: {name: read}\n"
+        + "      prompts:\n        web__p: {description: d}\n",
+        env={},
+    )
+    overrides = config.profiles[0].overrides
+    assert overrides.tools["files__read_file"].name == "read"
+    assert overrides.prompts["web__p"].description == "d"

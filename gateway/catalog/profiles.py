@@ -24,6 +24,13 @@ Rules:
 6. A profile in search mode still *serves* all its tools (a direct
    ``tools/call`` by public name works), but *lists* only the gateway's
    two search tools and its pinned tools (``Snapshot.listed``).
+7. An override gives a tool or prompt another public name and/or
+   description on one profile. Only overridden items are re-encoded; the
+   renamed entry keeps the backend's original name, so it routes as
+   before, and the old public name is unknown on the profile. A new name
+   that would take a name the profile already shows is not applied (the
+   item keeps its name) and is reported in the view's ``problems``: every
+   public name leads to exactly one item.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 from fnmatch import translate
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -47,6 +54,15 @@ _GLOB_CHARS: Final = frozenset("*?[")
 FULL: Final = "full"
 SEARCH: Final = "search"
 _encoder: Final = msgspec.json.Encoder()
+_decoder: Final = msgspec.json.Decoder(dict[str, Any])
+
+
+@dataclass(frozen=True, slots=True)
+class Override:
+    """A new public name and/or description for one item on one profile (rule 7)."""
+
+    name: str | None = None
+    description: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +109,7 @@ class Profile:
         mode: ``full`` lists the profile's tools; ``search`` lists the
             gateway's search tools and ``pinned`` instead (rule 6).
         pinned: public tool names listed in search mode too.
+        overrides: per kind (tools, prompts), by public name, what changes.
     """
 
     name: str
@@ -102,11 +119,12 @@ class Profile:
     resources: Globs = field(default_factory=Globs)
     mode: str = FULL
     pinned: tuple[str, ...] = ()
+    overrides: Mapping[Kind, Mapping[str, Override]] = field(default_factory=dict)
 
     @property
     def everything(self) -> bool:
         """Whether this profile serves and lists the whole catalog (rule 4)."""
-        return self.mode == FULL and all(
+        return self.mode == FULL and not any(self.overrides.values()) and all(
             g.everything for g in (self.backends, self.tools, self.prompts, self.resources)
         )
 
@@ -132,8 +150,11 @@ class Profile:
 EVERYTHING: Final = Profile(DEFAULT_PROFILE)
 
 
-def _restrict_view(view: KindView, kind: Kind, profile: Profile) -> KindView:
-    if profile.backends.everything and profile.names(kind).everything:
+def _restrict_view(
+    view: KindView, kind: Kind, profile: Profile, problems: list[str], aliases: dict[str, str]
+) -> KindView:
+    table = profile.overrides.get(kind)
+    if profile.backends.everything and profile.names(kind).everything and not table:
         return view
     names = profile.names(kind)
     backends: dict[str, bool] = {}
@@ -146,8 +167,45 @@ def _restrict_view(view: KindView, kind: Kind, profile: Profile) -> KindView:
 
     # The same decision as ``Profile.admits``, with each backend's part asked once.
     entries = tuple(e for e in view.entries if admitted(e))
+    if table:
+        entries = _overridden(entries, kind, table, problems, aliases)
     keys = tuple(e.key for e in entries)
     return KindView(entries, keys, {e.key: e for e in entries})
+
+
+def _overridden(
+    entries: tuple[Entry, ...],
+    kind: Kind,
+    table: Mapping[str, Override],
+    problems: list[str],
+    aliases: dict[str, str],
+) -> tuple[Entry, ...]:
+    """Rule 7: the overridden entries re-encoded, the rest shared; sorted by new key."""
+    taken = {e.key for e in entries if e.key not in table or table[e.key].name is None}
+    out: list[Entry] = []
+    for entry in entries:
+        override = table.get(entry.key)
+        if override is None:
+            out.append(entry)
+            continue
+        key = override.name or entry.key
+        if key != entry.key and key in taken:
+            problems.append(
+                f"profile override of {kind.value} {entry.key!r} not applied: "
+                f"{key!r} is already a {kind.value[:-1]} of the profile"
+            )
+            out.append(entry)
+            continue
+        taken.add(key)
+        item = _decoder.decode(entry.encoded)
+        item[kind.identity_key] = key
+        if override.description is not None:
+            item["description"] = override.description
+        out.append(Entry(key, entry.backend, entry.original, _encoder.encode(item)))
+        if key != entry.key:
+            aliases[entry.key] = key
+    out.sort(key=lambda e: e.key)
+    return tuple(out)
 
 
 def gateway_entries(separator: str) -> tuple[Entry, ...]:
@@ -173,7 +231,14 @@ def restrict(snapshot: Snapshot, profile: Profile, separator: str = "__") -> Sna
     """
     if profile.everything:
         return snapshot
-    views = {kind: _restrict_view(snapshot.view(kind), kind, profile) for kind in Kind}
+    problems: list[str] = []
+    aliases: dict[str, str] = {}
+    views = {
+        kind: _restrict_view(
+            snapshot.view(kind), kind, profile, problems, aliases if kind is Kind.TOOLS else {}
+        )
+        for kind in Kind
+    }
     prefixes = {p: b for p, b in snapshot.prefixes.items() if profile.backends.allows(b)}
     unprefixed = tuple(b for b in snapshot.unprefixed if profile.backends.allows(b))
 
@@ -189,7 +254,8 @@ def restrict(snapshot: Snapshot, profile: Profile, separator: str = "__") -> Sna
         views=views,
         prefixes=prefixes,
         unprefixed=unprefixed,
-        problems=snapshot.problems,
+        problems=(*snapshot.problems, *problems),
+        renamed_tools=aliases,
         admits_uri=admits_uri,
         listed_tools=listed,
     )

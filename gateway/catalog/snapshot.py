@@ -161,6 +161,9 @@ class Snapshot:
     # A profile in search mode lists other tools than it serves: the
     # gateway's two search tools and its pinned tools (catalog.profiles).
     listed_tools: KindView | None = None
+    # A profile's tool overrides: the catalog's public name -> the profile's
+    # (the search index knows tools by the former).
+    renamed_tools: Mapping[str, str] = field(default_factory=dict)
 
     def view(self, kind: Kind) -> KindView:
         """The sorted view of one kind: every item a request may name."""

@@ -100,7 +100,8 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
             for position, backend in enumerate(self.backends)
         )
         problems = backend_problems(identities, self.naming)
-        problems += profile_problems(self.profiles, (b.name for b in self.backends))
+        prefixes = {b.name: b.prefix if b.prefix is not None else b.name for b in self.backends}
+        problems += profile_problems(self.profiles, prefixes, self.naming.separator)
         if problems:
             raise Invalid(*problems)
 

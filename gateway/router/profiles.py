@@ -13,14 +13,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from gateway.catalog.pages import render_page
-from gateway.catalog.profiles import Globs, Profile, ProfileViews
+from gateway.catalog.profiles import Globs, Override, Profile, ProfileViews
 from gateway.catalog.snapshot import Kind
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
 
     from gateway.catalog.snapshot import Snapshot
     from gateway.config import ItemFilter, ProfileConfig
+    from gateway.config.schema_profiles import Override as OverrideConfig
     from gateway.observability import Metrics
 
 # The usual rule of thumb for English and JSON under BPE tokenizers; an
@@ -42,7 +43,15 @@ def profile_from_config(config: ProfileConfig) -> Profile:
         resources=_globs(config.resources),
         mode=config.mode,
         pinned=tuple(config.pinned),
+        overrides={
+            Kind.TOOLS: _overrides(config.overrides.tools),
+            Kind.PROMPTS: _overrides(config.overrides.prompts),
+        },
     )
+
+
+def _overrides(table: Mapping[str, OverrideConfig]) -> dict[str, Override]:
+    return {name: Override(o.name, o.description) for name, o in table.items()}
 
 
 def profile_views(configs: Iterable[ProfileConfig], separator: str = "__") -> ProfileViews:

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from gateway.catalog.search import MAX_LIMIT, MIN_LIMIT, ToolIndex, sync_index
+import msgspec
+
+from gateway.catalog.search import MAX_LIMIT, MIN_LIMIT, SearchHit, ToolIndex, sync_index
 from gateway.catalog.search_tools import (
     CALL_TOOL_NAME,
     SEARCH_TOOLS_NAME,
@@ -40,14 +42,29 @@ from gateway.protocol import mcp, revisions
 from gateway.router.calls import downgraded
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
-    import msgspec
+    from collections.abc import Awaitable, Callable, Mapping
 
     from gateway.catalog.snapshot import Snapshot
     from gateway.router.calls import Call
 
+_decoder: Final = msgspec.json.Decoder(dict[str, Any])
 _SEARCH_HINT: Final = "Use {search} to find the tools this endpoint offers."
+
+
+class _Within:
+    """The catalog names of a profile's tools, renamed ones under their old name."""
+
+    def __init__(self, tools: Mapping[str, object], renamed: Mapping[str, str]) -> None:
+        self._tools = tools
+        self._renamed = renamed
+        self._new_names = frozenset(renamed.values())
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        if name in self._renamed:
+            return True
+        return name in self._tools and name not in self._new_names
 
 
 def _tool_error(text: str) -> msgspec.Raw:
@@ -118,8 +135,18 @@ class SearchMode:
             return _tool_error(
                 f"{self.search_name}: 'limit' must be between {MIN_LIMIT} and {MAX_LIMIT}"
             )
-        within = call.snapshot.view(Kind.TOOLS).by_key
-        hits = self.index().search(query, limit, within=within)
+        view = call.snapshot
+        tools = view.view(Kind.TOOLS).by_key
+        renamed = view.renamed_tools
+        # The index knows tools by their catalog names; a profile's override
+        # renames some (catalog.profiles rule 7): search under the old name,
+        # answer with the profile's entry (its name, its description).
+        within = _Within(tools, renamed)
+        hits = [
+            SearchHit(key, hit.score, _decoder.decode(tools[key].encoded))
+            for hit in self.index().search(query, limit, within=within)
+            for key in (renamed.get(hit.name, hit.name),)
+        ]
         result = mcp.encode(search_tools_result(hits))
         return downgraded(result, call.client.protocol_version, revisions.call_result)
 

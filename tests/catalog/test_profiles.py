@@ -17,6 +17,7 @@ from gateway.catalog.profiles import (
     DEFAULT_PROFILE,
     SEARCH,
     Globs,
+    Override,
     Profile,
     ProfileViews,
     restrict,
@@ -287,3 +288,44 @@ def test_globs_decide_exactly_as_fnmatchcase(
         fnmatchcase(name, p) for p in exclude
     )
     assert Globs(tuple(include), tuple(exclude)).allows(name) is expected
+
+
+def test_an_override_renames_and_redescribes_an_item_that_still_routes_to_its_original() -> None:
+    """Issue 15: overrides stay reversible through the catalog; the old name is unknown."""
+    snap = _snapshot()
+    profile = Profile(
+        "o",
+        overrides={
+            Kind.TOOLS: {
+                "files__read_file": Override("read", "Read one file."),
+                "web__fetch": Override(description="Fetch a page."),
+            },
+            Kind.PROMPTS: {"files__summarize": Override("tldr")},
+        },
+    )
+    view = restrict(snap, profile)
+    assert view.view(Kind.TOOLS).keys == ("files__write_file", "read", "web__fetch")
+    read = view.resolve(Kind.TOOLS, "read")
+    assert read is not None and (read.backend, read.original) == ("files", "read_file")
+    assert _decoder.decode(read.encoded) == {"name": "read", "description": "Read one file."}
+    fetch = view.resolve(Kind.TOOLS, "web__fetch")
+    assert fetch is not None and _decoder.decode(fetch.encoded)["description"] == "Fetch a page."
+    assert view.resolve(Kind.TOOLS, "files__read_file") is None
+    assert view.renamed_tools == {"files__read_file": "read"}
+    write = view.resolve(Kind.TOOLS, "files__write_file")
+    assert write is snap.resolve(Kind.TOOLS, "files__write_file")  # not overridden: shared
+    assert view.view(Kind.PROMPTS).keys == ("tldr",)
+    assert _decoder.decode(snap.resolve(Kind.TOOLS, "files__read_file").encoded) == {  # type: ignore[union-attr]
+        "name": "files__read_file"
+    }
+
+
+def test_an_override_onto_a_name_the_profile_shows_is_not_applied_and_is_reported() -> None:
+    """Issue 15: every public name leads to one item; a collision keeps the original."""
+    profile = Profile("o", overrides={Kind.TOOLS: {"files__read_file": Override("web__fetch")}})
+    view = restrict(_snapshot(), profile)
+    assert view.view(Kind.TOOLS).keys == ("files__read_file", "files__write_file", "web__fetch")
+    assert view.problems[-1] == (
+        "profile override of tools 'files__read_file' not applied: "
+        "'web__fetch' is already a tool of the profile"
+    )

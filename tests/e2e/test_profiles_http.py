@@ -49,6 +49,14 @@ PROFILES: Final = [
         "resources": {"exclude": ["alpha+alpha://items/secret*"]},
     },
     {"name": "demo", "backends": {"include": ["everything", "beta"]}},
+    {
+        "name": "renamed",
+        "backends": {"include": ["alpha"]},
+        "overrides": {
+            "tools": {"alpha__echo": {"name": "say", "description": "Say the text back."}},
+            "prompts": {"alpha__greet": {"name": "hello"}},
+        },
+    },
 ]
 
 
@@ -260,3 +268,24 @@ async def test_initialize_and_metrics_speak_per_profile(
     assert gauge in metrics
     assert 'mcp_gateway_profile_tools_list_bytes{profile="demo"}' in metrics
     assert 'mcp_gateway_profile_tools_list_tokens{profile="default"}' in metrics
+
+
+async def test_an_overridden_item_is_listed_and_called_by_its_new_name_only(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """Issue 15: overrides rename and redescribe; the item still routes to its backend."""
+    running = await _start(nursery, tmp_path)
+    async with open_client(running.url + "/renamed") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert "alpha__echo" not in tools
+        assert tools["say"].description == "Say the text back."
+        said = await client.call_tool("say", {"text": "hi"})
+        assert (said.isError, said.content[0].text) == (False, "alpha: hi")  # type: ignore[union-attr]
+        with pytest.raises(McpError) as info:
+            await client.call_tool("alpha__echo", {"text": "hi"})
+        assert info.value.error.message == "Unknown tool: alpha__echo"
+        prompts = [p.name for p in (await client.list_prompts()).prompts]
+        assert prompts == ["hello"]
+        assert (await client.get_prompt("hello", {"name": "Ada"})).messages
+    async with open_client(running.url) as client:
+        assert "alpha__echo" in [t.name for t in (await client.list_tools()).tools]

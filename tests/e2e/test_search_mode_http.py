@@ -36,6 +36,7 @@ SEARCH: Final = {
     "backends": {"include": ["everything", "files", "alpha"]},
     "tools": {"exclude": ["alpha__fail"]},
     "pinned": ["alpha__echo"],
+    "overrides": {"tools": {"alpha__add": {"name": "sum_numbers"}}},
 }
 
 
@@ -131,11 +132,11 @@ async def test_call_tool_routes_like_tools_call_with_progress(
             "gateway__call_tool",
             {"name": "files__read_text_file", "arguments": {"path": str(tmp_path / "notes.txt")}},
         )
-        direct = await client.call_tool("alpha__add", {"a": 2, "b": 3})
+        direct = await client.call_tool("alpha__echo", {"text": "x"})
     assert result.isError is False
     assert len(seen) == 3 and seen == sorted(seen)
     assert "hello from the sandbox" in _text(read)
-    assert direct.isError is False and _text(direct) == "5"
+    assert direct.isError is False and _text(direct) == "alpha: x"
 
 
 async def test_call_tool_answers_unknown_and_outside_names_alike_as_tool_errors(
@@ -169,3 +170,21 @@ async def test_the_gateway_tools_do_not_exist_outside_search_mode(
             await _search(client, "echo")
     assert info.value.error.code == -32602
     assert info.value.error.message == "Unknown tool: gateway__search_tools"
+
+
+async def test_search_finds_an_overridden_tool_under_its_new_name(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """Issue 15: overrides hold in search mode: found and called by the profile's name."""
+    running = await _start(nursery, tmp_path)
+    async with open_client(running.url + "/find") as client:
+        found = await _search(client, "add two integers", limit=5)
+        called = await client.call_tool(
+            "gateway__call_tool", {"name": "sum_numbers", "arguments": {"a": 2, "b": 40}}
+        )
+        old = await client.call_tool("gateway__call_tool", {"name": "alpha__add"})
+    assert found.structuredContent is not None
+    names = [t["name"] for t in found.structuredContent["tools"]]
+    assert "sum_numbers" in names and "alpha__add" not in names
+    assert (called.isError, _text(called)) == (False, "42")
+    assert old.isError is True
