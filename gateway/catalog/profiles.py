@@ -124,8 +124,10 @@ class Profile:
     @property
     def everything(self) -> bool:
         """Whether this profile serves and lists the whole catalog (rule 4)."""
-        return self.mode == FULL and not any(self.overrides.values()) and all(
-            g.everything for g in (self.backends, self.tools, self.prompts, self.resources)
+        return (
+            self.mode == FULL
+            and not any(self.overrides.values())
+            and all(g.everything for g in (self.backends, self.tools, self.prompts, self.resources))
         )
 
     def names(self, kind: Kind) -> Globs:
