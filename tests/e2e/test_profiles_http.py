@@ -17,6 +17,7 @@ import trio
 from mcp.shared.exceptions import McpError
 
 from gateway.config import GatewayConfig, parse
+from tests.frontend.test_modern_http import modern, modern_headers
 from tests.harness import everything_backend, open_client, sdk_backend, start_gateway, stdio_backend
 from tests.servers.paths import everything_command
 
@@ -289,3 +290,34 @@ async def test_an_overridden_item_is_listed_and_called_by_its_new_name_only(
         assert (await client.get_prompt("hello", {"name": "Ada"})).messages
     async with open_client(running.url) as client:
         assert "alpha__echo" in [t.name for t in (await client.list_tools()).tools]
+
+
+async def test_initialize_and_discover_speak_only_of_the_profiles_backends(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """Issue 15: discover per profile; instructions of backends outside it never shown."""
+    running = await _start(nursery, tmp_path)
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t"},
+        },
+    }
+    discover = modern(2, "server/discover")
+    async with httpx.AsyncClient(trust_env=False) as http:
+        coding = (await http.post(running.url + "/coding", json=init, headers=headers)).json()
+        main = (await http.post(running.url, json=init, headers=headers)).json()
+        demo = await http.post(
+            running.url + "/demo", json=discover, headers=modern_headers(discover)
+        )
+    coding_text = coding["result"]["instructions"]
+    assert "Alpha does arithmetic" in coding_text and "Beta multiplies" not in coding_text
+    assert "Beta multiplies" in main["result"]["instructions"]
+    assert demo.status_code == 200
+    demo_text = demo.json()["result"]["instructions"]
+    assert "Beta multiplies" in demo_text and "Alpha does arithmetic" not in demo_text
