@@ -118,7 +118,7 @@ class Router:
         profiles: ProfileViews | None = None,
     ) -> None:
         self._pool = pool
-        self.profiles = profiles if profiles is not None else ProfileViews()
+        self.profiles = profiles if profiles is not None else ProfileViews(separator=separator)
         self._held = held if held is not None else HeldCalls(nursery, sealer_for(""))
         self._nursery = nursery
         self._metrics = metrics
