@@ -233,6 +233,19 @@ async def test_a_cursor_or_session_from_one_profile_is_refused_on_another(
             running.url + "/coding", json=ping, headers={**headers, "mcp-session-id": session}
         )
         assert on_coding.status_code == 200
+        session_headers = {"mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
+        get_elsewhere = await http.get(
+            running.url + "/demo", headers={**session_headers, "accept": "text/event-stream"}
+        )
+        assert get_elsewhere.status_code == 404
+        assert (await http.delete(running.url, headers=session_headers)).status_code == 404
+        assert (
+            await http.delete(running.url + "/coding", headers=session_headers)
+        ).status_code == 200
+        gone = await http.post(
+            running.url + "/coding", json=ping, headers={**headers, "mcp-session-id": session}
+        )
+        assert gone.status_code == 404
 
 
 async def test_an_unknown_profile_path_is_404_with_a_json_rpc_error(
