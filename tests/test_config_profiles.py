@@ -184,3 +184,13 @@ def test_valid_overrides_parse() -> None:
     overrides = config.profiles[0].overrides
     assert overrides.tools["files__read_file"].name == "read"
     assert overrides.prompts["web__p"].description == "d"
+
+
+def test_with_the_endpoint_at_the_root_a_profile_may_not_shadow_a_gateway_path() -> None:
+    """Gateway choice: /metrics stays the metrics when server.path is "/"."""
+    text = "server: {path: /}\n" + BACKENDS + "profiles:\n  - name: metrics\n  - name: tools\n"
+    assert problems_of(text) == [
+        "profiles[0].name: with server.path '/', a profile named 'metrics' would be hidden "
+        "by the gateway's own /metrics"
+    ]
+    parse(BACKENDS + "profiles:\n  - name: metrics\n", env={})  # under /mcp: fine

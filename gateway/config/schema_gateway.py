@@ -101,7 +101,9 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
         )
         problems = backend_problems(identities, self.naming)
         prefixes = {b.name: b.prefix if b.prefix is not None else b.name for b in self.backends}
-        problems += profile_problems(self.profiles, prefixes, self.naming.separator)
+        problems += profile_problems(
+            self.profiles, prefixes, self.naming.separator, self.server.path
+        )
         if problems:
             raise Invalid(*problems)
 

@@ -35,6 +35,9 @@ DEFAULT_PROFILE: Final = "default"
 # mode), so no backend may claim it.
 RESERVED_PREFIX: Final = "gateway"
 _GLOB_CHARS: Final = frozenset("*?[")
+# The gateway's own paths (frontend.asgi): with server.path "/", a profile of
+# one of these names would be shadowed by them.
+_GATEWAY_PATHS: Final = frozenset({"healthz", "readyz", "metrics", "sse", "messages"})
 # Tool names as 2025-11-25 recommends them (SEP-986): what every host accepts.
 _ITEM_NAME: Final = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 
@@ -148,7 +151,10 @@ def _allows(item_filter: ItemFilter, name: str) -> bool:
 
 
 def profile_problems(
-    profiles: Sequence[ProfileConfig], prefixes: Mapping[str, str], separator: str = "__"
+    profiles: Sequence[ProfileConfig],
+    prefixes: Mapping[str, str],
+    separator: str = "__",
+    server_path: str = "/mcp",
 ) -> list[tuple[str, str]]:
     """Check profiles against each other and against the configured backends.
 
@@ -164,6 +170,7 @@ def profile_problems(
         profiles: the profiles, in file order.
         prefixes: every configured backend's name → its public prefix.
         separator: the naming separator.
+        server_path: ``server.path``; profiles are served under it.
 
     Returns:
         ``(place, message)`` pairs, places relative to the whole file.
@@ -183,6 +190,14 @@ def profile_problems(
             )
         else:
             seen[profile.name] = position
+        if server_path.rstrip("/") == "" and profile.name in _GATEWAY_PATHS:
+            problems.append(
+                (
+                    f"{place}.name",
+                    f"with server.path '/', a profile named {profile.name!r} would be "
+                    f"hidden by the gateway's own /{profile.name}",
+                )
+            )
         problems += _override_problems(profile, place, prefixes, separator)
         if profile.pinned and profile.mode != "search":
             problems.append((f"{place}.pinned", "pinned tools are listed only in mode: search"))
