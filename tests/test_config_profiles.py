@@ -194,3 +194,23 @@ def test_with_the_endpoint_at_the_root_a_profile_may_not_shadow_a_gateway_path()
         "by the gateway's own /metrics"
     ]
     parse(BACKENDS + "profiles:\n  - name: metrics\n", env={})  # under /mcp: fine
+
+
+def test_pinned_names_must_be_tools_the_profile_can_show() -> None:
+    """Gateway choice: a pinned typo would silently list nothing."""
+    text = BACKENDS + dedent(
+        """
+        profiles:
+          - name: a
+            mode: search
+            backends: {include: [files]}
+            pinned: [files__read, web__fetch, files__list, short, nodelimiter]
+            overrides: {tools: {files__list: {name: short}}}
+        """
+    )
+    assert problems_of(text) == [
+        "profiles[0].pinned[1]: no backend of this profile has a tool 'web__fetch'",
+        "profiles[0].pinned[2]: 'files__list' is renamed by this profile's overrides: pin its "
+        "new name",
+        "profiles[0].pinned[4]: no backend of this profile has a tool 'nodelimiter'",
+    ]

@@ -144,6 +144,27 @@ def _override_problems(
     return problems
 
 
+def _pinned_problems(
+    profile: ProfileConfig, place: str, prefixes: Mapping[str, str], separator: str
+) -> list[tuple[str, str]]:
+    """A pinned name must be one the profile can show: a new name, or under one of its prefixes."""
+    mine = {p for b, p in prefixes.items() if _allows(profile.backends, b)}
+    if "" in mine:
+        return []  # an unprefixed backend may offer any name
+    renamed = {o.name for o in profile.overrides.tools.values() if o.name is not None}
+    problems: list[tuple[str, str]] = []
+    for index, name in enumerate(profile.pinned):
+        head, sep, _ = name.partition(separator)
+        if name in profile.overrides.tools and profile.overrides.tools[name].name:
+            why = f"{name!r} is renamed by this profile's overrides: pin its new name"
+        elif name in renamed or (sep and head in mine):
+            continue
+        else:
+            why = f"no backend of this profile has a tool {name!r}"
+        problems.append((f"{place}.pinned[{index}]", why))
+    return problems
+
+
 def _allows(item_filter: ItemFilter, name: str) -> bool:
     return any(fnmatchcase(name, p) for p in item_filter.include) and not any(
         fnmatchcase(name, p) for p in item_filter.exclude
@@ -201,6 +222,7 @@ def profile_problems(
         problems += _override_problems(profile, place, prefixes, separator)
         if profile.pinned and profile.mode != "search":
             problems.append((f"{place}.pinned", "pinned tools are listed only in mode: search"))
+        problems += _pinned_problems(profile, place, prefixes, separator)
         for key, patterns in (
             ("include", profile.backends.include),
             ("exclude", profile.backends.exclude),
