@@ -5,6 +5,9 @@ Environment:
         the rest ``tool_0001``... with a small input schema each.
     BENCH_PAYLOAD_BYTES: if set, a ``payload`` tool is listed too; it
         returns a text of that many bytes (or of ``arguments.bytes``).
+    BENCH_TOOLS_FILE: if set, a JSON list of tool definitions listed after
+        ``echo`` instead of the ``tool_NNNN`` ones (realistic names and
+        descriptions, for the search-mode benchmark).
     BENCH_CHANGE: if set, a ``change`` tool is listed too. Calling it flips
         the tool list (a tool ``extra`` appears or disappears) and sends
         ``notifications/tools/list_changed`` *before* the result; the
@@ -49,6 +52,10 @@ def main() -> None:
     payload_size = int(os.environ.get("BENCH_PAYLOAD_BYTES", "0"))
     change = bool(os.environ.get("BENCH_CHANGE"))
     base_tools = _tools(int(os.environ.get("BENCH_TOOLS", "1")), payload_size > 0, change)
+    tools_file = os.environ.get("BENCH_TOOLS_FILE")
+    if tools_file:
+        with open(tools_file, "rb") as handle:
+            base_tools = [base_tools[0], *_decoder.decode(handle.read())]
     listings = [
         _encoder.encode({"tools": base_tools}),
         _encoder.encode({"tools": [*base_tools, _tool("extra", "Appears and disappears.")]}),

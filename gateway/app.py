@@ -26,18 +26,20 @@ from gateway.backends.backend import Backend, BackendState
 from gateway.backends.pool import Pool, open_pool
 from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
+from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.catalog.snapshot import Kind, Snapshot
 from gateway.frontend.asgi import GatewayApp
 from gateway.frontend.auth import Authenticator, RateLimiter
 from gateway.frontend.clients import ClientRegistry, ClientSession
 from gateway.frontend.legacy_sse import LegacySseEndpoint
+from gateway.frontend.list_changed import ListChangedCoalescer
 from gateway.frontend.origin import OriginPolicy
-from gateway.frontend.stdio import StdioServer
+from gateway.frontend.stdio import STARTUP_WAIT, StdioServer
 from gateway.frontend.streamable_http import McpEndpoint
 from gateway.observability import BackendSample, Metrics
-from gateway.protocol import jsonrpc
 from gateway.router import Router
 from gateway.router.held import HeldCalls, sealer_for
+from gateway.router.profiles import budgets, profile_views, record_budgets, report
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -109,6 +111,7 @@ async def open_gateway(
     """Start the backends and build the frontend; stop everything on exit."""
     metrics = Metrics(registry)
     rules = NamingRules(config.naming.separator, config.naming.max_length)
+    views = profile_views(config.profiles, config.naming.separator)
     async with (
         open_pool(config.backends, rules, connect) as pool,
         trio.open_nursery() as housekeeping,
@@ -127,6 +130,7 @@ async def open_gateway(
                 max_held=config.mrtr.max_held_calls,
                 lifetime=config.mrtr.held_call_lifetime,
             ),
+            profiles=views,
         )
 
         def opened(session: ClientSession) -> None:
@@ -165,19 +169,26 @@ async def open_gateway(
             authenticator=Authenticator(config.auth),
             metrics=metrics,
         )
-        app = GatewayApp(server.path, endpoint, lambda: gateway.readiness(), metrics, legacy)
+        app = GatewayApp(
+            server.path, endpoint, lambda: gateway.readiness(), metrics, legacy, views.names
+        )
         gateway = Gateway(config, pool, router, clients, app, metrics, endpoint)
 
         coalescer = ListChangedCoalescer(clients, metrics, config.notifications.debounce)
         housekeeping.start_soon(coalescer.run)
 
+        shown = [pool.snapshot]
+
         def catalog_changed(snapshot: Snapshot, kinds: frozenset[Kind]) -> None:
-            """Tell hosts (coalesced) and refresh the catalog gauges."""
-            coalescer.add(kinds)
+            """Tell each profile's hosts what changed in their view (coalesced); refresh gauges."""
+            for profile, changed in views.refresh(shown[0], snapshot).items():
+                coalescer.add(changed, profile)
+            shown[0] = snapshot
             for kind in Kind:
                 counts = collections.Counter(e.backend for e in snapshot.view(kind).entries)
                 for name in pool.backends:
                     metrics.catalog_items.labels(backend=name, kind=kind.value).set(counts[name])
+            record_budgets(metrics, views, snapshot)
 
         def track_state(backend: Backend) -> None:
             """Keep the up and ready gauges current."""
@@ -207,38 +218,6 @@ async def open_gateway(
             for session in clients:
                 clients.close(session)
             housekeeping.cancel_scope.cancel()
-
-
-class ListChangedCoalescer:
-    """Turns bursts of catalog changes into at most one list_changed per kind per window.
-
-    A backend that sends a thousand list_changed a second must reach hosts
-    as a trickle (issue 5, robustness D16): kinds changed during a window are
-    collected and sent once when it closes.
-    """
-
-    def __init__(self, clients: ClientRegistry, metrics: Metrics, window: float) -> None:
-        self._clients = clients
-        self._metrics = metrics
-        self._window = window
-        self._pending: set[str] = set()
-        self._wake = trio.Event()
-
-    def add(self, kinds: frozenset[Kind]) -> None:
-        """Note that these kinds changed; sent at the end of the current window."""
-        self._pending.update(k.list_changed for k in kinds)
-        self._wake.set()
-
-    async def run(self) -> None:
-        """Send what is pending, then wait out the window, forever."""
-        while True:
-            await self._wake.wait()
-            self._wake = trio.Event()
-            methods, self._pending = sorted(self._pending), set()
-            for method in methods:
-                sent = self._clients.broadcast(jsonrpc.encode_notification(method))
-                self._metrics.notifications_sent.labels(kind=method).inc(sent)
-            await trio.sleep(self._window)
 
 
 def _hypercorn_config(host: str, port: int, drain_timeout: float) -> hypercorn.config.Config:
@@ -331,7 +310,7 @@ async def reload_config(gateway: Gateway, path: str) -> bool:
         logger.error("config.reload.rejected", path=path, problems=exc.problems)
         return False
     old = gateway.config
-    for section in ("server", "naming", "logging"):
+    for section in ("server", "naming", "logging", "profiles"):
         if getattr(old, section) != getattr(new, section):
             logger.warning("config.reload.needs_restart", section=section)
     gateway.router.set_page_size(new.pagination.page_size)
@@ -397,8 +376,10 @@ async def _serve_until_signal(config: GatewayConfig, config_path: str | None) ->
                 _remove_pid_file(pid_file)
 
 
-async def serve_stdio(config: GatewayConfig, config_path: str | None = None) -> None:
-    """Serve one host on stdin/stdout until stdin closes or a signal arrives."""
+async def serve_stdio(
+    config: GatewayConfig, config_path: str | None = None, profile: str = DEFAULT_PROFILE
+) -> None:
+    """Serve one host on stdin/stdout, on one profile, until stdin closes or a signal arrives."""
     stdin = trio.lowlevel.FdStream(os.dup(0))
     stdout = trio.lowlevel.FdStream(os.dup(1))
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
@@ -421,14 +402,34 @@ async def serve_stdio(config: GatewayConfig, config_path: str | None = None) -> 
                 stdout,
                 startup=gateway.pool.settled,
                 metrics=gateway.metrics,
+                profile=profile,
             )
             await server.run()
             nursery.cancel_scope.cancel()
 
 
-def run_stdio(config: GatewayConfig, config_path: str | None = None) -> None:
+def run_stdio(
+    config: GatewayConfig, config_path: str | None = None, profile: str = DEFAULT_PROFILE
+) -> None:
     """stdio mode: one host, MCP on stdin/stdout, logs on stderr."""
-    trio.run(serve_stdio, config, config_path)
+    trio.run(serve_stdio, config, config_path, profile)
+
+
+async def catalog_report(config: GatewayConfig, profile: str | None = None) -> str:
+    """Start the backends, wait for their first listing, and measure each profile.
+
+    Returns:
+        The report ``mcp-gateway catalog`` prints (``router.profiles.report``).
+    """
+    from prometheus_client import CollectorRegistry as Registry  # only here: serve needs none
+
+    async with open_gateway(config, registry=Registry()) as gateway:
+        with trio.move_on_after(STARTUP_WAIT):
+            await gateway.pool.settled()
+        snapshot = gateway.pool.snapshot
+        views = gateway.router.profiles
+        names = views.names if profile is None else (profile,)
+        return report(budgets(views, names, snapshot), snapshot.problems)
 
 
 def run(config: GatewayConfig, config_path: str | None = None) -> None:

@@ -39,6 +39,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="override server.port")
     stdio = commands.add_parser("stdio", help="serve one host on stdin/stdout (logs on stderr)")
     stdio.add_argument("-c", "--config", default=DEFAULT_CONFIG, help="YAML config file")
+    stdio.add_argument("--profile", default="default", help="serve this profile (default: all)")
+    catalog = commands.add_parser(
+        "catalog", help="start the backends, print each profile's items and tools/list size"
+    )
+    catalog.add_argument("-c", "--config", default=DEFAULT_CONFIG, help="YAML config file")
+    catalog.add_argument("--profile", help="only this profile")
     check = commands.add_parser("check", help="validate a config file and exit")
     check.add_argument("-c", "--config", default=DEFAULT_CONFIG, help="YAML config file")
     reload = commands.add_parser(
@@ -82,6 +88,17 @@ def _load_or_exit(path: str) -> GatewayConfig:
         raise SystemExit(EXIT_CONFIG) from None
 
 
+def _check_profile(config: GatewayConfig, profile: str | None) -> None:
+    """Exit 2 when ``--profile`` names no profile (``default`` always exists)."""
+    names = {"default", *(p.name for p in config.profiles)}
+    if profile is not None and profile not in names:
+        print(
+            f"mcp-gateway: no profile named {profile!r} (configured: {', '.join(sorted(names))})",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the console script."""
     args = _parser().parse_args(argv)
@@ -92,12 +109,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.command == "reload":
         _reload(config, args.pid)
         return
+    if args.command in ("stdio", "catalog"):
+        _check_profile(config, args.profile)
     if args.command == "stdio":
         # stdout belongs to MCP: logs always go to stderr, as JSON lines.
         configure_logging(config.logging.level, "json", sys.stderr)
         from gateway.app import run_stdio
 
-        run_stdio(config, args.config)
+        run_stdio(config, args.config, args.profile)
+        return
+    if args.command == "catalog":
+        configure_logging("warning", "json", sys.stderr)
+        import trio
+
+        from gateway.app import catalog_report
+
+        print(trio.run(catalog_report, config, args.profile))
         return
     server = config.server
     if args.host is not None or args.port is not None:

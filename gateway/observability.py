@@ -132,6 +132,24 @@ class Metrics:
             ["backend", "kind"],
             registry=r,
         )
+        self.profile_items = Gauge(
+            PREFIX + "profile_items",
+            "Items a profile shows, by profile and kind (issue 15).",
+            ["profile", "kind"],
+            registry=r,
+        )
+        self.profile_tools_list_bytes = Gauge(
+            PREFIX + "profile_tools_list_bytes",
+            "Bytes of a profile's whole tools/list result.",
+            ["profile"],
+            registry=r,
+        )
+        self.profile_tools_list_tokens = Gauge(
+            PREFIX + "profile_tools_list_tokens",
+            "Estimated tokens of a profile's tools/list result (4 bytes a token).",
+            ["profile"],
+            registry=r,
+        )
         self.notifications_sent = Counter(
             PREFIX + "notifications_fanned_out_total",
             "Notifications queued to client sessions.",

@@ -39,13 +39,16 @@ class CursorPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     ``after`` is the public key of the last cached item returned. When the
     walk has reached the backends listed in passthrough mode, ``backend``
     names the one being walked and ``backend_cursor`` is that backend's own
-    cursor (None: its first page).
+    cursor (None: its first page). ``profile`` is the profile whose list is
+    walked ("" for the main endpoint), so a cursor from one profile is
+    -32602 on another rather than a window into a list it does not show.
     """
 
     kind: str
     after: str = ""
     backend: str = ""
     backend_cursor: str | None = None
+    profile: str = ""
 
 
 _encoder: Final = msgspec.json.Encoder()
@@ -82,8 +85,13 @@ class CursorCodec:
         body = _encoder.encode(payload)
         return f"{_b64(body)}.{self._tag(body)}"
 
-    def decode(self, cursor: object, kind: str) -> CursorPayload:
+    def decode(self, cursor: object, kind: str, profile: str = "") -> CursorPayload:
         """The position a cursor the client sent back names.
+
+        Args:
+            cursor: what the client sent.
+            kind: the list it was sent for.
+            profile: the profile it was sent to ("" for the main endpoint).
 
         Raises:
             LocalProtocolError: -32602 for anything that is not a cursor we
@@ -112,4 +120,7 @@ class CursorCodec:
             raise invalid("malformed") from None
         if payload.kind != kind:
             raise invalid(f"issued for {payload.kind}, not {kind}")
+        if payload.profile != profile:
+            # No name in the message: a profile's client learns nothing of others.
+            raise invalid("issued for another endpoint")
         return payload

@@ -20,7 +20,7 @@ import msgspec
 from gateway.catalog.naming import NamingRules, public_name, public_uri, split_uri
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
 _encoder: Final = msgspec.json.Encoder()
 
@@ -155,9 +155,24 @@ class Snapshot:
     prefixes: Mapping[str, str]
     unprefixed: tuple[str, ...]
     problems: tuple[str, ...] = ()
+    # A profile's view (catalog.profiles) decides which routed-by-prefix
+    # URIs it admits: (public URI, backend) -> bool; None admits all.
+    admits_uri: Callable[[str, str], bool] | None = None
+    # A profile in search mode lists other tools than it serves: the
+    # gateway's two search tools and its pinned tools (catalog.profiles).
+    listed_tools: KindView | None = None
+    # A profile's tool overrides: the catalog's public name -> the profile's
+    # (the search index knows tools by the former).
+    renamed_tools: Mapping[str, str] = field(default_factory=dict)
 
     def view(self, kind: Kind) -> KindView:
-        """The sorted view of one kind."""
+        """The sorted view of one kind: every item a request may name."""
+        return self.views[kind]
+
+    def listed(self, kind: Kind) -> KindView:
+        """The sorted items a list request shows (``view`` but in search mode)."""
+        if kind is Kind.TOOLS and self.listed_tools is not None:
+            return self.listed_tools
         return self.views[kind]
 
     def resolve(self, kind: Kind, public: str) -> Entry | None:
@@ -177,10 +192,14 @@ class Snapshot:
             return listed.backend, listed.original
         prefix, original = split_uri(public, frozenset(self.prefixes))
         if prefix:
-            return self.prefixes[prefix], original
-        if not self.unprefixed:
+            found = self.prefixes[prefix], original
+        elif self.unprefixed:
+            found = self.unprefixed[0], public
+        else:
             return None
-        return self.unprefixed[0], public
+        if self.admits_uri is not None and not self.admits_uri(public, found[0]):
+            return None
+        return found
 
 
 EMPTY_SNAPSHOT: Final = Snapshot(

@@ -60,6 +60,7 @@ from gateway.config.schema_backends import (
     WebSocketBackend,
 )
 from gateway.config.schema_gateway import GatewayConfig
+from gateway.config.schema_profiles import DEFAULT_PROFILE, ProfileConfig
 
 __all__ = [
     "Base",
@@ -86,6 +87,8 @@ __all__ = [
     "WebSocketBackend",
     "BackendConfig",
     "GatewayConfig",
+    "ProfileConfig",
+    "DEFAULT_PROFILE",
     "SessionMode",
     "LogLevel",
     "LogFormat",

@@ -60,8 +60,11 @@ def join(place: str, key: object) -> str:
         key: the key within it.
 
     Returns:
-        ``place.key``, or just the key at the top level.
+        ``place.key``, or just the key at the top level; ``place`` itself for
+        the key "" (a rule about a whole Struct, not one of its fields).
     """
+    if key == "":
+        return place
     return f"{place}.{key}" if place else str(key)
 
 

@@ -30,6 +30,7 @@ from gateway.config.schema import (
     ShutdownConfig,
 )
 from gateway.config.schema_backends import BackendConfig
+from gateway.config.schema_profiles import RESERVED_PREFIX, ProfileConfig, profile_problems
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -77,6 +78,8 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
         notifications: fan-out to hosts.
         mrtr: legacy backends' requests held for modern clients.
         backends: the MCP servers behind the gateway, in file order.
+        profiles: named subsets of the catalog, each on its own path
+            (``gateway.config.schema_profiles``).
     """
 
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
@@ -89,6 +92,7 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
     notifications: NotificationsConfig = msgspec.field(default_factory=NotificationsConfig)
     mrtr: MrtrConfig = msgspec.field(default_factory=MrtrConfig)
     backends: list[BackendConfig] = msgspec.field(default_factory=list)
+    profiles: list[ProfileConfig] = msgspec.field(default_factory=list)
 
     def __post_init__(self) -> None:
         identities = (
@@ -96,6 +100,10 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
             for position, backend in enumerate(self.backends)
         )
         problems = backend_problems(identities, self.naming)
+        prefixes = {b.name: b.prefix if b.prefix is not None else b.name for b in self.backends}
+        problems += profile_problems(
+            self.profiles, prefixes, self.naming.separator, self.server.path
+        )
         if problems:
             raise Invalid(*problems)
 
@@ -157,6 +165,13 @@ def backend_problems(
             if backend.prefix is not None
             else "; the prefix defaults to the name, set `prefix` to choose another"
         )
+        if prefix == RESERVED_PREFIX:
+            problems.append(
+                (
+                    prefix_place,
+                    f"prefix {prefix!r} is reserved for the gateway's own tools{hint}",
+                )
+            )
         other = prefixes.get(prefix)
         if other is None:
             prefixes[prefix] = backend

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
+from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.errors import INTERNAL_ERROR, RemoteProtocolError
 from gateway.frontend.listen import Listeners
 from gateway.protocol import jsonrpc
@@ -90,6 +91,7 @@ class ClientSession:
 
     session_id: str
     protocol_version: str
+    profile: str = DEFAULT_PROFILE
     client_info: dict[str, Any] = field(default_factory=dict)
     capabilities: dict[str, Any] = field(default_factory=dict)
     initialized: bool = False
@@ -209,12 +211,17 @@ class ClientRegistry:
         return iter(list(self._sessions.values()))
 
     def open(
-        self, protocol_version: str, client_info: dict[str, Any], capabilities: dict[str, Any]
+        self,
+        protocol_version: str,
+        client_info: dict[str, Any],
+        capabilities: dict[str, Any],
+        profile: str = DEFAULT_PROFILE,
     ) -> ClientSession:
-        """Create a session with a fresh, unguessable id."""
+        """Create a session with a fresh, unguessable id, bound to one profile."""
         session = ClientSession(
             session_id=secrets.token_urlsafe(SESSION_ID_BYTES),
             protocol_version=protocol_version,
+            profile=profile,
             client_info=client_info,
             capabilities=capabilities,
             last_seen=trio.current_time(),
@@ -242,11 +249,16 @@ class ClientRegistry:
         # Wake a GET stream waiting on the outbox so it notices the close.
         session.outbox.put_nowait(b"")
 
-    def broadcast(self, message: bytes) -> int:
-        """Queue a message for every initialized session and listen stream; returns how many."""
-        count = self.listeners.broadcast(message)
+    def broadcast(self, message: bytes, profile: str | None = None) -> int:
+        """Queue a message for every initialized session and listen stream; returns how many.
+
+        Args:
+            message: the encoded notification.
+            profile: only the clients of this profile (None: everyone).
+        """
+        count = self.listeners.broadcast(message, profile)
         for session in self._sessions.values():
-            if session.initialized:
+            if session.initialized and profile in (None, session.profile):
                 session.outbox.put_nowait(message)
                 count += 1
         return count

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import structlog
 import trio
 
+from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.errors import INTERNAL_ERROR, LocalProtocolError
 from gateway.frontend.failures import (
     INTERNAL_ERROR_MESSAGE,
@@ -33,9 +34,11 @@ logger = structlog.get_logger("gateway.frontend")
 
 
 def open_client_session(
-    router: Router, clients: ClientRegistry, request: Request
+    router: Router, clients: ClientRegistry, request: Request, profile: str = DEFAULT_PROFILE
 ) -> tuple[ClientSession, bytes]:
     """Create a session for an ``initialize`` request; returns it and the response.
+
+    The session is bound to ``profile``, the endpoint it was opened on.
 
     Raises:
         LocalProtocolError: the params are not an object.
@@ -48,14 +51,16 @@ def open_client_session(
         version,
         info if isinstance(info, dict) else {},
         caps if isinstance(caps, dict) else {},
+        profile,
     )
     logger.info(
         "client.session.opened",
         client_session=session.session_id[:8],
         protocol_version=version,
         client=session.client_info.get("name"),
+        profile=profile,
     )
-    return session, jsonrpc.encode_response(request.id, router.initialize_result(version))
+    return session, jsonrpc.encode_response(request.id, router.initialize_result(version, profile))
 
 
 async def route_request(

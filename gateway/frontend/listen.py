@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 import structlog
 import trio
 
+from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.errors import METHOD_NOT_FOUND, LocalProtocolError
 from gateway.frontend import http_util as h
 from gateway.frontend.get_stream import KEEPALIVE_INTERVAL
@@ -65,6 +66,7 @@ class Listener:
     subscription: Subscription
     envelope: Envelope
     session_id: str = field(default_factory=lambda: f"listen-{next(_ids)}")
+    profile: str = DEFAULT_PROFILE
     ended: trio.Event = field(default_factory=trio.Event)
     dropped: int = 0
 
@@ -125,11 +127,15 @@ class Listeners:
         """A stream ended."""
         self._open.pop(listener.session_id, None)
 
-    def broadcast(self, message: bytes) -> int:
-        """Queue a notification for every stream that asked for it; returns how many."""
+    def broadcast(self, message: bytes, profile: str | None = None) -> int:
+        """Queue a notification for every stream that asked for it; returns how many.
+
+        ``profile`` limits it to the streams opened on that profile's endpoint.
+        """
         count = 0
         for listener in list(self._open.values()):
-            count += listener.offer(message)
+            if profile in (None, listener.profile):
+                count += listener.offer(message)
         return count
 
     def close_all(self) -> None:
@@ -161,6 +167,7 @@ async def registered(
     request_id: RequestId,
     envelope: Envelope,
     asked: ListenFilter,
+    profile: str = DEFAULT_PROFILE,
 ) -> AsyncIterator[Listener]:
     """One listener, in the fan-out for as long as the block runs (rules 2 and 5).
 
@@ -170,7 +177,7 @@ async def registered(
     and on leaving (however it is left) the listener leaves the broadcast
     and the router releases its subscriptions.
     """
-    listener = Listener(honour(request_id, asked, _OFFERED, []), envelope)
+    listener = Listener(honour(request_id, asked, _OFFERED, []), envelope, profile=profile)
     try:
         held = await router.listen(listener, asked.uris)
         listener.subscription = honour(request_id, asked, _OFFERED, held)
@@ -193,9 +200,10 @@ async def serve_listen(
     request: Request,
     envelope: Envelope,
     asked: ListenFilter,
+    profile: str = DEFAULT_PROFILE,
 ) -> None:
     """Serve one listen request until the client or the gateway ends it (rule 5)."""
-    async with registered(router, listeners, request.id, envelope, asked) as listener:
+    async with registered(router, listeners, request.id, envelope, asked, profile) as listener:
         await send(
             {
                 "type": "http.response.start",

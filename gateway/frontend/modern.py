@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 import structlog
 import trio
 
+from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.catalog.snapshot import Kind
 from gateway.errors import LocalProtocolError
 from gateway.frontend import http_util as h
@@ -72,7 +73,9 @@ def _error_status(reply: bytes) -> int:
     return http_status_for(message.code) if isinstance(message, ErrorResponse) else 200
 
 
-def validate(router: Router, scope: h.Scope, request: Request) -> tuple[Envelope, dict[str, Any]]:
+def validate(
+    router: Router, scope: h.Scope, request: Request, profile: str = DEFAULT_PROFILE
+) -> tuple[Envelope, dict[str, Any]]:
     """Rule 1: the envelope, headers and method of a modern request.
 
     Returns:
@@ -89,7 +92,7 @@ def validate(router: Router, scope: h.Scope, request: Request) -> tuple[Envelope
     envelope = parse_modern(request.method, params, headers)
     check_method(request.method)
     if request.method == "tools/call":
-        schema = router.public_tool_schema(params.get("name"))
+        schema = router.public_tool_schema(params.get("name"), profile)
         if schema is not None:
             check_param_headers(schema, params.get("arguments"), headers)
     return envelope, params
@@ -130,8 +133,9 @@ async def serve_modern(
     send: h.Send,
     request: Request,
     listeners: Listeners | None = None,
+    profile: str = DEFAULT_PROFILE,
 ) -> None:
-    """Answer one modern request POSTed to the endpoint.
+    """Answer one modern request POSTed to the endpoint of ``profile``.
 
     ``subscriptions/listen`` goes to ``frontend.listen`` when ``listeners`` is given.
 
@@ -139,7 +143,7 @@ async def serve_modern(
         Rejection: a failed check (rule 1), answered by ``rejection.answer``.
     """
     try:
-        envelope, params = validate(router, scope, request)
+        envelope, params = validate(router, scope, request, profile)
         asked = parse_filter(params) if request.method == LISTEN else None
     except (ModernProtocolError, LocalProtocolError) as exc:
         status = http_status_for(exc.code)
@@ -147,16 +151,16 @@ async def serve_modern(
             status, exc.message, code=exc.code, msg_id=request.id, data=exc.data
         ) from None
     if asked is not None and listeners is not None:
-        await serve_listen(router, listeners, receive, send, request, envelope, asked)
+        await serve_listen(router, listeners, receive, send, request, envelope, asked, profile)
         return
     if request.method == "server/discover":
-        result = mcp.encode(router.discover_result())
+        result = mcp.encode(router.discover_result(profile))
         await h.respond(send, 200, jsonrpc.encode_response(request.id, result))
         return
 
     async def route(emit: Emit) -> bytes:
         """Route under a scope the stream's closing cancels (rule 5); b"" if it did."""
-        modern = ModernRequest(envelope=envelope, emit=emit)
+        modern = ModernRequest(envelope=envelope, emit=emit, profile=profile)
         reply = b""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_watch_disconnect, receive, nursery.cancel_scope)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Final
 import structlog
 import trio
 
+from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.errors import INVALID_REQUEST, LocalProtocolError
 from gateway.frontend.dispatch import accept_one_way, open_client_session, route_request
 from gateway.frontend.stdio_modern import (
@@ -93,6 +94,8 @@ class StdioServer:
             initialize: a desktop host lists tools right after spawning
             us, and should see the backends' tools, not an empty list.
         metrics: where unexpected exceptions while routing are counted.
+        profile: the profile the host's session is bound to
+            (``mcp-gateway stdio --profile``).
     """
 
     def __init__(
@@ -104,7 +107,9 @@ class StdioServer:
         *,
         startup: Callable[[], Awaitable[None]] | None = None,
         metrics: Metrics | None = None,
+        profile: str = DEFAULT_PROFILE,
     ) -> None:
+        self._profile = profile
         self._router = router
         self._clients = clients
         self._receive = receive
@@ -211,7 +216,9 @@ class StdioServer:
                 )
                 return
             await self._await_startup()
-            session, reply = open_client_session(self._router, self._clients, message)
+            session, reply = open_client_session(
+                self._router, self._clients, message, self._profile
+            )
             self._session = session
             self._session_opened.set()
             await self.write(reply)
@@ -259,6 +266,7 @@ class StdioServer:
             self.write,
             self._emit,
             metrics=self._metrics,
+            profile=self._profile,
         )
         self.modern = modern
         logger.info("client.modern.opened", protocol_version=envelope.protocol_version)

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 import trio
 
+from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.errors import INTERNAL_ERROR, INVALID_REQUEST, LocalProtocolError
 from gateway.frontend.failures import (
     INTERNAL_ERROR_MESSAGE,
@@ -144,6 +145,7 @@ class ModernStdio:
         write: queues one message for stdout, waiting for room.
         emit: queues one related message for stdout, or drops it (rule 4).
         metrics: where unexpected exceptions while routing are counted.
+        profile: the profile this pipe serves (``mcp-gateway stdio --profile``).
     """
 
     def __init__(
@@ -154,8 +156,10 @@ class ModernStdio:
         emit: Emit,
         *,
         metrics: Metrics | None = None,
+        profile: str = DEFAULT_PROFILE,
     ) -> None:
         self._router = router
+        self._profile = profile
         self._listeners = listeners
         self._write = write
         self._emit = emit
@@ -228,9 +232,9 @@ class ModernStdio:
     async def _route(self, request: Request, envelope: Envelope, params: dict[str, Any]) -> bytes:
         """Rule 2: the router's answer as a modern host receives it."""
         if request.method == "server/discover":
-            result = mcp.encode(self._router.discover_result())
+            result = mcp.encode(self._router.discover_result(self._profile))
             return jsonrpc.encode_response(request.id, result)
-        modern = ModernRequest(envelope=envelope, emit=self._emit)
+        modern = ModernRequest(envelope=envelope, emit=self._emit, profile=self._profile)
         try:
             reply = await self._router.handle_modern(modern, request, params)
             return finish(self._router, request, params, reply)
@@ -255,7 +259,7 @@ class ModernStdio:
         try:
             with scope:
                 async with registered(
-                    self._router, self._listeners, request.id, envelope, asked
+                    self._router, self._listeners, request.id, envelope, asked, self._profile
                 ) as listener:
                     await self._write(listener.subscription.acknowledgement())
                     async with trio.open_nursery() as nursery:

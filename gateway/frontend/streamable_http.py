@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import structlog
 import trio
 
+from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.errors import INTERNAL_ERROR, INVALID_REQUEST, LocalProtocolError
 from gateway.frontend import http_util as h
 from gateway.frontend.dispatch import accept_one_way, open_client_session, route_request
@@ -107,8 +108,13 @@ class McpEndpoint:
         self._metrics = metrics
         self.activity = h.Activity()
 
-    async def __call__(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
-        """Handle one HTTP request to the endpoint.
+    async def __call__(
+        self, scope: h.Scope, receive: h.Receive, send: h.Send, profile: str = DEFAULT_PROFILE
+    ) -> None:
+        """Handle one HTTP request to the endpoint, on one profile's path.
+
+        A session belongs to the profile it was opened on: its id on another
+        profile's path is "Session not found" (404), as if it did not exist.
 
         Raises:
             Rejection: the request is refused (answered by ``rejection.answer``).
@@ -125,13 +131,13 @@ class McpEndpoint:
             )
         if method == "POST":
             with self.activity:
-                await self._post(scope, receive, send)
+                await self._post(scope, receive, send, profile)
         elif method == "GET":
             if not h.accepts(scope, SSE_MEDIA_TYPE):
                 raise Rejection(406, "Not Acceptable: Accept must list text/event-stream")
-            await serve_get_stream(scope, receive, send, self._session_for(scope))
+            await serve_get_stream(scope, receive, send, self._session_for(scope, profile))
         elif method == "DELETE":
-            session = self._session_for(scope)
+            session = self._session_for(scope, profile)
             self._clients.close(session)
             logger.info(
                 "client.session.closed", client_session=session.session_id[:8], reason="delete"
@@ -144,12 +150,12 @@ class McpEndpoint:
 
     # -- session lookup ----------------------------------------------------
 
-    def _session_for(self, scope: h.Scope) -> ClientSession:
+    def _session_for(self, scope: h.Scope, profile: str) -> ClientSession:
         raw = h.header(scope, MCP_SESSION_ID_HEADER_RAW)
         if raw is None:
             raise Rejection(400, "Bad Request: Mcp-Session-Id header is required")
         session = self._clients.get(raw.decode("ascii")) if raw.isascii() else None
-        if session is None:
+        if session is None or session.profile != profile:
             raise Rejection(404, "Session not found")
         version = h.header(scope, MCP_PROTOCOL_VERSION_HEADER_RAW)
         if version is not None:
@@ -205,24 +211,26 @@ class McpEndpoint:
         except LocalProtocolError as exc:
             raise Rejection(400, exc.message, code=exc.code, msg_id=_decode_error_id(exc)) from None
 
-    async def _post(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
+    async def _post(self, scope: h.Scope, receive: h.Receive, send: h.Send, profile: str) -> None:
         message = await self._read_message(scope, receive)
         session_id = _text(h.header(scope, MCP_SESSION_ID_HEADER_RAW))
         version = _text(h.header(scope, MCP_PROTOCOL_VERSION_HEADER_RAW))
         if isinstance(message, Request) and is_modern_request(
             _params(message), session_id, version
         ):
-            await serve_modern(self._router, scope, receive, send, message, self._clients.listeners)
+            await serve_modern(
+                self._router, scope, receive, send, message, self._clients.listeners, profile
+            )
         elif isinstance(message, Notification) and is_modern_notification(
             _params(message), session_id, version
         ):
             await h.respond(send, 202)  # nothing to do: a modern client cancels by closing
         elif isinstance(message, list):
-            await self._post_batch(scope, send, message)
+            await self._post_batch(scope, send, message, profile)
         elif isinstance(message, Request) and message.method == "initialize":
-            await self._initialize(scope, send, message)
+            await self._initialize(scope, send, message, profile)
         else:
-            session = self._session_for(scope)
+            session = self._session_for(scope, profile)
             if isinstance(message, Request):
                 await self._post_request(send, session, message)
             else:
@@ -230,10 +238,14 @@ class McpEndpoint:
                 await h.respond(send, 202)
 
     async def _post_batch(
-        self, scope: h.Scope, send: h.Send, members: list[jsonrpc.Message | LocalProtocolError]
+        self,
+        scope: h.Scope,
+        send: h.Send,
+        members: list[jsonrpc.Message | LocalProtocolError],
+        profile: str,
     ) -> None:
         # Batches exist only in 2025-03-26 (robustness A6/A7).
-        session = self._session_for(scope)
+        session = self._session_for(scope, profile)
         if not supports_batches(session.protocol_version):
             raise Rejection(
                 400,
@@ -264,7 +276,9 @@ class McpEndpoint:
             return
         await h.respond(send, 200, b"[" + b",".join(replies) + b"]")
 
-    async def _initialize(self, scope: h.Scope, send: h.Send, request: Request) -> None:
+    async def _initialize(
+        self, scope: h.Scope, send: h.Send, request: Request, profile: str
+    ) -> None:
         if h.header(scope, MCP_SESSION_ID_HEADER_RAW) is not None:
             raise Rejection(
                 400,
@@ -289,7 +303,7 @@ class McpEndpoint:
                 headers=[(b"retry-after", b"5")],
             )
         try:
-            session, body = open_client_session(self._router, self._clients, request)
+            session, body = open_client_session(self._router, self._clients, request, profile)
         except LocalProtocolError as exc:
             await h.respond(send, 200, jsonrpc.encode_error(request.id, exc.code, exc.message))
             return

@@ -140,7 +140,12 @@ class Targets:
                 revision uses.
         """
         resolved = call.snapshot.resolve_uri(public)
-        if resolved is None:
+        backend = None if resolved is None else self._pool.get(resolved[0])
+        # The backend's own include/exclude applies to URIs routed by prefix
+        # too (a template's instances): excluded is exactly "not found".
+        if resolved is None or (
+            backend is not None and not backend.config.resources.allows(resolved[1])
+        ):
             raise LocalProtocolError(
                 f"Resource not found: {public}",
                 resource_not_found_code(call.client.protocol_version),

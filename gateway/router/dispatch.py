@@ -33,6 +33,7 @@ import structlog
 import trio
 
 from gateway.backends.backend import BackendState
+from gateway.catalog.profiles import DEFAULT_PROFILE, ProfileViews
 from gateway.errors import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
@@ -52,6 +53,7 @@ from gateway.router.held import HeldCalls, holdable, sealer_for
 from gateway.router.levels import Levels
 from gateway.router.lists import Lists
 from gateway.router.metrics import NO_METRICS
+from gateway.router.search_mode import SearchMode
 from gateway.router.subscriptions import SubscriptionRelay
 from gateway.router.to_clients import ToClients
 
@@ -59,6 +61,7 @@ if TYPE_CHECKING:
     import msgspec
 
     from gateway.catalog.cursor import CursorCodec
+    from gateway.catalog.snapshot import Snapshot
     from gateway.protocol.jsonrpc import Request
     from gateway.router.metrics import RouterMetrics
     from gateway.router.views import BackendView, ClientPeer, Emit, PoolView
@@ -96,6 +99,9 @@ class Router:
         log_requests: log each routed request at info level (else debug).
         held: the table of modern calls held for MRTR; a default one (random
             key, default bounds) in ``nursery`` when none is given.
+        profiles: the profiles served; each request is routed through its
+            client's profile view of the snapshot (``catalog.profiles``).
+            Only ``default``, selecting everything, when none is given.
     """
 
     def __init__(
@@ -109,8 +115,10 @@ class Router:
         separator: str = "__",
         log_requests: bool = False,
         held: HeldCalls | None = None,
+        profiles: ProfileViews | None = None,
     ) -> None:
         self._pool = pool
+        self.profiles = profiles if profiles is not None else ProfileViews(separator=separator)
         self._held = held if held is not None else HeldCalls(nursery, sealer_for(""))
         self._nursery = nursery
         self._metrics = metrics
@@ -122,6 +130,7 @@ class Router:
         forwarder = Forwarder(owners, wanted, self._held)
         calls = Calls(targets, forwarder, metrics)
         self._lists = Lists(pool, cursors, page_size, metrics)
+        self.search = SearchMode(lambda: pool.snapshot, calls.call_tool, separator)
         self._levels = Levels(pool, wanted)
         self._wanted = wanted
         self._subscriptions = SubscriptionRelay(pool, subscriptions, targets, forwarder)
@@ -133,7 +142,7 @@ class Router:
             "prompts/list": self._lists.list_prompts,
             "resources/list": self._lists.list_resources,
             "resources/templates/list": self._lists.list_templates,
-            "tools/call": calls.call_tool,
+            "tools/call": self.search.call_tool,
             "prompts/get": calls.get_prompt,
             "resources/read": calls.read_resource,
             "completion/complete": calls.complete,
@@ -178,29 +187,44 @@ class Router:
                 if backend.state is BackendState.UP:
                     await backend.notify(method, params, client=client.session_id)
 
+    # -- profiles ----------------------------------------------------------
+
+    def view(self, profile: str) -> Snapshot:
+        """The current snapshot as the profile's clients see it."""
+        return self.profiles.view(profile, self._pool.snapshot)
+
+    def _shows(self, profile: str) -> Callable[[str], bool]:
+        """Which backends a profile's clients may learn of (capabilities, instructions)."""
+        selected = self.profiles.profile(profile)
+        return (lambda name: False) if selected is None else selected.backends.allows
+
     # -- initialize ------------------------------------------------------
 
-    def server_capabilities(self) -> dict[str, Any]:
+    def server_capabilities(self, profile: str = DEFAULT_PROFILE) -> dict[str, Any]:
         """Capabilities to advertise to a host (see ``initialize``)."""
-        return initialize.server_capabilities(self._pool)
+        return initialize.server_capabilities(self._pool, self._shows(profile))
 
-    def instructions(self) -> str | None:
-        """The backends' own instructions, each under its prefix."""
-        return initialize.instructions(self._pool)
+    def instructions(self, profile: str = DEFAULT_PROFILE) -> str | None:
+        """The profile's backends' own instructions, each under its prefix."""
+        return initialize.instructions(self._pool, self._shows(profile))
 
-    def initialize_result(self, version: str) -> msgspec.Raw:
+    def initialize_result(self, version: str, profile: str = DEFAULT_PROFILE) -> msgspec.Raw:
         """The InitializeResult for a host that negotiated ``version``."""
-        return initialize.initialize_result(self._pool, version)
+        return initialize.initialize_result(self._pool, version, self._shows(profile))
 
     # -- modern requests -------------------------------------------------
 
-    def discover_result(self) -> dict[str, Any]:
+    def discover_result(self, profile: str = DEFAULT_PROFILE) -> dict[str, Any]:
         """The gateway's ``server/discover`` answer (``modern.discover``)."""
-        return modern.discover(self._pool)
+        return modern.discover(self._pool, self._shows(profile))
 
-    def public_tool_schema(self, name: object) -> object:
-        """The public tool's ``inputSchema`` (for ``Mcp-Param-*``), or None."""
-        return modern.public_tool_schema(self._pool, name)
+    def public_tool_schema(self, name: object, profile: str = DEFAULT_PROFILE) -> object:
+        """The public tool's ``inputSchema`` (for ``Mcp-Param-*``), or None.
+
+        Looked up in the profile's view: a tool outside it has no schema to
+        check headers against, exactly like an unknown one.
+        """
+        return modern.public_tool_schema(self.view(profile), name)
 
     async def handle_modern(
         self, request: modern.ModernRequest, message: Request, params: object
@@ -262,7 +286,7 @@ class Router:
         ``listener_closed`` undoes all of it.
         """
         self._to_clients.opened(listener)
-        call = Call(listener, self._pool.snapshot)
+        call = Call(listener, self.view(listener.profile))
         held: list[str] = []
         for uri in uris:
             try:
@@ -294,7 +318,7 @@ class Router:
         started = time.perf_counter()
         handler = self._handlers.get(request.method)
         outcome = "ok"
-        call = Call(client, self._pool.snapshot, emit)
+        call = Call(client, self.view(client.profile), emit)
         try:
             if handler is None:
                 raise LocalProtocolError(f"method not found: {request.method}", METHOD_NOT_FOUND)

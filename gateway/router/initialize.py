@@ -2,7 +2,9 @@
 
 tools, prompts and resources are always offered: backends come and go and
 the lists change with them (list_changed). The rest follow what the live
-backends offer at the time of the host's initialize.
+backends offer at the time of the host's initialize. On a profile's
+endpoint only the profile's backends count (``catalog.profiles``), so a
+host learns nothing of the others, not even their instructions.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from gateway.protocol import mcp
 from gateway.router.views import subscribable
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import msgspec
 
     from gateway.router.views import PoolView
@@ -22,9 +26,13 @@ if TYPE_CHECKING:
 SERVER_NAME: Final = "mcp-gateway"
 
 
-def server_capabilities(pool: PoolView) -> dict[str, Any]:
-    """Capabilities to advertise to a host, from the backends up right now."""
-    live = [b for b in pool.backends.values() if b.state is BackendState.UP]
+def _everyone(backend: str) -> bool:
+    return True
+
+
+def server_capabilities(pool: PoolView, shown: Callable[[str], bool] = _everyone) -> dict[str, Any]:
+    """Capabilities to advertise to a host, from the ``shown`` backends up right now."""
+    live = [b for b in pool.backends.values() if b.state is BackendState.UP and shown(b.name)]
     resources: dict[str, Any] = {"listChanged": True}
     if any(subscribable(b) for b in live):
         resources["subscribe"] = True
@@ -40,10 +48,12 @@ def server_capabilities(pool: PoolView) -> dict[str, Any]:
     return caps
 
 
-def instructions(pool: PoolView) -> str | None:
-    """The backends' own instructions, each under its prefix."""
+def instructions(pool: PoolView, shown: Callable[[str], bool] = _everyone) -> str | None:
+    """The ``shown`` backends' own instructions, each under its prefix."""
     parts = []
     for name in sorted(pool.backends):
+        if not shown(name):
+            continue
         backend = pool.backends[name]
         info = backend.info
         if info is not None and info.instructions:
@@ -52,14 +62,16 @@ def instructions(pool: PoolView) -> str | None:
     return "\n\n".join(parts) or None
 
 
-def initialize_result(pool: PoolView, version: str) -> msgspec.Raw:
+def initialize_result(
+    pool: PoolView, version: str, shown: Callable[[str], bool] = _everyone
+) -> msgspec.Raw:
     """The InitializeResult for a host that negotiated ``version``."""
     result: dict[str, Any] = {
         "protocolVersion": version,
-        "capabilities": server_capabilities(pool),
+        "capabilities": server_capabilities(pool, shown),
         "serverInfo": {"name": SERVER_NAME, "version": __version__},
     }
-    text = instructions(pool)
+    text = instructions(pool, shown)
     if text:
         result["instructions"] = text
     return mcp.encode(result)

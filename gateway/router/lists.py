@@ -20,10 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 import structlog
+from msgspec.structs import replace
 
 from gateway.backends.backend import BackendState
 from gateway.catalog.naming import public_uri
 from gateway.catalog.pages import after_passthrough, plan_page, render_page
+from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.catalog.snapshot import Kind
 from gateway.errors import LocalProtocolError
 from gateway.protocol import mcp, revisions
@@ -32,11 +34,19 @@ from gateway.router.modern import ModernRequest
 
 if TYPE_CHECKING:
     from gateway.catalog.cursor import CursorCodec
+    from gateway.catalog.snapshot import Snapshot
     from gateway.router.calls import Call
     from gateway.router.metrics import RouterMetrics
     from gateway.router.views import BackendView, PoolView
 
 logger = structlog.get_logger("gateway.router")
+
+
+def _in_view(snap: Snapshot, backend: BackendView) -> bool:
+    """Whether a backend belongs to the view (a profile's), by its place in the prefix table."""
+    if backend.prefix:
+        return snap.prefixes.get(backend.prefix) == backend.name
+    return backend.name in snap.unprefixed or snap.admits_uri is None
 
 
 def _decode_item(encoded: bytes) -> dict[str, Any]:
@@ -77,18 +87,20 @@ class Lists:
         """``resources/templates/list``."""
         return await self.page(Kind.TEMPLATES, call, params)
 
-    def _unavailable_backends(self) -> list[str]:
+    def _unavailable_backends(self, snap: Snapshot) -> list[str]:
         return sorted(
-            b.name for b in self._pool.backends.values() if b.state is not BackendState.UP
+            b.name
+            for b in self._pool.backends.values()
+            if b.state is not BackendState.UP and _in_view(snap, b)
         )
 
-    def _passthrough(self, kind: Kind) -> list[str]:
+    def _passthrough(self, kind: Kind, snap: Snapshot) -> list[str]:
         if kind is not Kind.RESOURCES:
             return []
         return sorted(
             b.name
             for b in self._pool.backends.values()
-            if b.config.resources.list_mode == "passthrough"
+            if b.config.resources.list_mode == "passthrough" and _in_view(snap, b)
         )
 
     async def page(self, kind: Kind, call: Call, params: dict[str, Any]) -> msgspec.Raw:
@@ -98,14 +110,16 @@ class Lists:
             LocalProtocolError: -32602, a cursor we did not issue for this list.
         """
         cursor = params.get("cursor")
+        # The main endpoint's cursors name no profile, as before profiles.
+        profile = "" if call.client.profile == DEFAULT_PROFILE else call.client.profile
         try:
-            position = None if cursor is None else self._cursors.decode(cursor, kind.value)
+            position = None if cursor is None else self._cursors.decode(cursor, kind.value, profile)
         except LocalProtocolError:
             self._metrics.invalid_cursors.inc()
             raise
-        passthrough = self._passthrough(kind)
+        passthrough = self._passthrough(kind, call.snapshot)
         plan = plan_page(
-            kind.value, call.snapshot.view(kind), position, self.page_size, passthrough
+            kind.value, call.snapshot.listed(kind), position, self.page_size, passthrough
         )
         items = [entry.encoded for entry in plan.entries]
         version = call.client.protocol_version
@@ -114,7 +128,7 @@ class Lists:
                 bytes(mcp.encode(revisions.list_item(kind.value, _decode_item(item), version)))
                 for item in items
             ]
-        unavailable = self._unavailable_backends()
+        unavailable = self._unavailable_backends(call.snapshot)
         following = plan.next
         fetch, fetch_cursor = plan.fetch, plan.fetch_cursor
         while fetch:
@@ -123,7 +137,9 @@ class Lists:
                 # Down or removed mid-walk: skip it, say so in _meta.
                 following = after_passthrough(kind.value, fetch, None, passthrough)
             else:
-                page, backend_next = await self._fetch_passthrough(backend, fetch_cursor)
+                page, backend_next = await self._fetch_passthrough(
+                    backend, fetch_cursor, call.snapshot
+                )
                 items.extend(page)
                 if backend_next == fetch_cursor and backend_next is not None:
                     logger.warning("backend.list.cursor_repeated", backend=fetch, passthrough=True)
@@ -134,7 +150,9 @@ class Lists:
             # An empty page from one backend: go straight on to the next
             # rather than hand the host an empty page.
             fetch, fetch_cursor = following.backend, following.backend_cursor
-        next_cursor = None if following is None else self._cursors.encode(following)
+        next_cursor = (
+            None if following is None else self._cursors.encode(replace(following, profile=profile))
+        )
         self._metrics.pages_served.labels(kind=kind.value).inc()
         rendered = render_page(kind.value, items, next_cursor, unavailable)
         if isinstance(call.client, ModernRequest):
@@ -162,7 +180,7 @@ class Lists:
         return mcp.encode(body)
 
     async def _fetch_passthrough(
-        self, backend: BackendView, cursor: str | None
+        self, backend: BackendView, cursor: str | None, snap: Snapshot
     ) -> tuple[list[bytes], str | None]:
         params = None if cursor is None else mcp.encode({"cursor": cursor})
         result = await backend.request(Kind.RESOURCES.list_method, params)
@@ -171,7 +189,10 @@ class Lists:
         encoded = []
         for item in page:
             uri = item.get("uri")
-            if isinstance(uri, str) and rules.allows(uri):
-                item["uri"] = public_uri(backend.prefix, uri)
+            if not isinstance(uri, str) or not rules.allows(uri):
+                continue
+            public = public_uri(backend.prefix, uri)
+            if snap.admits_uri is None or snap.admits_uri(public, backend.name):
+                item["uri"] = public
                 encoded.append(bytes(mcp.encode(item)))
         return encoded, backend_next

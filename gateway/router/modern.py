@@ -35,6 +35,7 @@ import msgspec
 import trio
 
 from gateway import __version__
+from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.catalog.snapshot import Kind
 from gateway.errors import METHOD_NOT_FOUND, LocalProtocolError
 from gateway.protocol import mcp
@@ -45,6 +46,9 @@ from gateway.protocol.modern_errors import MissingClientCapability, ModernProtoc
 from gateway.router import initialize
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from gateway.catalog.snapshot import Snapshot
     from gateway.protocol.envelope import Envelope
     from gateway.router.held import HeldCall
     from gateway.router.views import Emit, PoolView
@@ -72,6 +76,7 @@ class ModernRequest:
     envelope: Envelope
     emit: Emit = _no_emit
     session_id: str = field(default_factory=lambda: f"modern-{next(_ids)}")
+    profile: str = DEFAULT_PROFILE
     failure: ModernProtocolError | None = None
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     held: HeldCall | None = None
@@ -155,29 +160,30 @@ def backend_request(request: Request, params: object) -> Request:
     return Request(request.id, request.method, backend_params(params))
 
 
-def discover(pool: PoolView) -> dict[str, Any]:
+def discover(pool: PoolView, shown: Callable[[str], bool]) -> dict[str, Any]:
     """The gateway's ``server/discover`` result (rule 5).
 
     Capabilities are those the gateway offers a legacy host: on 2026-07-28
     ``listChanged`` and ``subscribe`` promise ``subscriptions/listen``,
     which ``frontend.listen`` serves (list_changed whenever the merged view
     changes; ``subscribe`` only while a backend up offers subscriptions).
+    Only the ``shown`` backends (a profile's) count.
     """
-    caps = initialize.server_capabilities(pool)
+    caps = initialize.server_capabilities(pool, shown)
     return discover_result(
         supported_versions=SERVED_VERSIONS,
         capabilities=caps,
         server_info={"name": initialize.SERVER_NAME, "version": __version__},
         hint=LEGACY_BACKEND_HINT,
-        instructions=initialize.instructions(pool),
+        instructions=initialize.instructions(pool, shown),
     )
 
 
-def public_tool_schema(pool: PoolView, name: object) -> object:
-    """The ``inputSchema`` of the public tool ``name``, or None if unknown."""
+def public_tool_schema(snapshot: Snapshot, name: object) -> object:
+    """The ``inputSchema`` of the public tool ``name`` in a profile's view, or None."""
     if not isinstance(name, str):
         return None
-    entry = pool.snapshot.resolve(Kind.TOOLS, name)
+    entry = snapshot.resolve(Kind.TOOLS, name)
     if entry is None:
         return None
     tool = mcp.decode_object(msgspec.Raw(entry.encoded))

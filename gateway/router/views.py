@@ -46,6 +46,11 @@ class ClientPeer(Protocol):
         """What the client declared in initialize."""
         ...
 
+    @property
+    def profile(self) -> str:
+        """The profile whose endpoint the client came in on (``catalog.profiles``)."""
+        ...
+
     def notify_nowait(self, message: bytes) -> None:
         """Queue an unsolicited message (its GET stream or stdio peer)."""
         ...

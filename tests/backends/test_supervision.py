@@ -514,9 +514,11 @@ class FakeClients:
 
     sessions: int = 3
     sent: list[tuple[float, str]] = field(default_factory=list)
+    profiles: list[str | None] = field(default_factory=list)
 
-    def broadcast(self, message: bytes) -> int:
+    def broadcast(self, message: bytes, profile: str | None = None) -> int:
         self.sent.append((trio.current_time(), json.loads(message)["method"]))
+        self.profiles.append(profile)
         return self.sessions
 
 
@@ -575,6 +577,25 @@ async def test_the_coalescer_sends_one_notice_per_kind_changed_in_a_window(
         (0.2, "notifications/prompts/list_changed"),
         (0.2, "notifications/resources/list_changed"),
         (0.2, "notifications/tools/list_changed"),
+    ]
+
+
+async def test_the_coalescer_tells_each_profile_only_of_its_own_changes(
+    autojump_clock: MockClock,
+) -> None:
+    """Issue 15: list_changed reaches a profile's clients only when that profile's view changed."""
+    clients = FakeClients()
+    coalescer = ListChangedCoalescer(clients, Metrics(CollectorRegistry()), 0.2)  # type: ignore[arg-type]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(coalescer.run)
+        coalescer.add(frozenset({Kind.TOOLS}), "coding")
+        coalescer.add(frozenset({Kind.TOOLS, Kind.PROMPTS}), "default")
+        await trio.sleep(1)
+        nursery.cancel_scope.cancel()
+    assert list(zip(clients.profiles, (m for _, m in clients.sent), strict=True)) == [
+        ("coding", "notifications/tools/list_changed"),
+        ("default", "notifications/prompts/list_changed"),
+        ("default", "notifications/tools/list_changed"),
     ]
 
 

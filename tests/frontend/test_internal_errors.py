@@ -50,7 +50,7 @@ class FakeRouter:
         self.fail_initialize = False
         self.progress_first = False
 
-    def initialize_result(self, version: str) -> msgspec.Raw:
+    def initialize_result(self, version: str, profile: str = "default") -> msgspec.Raw:
         if self.fail_initialize:
             raise Boom("initialize_result is broken")
         return jsonrpc.to_raw(

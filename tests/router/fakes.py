@@ -209,6 +209,7 @@ class FakeClient:
     session_id: str
     protocol_version: str = LATEST_VERSION
     capabilities: dict[str, Any] = field(default_factory=dict)
+    profile: str = "default"
     answer: ClientAnswer | None = None
     notifications: list[Any] = field(default_factory=list)
     asked: list[tuple[str, Any, Emit | None]] = field(default_factory=list)

@@ -1,0 +1,178 @@
+"""Search mode: the gateway's own ``search_tools`` and ``call_tool`` (issue 15, step 4).
+
+Rules:
+
+1. The two gateway tools exist only on a profile in search mode (its view
+   has ``listed_tools``); anywhere else their names are unknown tools, like
+   any name no backend offers (the prefix ``gateway`` is reserved).
+2. ``search_tools`` ranks with the one shared ``ToolIndex`` and keeps only
+   the profile's tools (``within``). The index is brought up to the current
+   snapshot before each search, rewriting only the backends whose tools
+   changed since the last one (``catalog.search.sync_index``): nothing is
+   indexed until a search-mode profile is first searched.
+3. ``call_tool`` is ``tools/call`` with the name and arguments unwrapped:
+   the same handler routes it, so progress (the request's ``_meta`` is
+   kept), cancellation, MRTR and a backend's errors behave exactly as on a
+   direct call.
+4. Gateway choice: bad arguments to either gateway tool, and a name that is
+   unknown *or outside the profile*, are an ``isError: true`` tool result,
+   not -32602. The reader is a model, which can correct a tool result but
+   not a protocol error (spec 2025-11-25, tools: input validation errors are
+   tool execution errors). The text is the same for unknown and
+   out-of-profile names, so it hints at nothing. A backend that is down or
+   slow still fails the call as ``tools/call`` would (-32603, -32001).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+
+from gateway.catalog.search import MAX_LIMIT, MIN_LIMIT, SearchHit, ToolIndex, sync_index
+from gateway.catalog.search_tools import (
+    CALL_TOOL_NAME,
+    SEARCH_TOOLS_NAME,
+    gateway_tool_name,
+    search_tools_result,
+)
+from gateway.catalog.snapshot import EMPTY_SNAPSHOT, Kind
+from gateway.errors import INVALID_PARAMS, LocalProtocolError
+from gateway.protocol import mcp, revisions
+from gateway.router.calls import downgraded
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Mapping
+
+    from gateway.catalog.snapshot import Snapshot
+    from gateway.router.calls import Call
+
+_decoder: Final = msgspec.json.Decoder(dict[str, Any])
+_SEARCH_HINT: Final = "Use {search} to find the tools this endpoint offers."
+
+
+class _Within:
+    """The catalog names of a profile's tools, renamed ones under their old name."""
+
+    def __init__(self, tools: Mapping[str, object], renamed: Mapping[str, str]) -> None:
+        self._tools = tools
+        self._renamed = renamed
+        self._new_names = frozenset(renamed.values())
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        if name in self._renamed:
+            return True
+        return name in self._tools and name not in self._new_names
+
+
+def _tool_error(text: str) -> msgspec.Raw:
+    return mcp.encode({"content": [{"type": "text", "text": text}], "isError": True})
+
+
+class SearchMode:
+    """Answers ``tools/call`` for every profile, taking the gateway's tools in search mode.
+
+    Args:
+        current: returns the current shared snapshot (what the index follows).
+        call_tool: the ordinary ``tools/call`` handler.
+        separator: the naming separator (``gateway{sep}search_tools``).
+    """
+
+    def __init__(
+        self,
+        current: Callable[[], Snapshot],
+        call_tool: Callable[[Call, dict[str, Any]], Awaitable[msgspec.Raw]],
+        separator: str,
+    ) -> None:
+        self._current = current
+        self._call_tool = call_tool
+        self._separator = separator
+        self.search_name = gateway_tool_name(SEARCH_TOOLS_NAME, separator)
+        self.call_name = gateway_tool_name(CALL_TOOL_NAME, separator)
+        self._index: ToolIndex | None = None
+        self._indexed: Snapshot = EMPTY_SNAPSHOT
+
+    def index(self) -> ToolIndex:
+        """The shared index, brought up to the current snapshot (rule 2)."""
+        if self._index is None:
+            self._index = ToolIndex(separator=self._separator)
+        current = self._current()
+        if current is not self._indexed:
+            sync_index(self._index, self._indexed, current)
+            self._indexed = current
+        return self._index
+
+    def close(self) -> None:
+        """Free the index (the router is going away)."""
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+
+    async def call_tool(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
+        """``tools/call``: a gateway tool in search mode, else the ordinary handler."""
+        name = params.get("name")
+        if call.snapshot.listed_tools is None or name not in (self.search_name, self.call_name):
+            return await self._call_tool(call, params)
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            return _tool_error(f"{name}: arguments must be an object")
+        if name == self.search_name:
+            return self._search(call, arguments)
+        return await self._call(call, params, arguments)
+
+    def _search(self, call: Call, arguments: dict[str, Any]) -> msgspec.Raw:
+        query = arguments.get("query")
+        limit = arguments.get("limit", 8)
+        if not isinstance(query, str) or not query.strip():
+            return _tool_error(f"{self.search_name}: 'query' must be a non-empty string")
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            return _tool_error(f"{self.search_name}: 'limit' must be an integer")
+        if not MIN_LIMIT <= limit <= MAX_LIMIT:
+            return _tool_error(
+                f"{self.search_name}: 'limit' must be between {MIN_LIMIT} and {MAX_LIMIT}"
+            )
+        view = call.snapshot
+        tools = view.view(Kind.TOOLS).by_key
+        renamed = view.renamed_tools
+        # The index knows tools by their catalog names; a profile's override
+        # renames some (catalog.profiles rule 7): search under the old name,
+        # answer with the profile's entry (its name, its description).
+        within = _Within(tools, renamed)
+        hits = [
+            SearchHit(key, hit.score, _decoder.decode(tools[key].encoded))
+            for hit in self.index().search(query, limit, within=within)
+            for key in (renamed.get(hit.name, hit.name),)
+        ]
+        result = mcp.encode(search_tools_result(hits))
+        return downgraded(result, call.client.protocol_version, revisions.call_result)
+
+    async def _call(
+        self, call: Call, params: dict[str, Any], arguments: dict[str, Any]
+    ) -> msgspec.Raw:
+        target = arguments.get("name")
+        inner = arguments.get("arguments")
+        if not isinstance(target, str) or not target:
+            return _tool_error(f"{self.call_name}: 'name' must be a tool name from search_tools")
+        if inner is not None and not isinstance(inner, dict):
+            return _tool_error(f"{self.call_name}: 'arguments' must be an object")
+        routed: dict[str, Any] = {"name": target, "arguments": inner or {}}
+        if "_meta" in params:
+            routed["_meta"] = params["_meta"]  # progress token, trace context (rule 3)
+        if target in (self.search_name, self.call_name):
+            return _tool_error(self._unknown(target))
+        try:
+            return await self._call_tool(call, routed)
+        except LocalProtocolError as exc:
+            if exc.code != INVALID_PARAMS:
+                raise
+            # Unknown, outside the profile, or bad arguments: the same text
+            # for unknown and outside (rule 4).
+            text = exc.message if target in call.snapshot.view(Kind.TOOLS).by_key else None
+            return _tool_error(text or self._unknown(target))
+
+    def _unknown(self, target: str) -> str:
+        return f"Unknown tool: {target}. " + _SEARCH_HINT.format(search=self.search_name)

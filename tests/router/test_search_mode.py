@@ -1,0 +1,104 @@
+"""router.search_mode without sockets: unwrapping, the index following the catalog (issue 15)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from gateway.catalog.naming import NamingRules
+from gateway.catalog.profiles import SEARCH, Profile, ProfileViews
+from gateway.catalog.snapshot import BackendListing, Catalog
+from gateway.protocol import mcp
+from gateway.router.calls import Call
+from gateway.router.search_mode import SearchMode
+from tests.router.fakes import FakeClient
+
+
+def _decoded(raw: msgspec.Raw) -> dict[str, Any]:
+    body = mcp.decode_object(raw)
+    assert body is not None
+    return body
+
+
+class Recorder:
+    """The ordinary tools/call handler, recording what reaches it."""
+
+    def __init__(self) -> None:
+        self.params: list[dict[str, Any]] = []
+
+    async def __call__(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
+        self.params.append(params)
+        return mcp.encode({"content": [], "isError": False})
+
+
+def _setup() -> tuple[Catalog, ProfileViews, SearchMode, Recorder]:
+    catalog = Catalog(NamingRules())
+    catalog.publish(
+        BackendListing(
+            backend="files",
+            prefix="files",
+            tools=({"name": "read_file", "description": "Read a file from disk."},),
+        )
+    )
+    views = ProfileViews([Profile("find", mode=SEARCH)])
+    recorder = Recorder()
+    return catalog, views, SearchMode(lambda: catalog.snapshot, recorder, "__"), recorder
+
+
+async def test_the_index_follows_the_catalog_one_backend_at_a_time() -> None:
+    """Issue 15: the index is updated incrementally when a backend's list changes."""
+    catalog, views, mode, _ = _setup()
+    client = FakeClient("c", profile="find")
+
+    async def search(query: str) -> list[str]:
+        call = Call(client, views.view("find", catalog.snapshot))
+        result = _decoded(
+            await mode.call_tool(
+                call, {"name": "gateway__search_tools", "arguments": {"query": query}}
+            )
+        )
+        return [tool["name"] for tool in result["structuredContent"]["tools"]]
+
+    assert await search("read a file") == ["files__read_file"]
+    assert await search("weather forecast") == []
+    catalog.publish(
+        BackendListing(
+            backend="weather",
+            prefix="weather",
+            tools=({"name": "get_forecast", "description": "The weather forecast for a city."},),
+        )
+    )
+    assert await search("weather forecast") == ["weather__get_forecast"]
+    assert mode.index().backends() == {"files", "weather"}
+    catalog.withdraw("weather")
+    assert await search("weather forecast") == []
+    assert mode.index().backends() == {"files"}
+    mode.close()
+
+
+async def test_call_tool_hands_the_ordinary_handler_the_unwrapped_call_and_the_same_meta() -> None:
+    """Issue 15: call_tool routes exactly like tools/call; _meta passes through by identity."""
+    catalog, views, mode, recorder = _setup()
+    call = Call(FakeClient("c", profile="find"), views.view("find", catalog.snapshot))
+    meta = {"progressToken": "p-1"}
+    arguments = {"path": "/x"}
+    await mode.call_tool(
+        call,
+        {
+            "name": "gateway__call_tool",
+            "arguments": {"name": "files__read_file", "arguments": arguments},
+            "_meta": meta,
+        },
+    )
+    (sent,) = recorder.params
+    assert sent == {"name": "files__read_file", "arguments": arguments, "_meta": meta}
+    assert sent["_meta"] is meta and sent["arguments"] is arguments
+
+
+async def test_outside_search_mode_every_call_goes_to_the_ordinary_handler() -> None:
+    """Issue 15: the gateway tools exist only in search mode."""
+    catalog, _, mode, recorder = _setup()
+    call = Call(FakeClient("c"), catalog.snapshot)
+    await mode.call_tool(call, {"name": "gateway__search_tools", "arguments": {"query": "x"}})
+    assert recorder.params == [{"name": "gateway__search_tools", "arguments": {"query": "x"}}]
