@@ -22,18 +22,21 @@ import hypercorn.trio
 import structlog
 import trio
 
+from gateway import reload as live_reload
 from gateway.backends.backend import Backend, BackendState
 from gateway.backends.pool import Pool, open_pool
 from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
 from gateway.catalog.snapshot import Kind, Snapshot
-from gateway.frontend.asgi import GatewayApp
-from gateway.frontend.auth import Authenticator, RateLimiter
+from gateway.frontend.asgi import GatewayApp, OperationsAccess, OperationsApp
+from gateway.frontend.auth import RateLimiter
 from gateway.frontend.clients import ClientRegistry, ClientSession
 from gateway.frontend.legacy_sse import LegacySseEndpoint
-from gateway.frontend.origin import OriginPolicy
+from gateway.frontend.origin import OriginPolicy, is_loopback_host
 from gateway.frontend.stdio import StdioServer
 from gateway.frontend.streamable_http import McpEndpoint
+from gateway.identity.keys import JwksError
+from gateway.identity.service import IdentityService
 from gateway.observability import BackendSample, Metrics
 from gateway.protocol import jsonrpc
 from gateway.router import Router
@@ -80,6 +83,7 @@ class Gateway:
     app: GatewayApp
     metrics: Metrics
     endpoint: McpEndpoint
+    live: live_reload.Live | None = None
     draining: bool = False
     # Set when shutdown starts: hypercorn's shutdown_trigger, so its
     # listeners close at once while requests in flight drain.
@@ -113,20 +117,28 @@ async def open_gateway(
         open_pool(config.backends, rules, connect) as pool,
         trio.open_nursery() as housekeeping,
     ):
+        identity = IdentityService(housekeeping, metrics)
+        try:
+            await identity.apply(config.auth, config.server.resource_url)
+        except JwksError as exc:
+            raise ConfigError([f"auth.jwt.jwks_file: {exc}"]) from None
+        assert identity.holder is not None
+        cursors = CursorCodec(config.pagination.cursor_secret, clock=trio.current_time)
+        held = HeldCalls(
+            housekeeping,
+            sealer_for(config.mrtr.state_secret),
+            max_held=config.mrtr.max_held_calls,
+            lifetime=config.mrtr.held_call_lifetime,
+        )
         router = Router(
             pool,
-            CursorCodec(config.pagination.cursor_secret),
+            cursors,
             config.pagination.page_size,
             nursery=housekeeping,
             metrics=metrics,
             separator=config.naming.separator,
             log_requests=config.logging.requests,
-            held=HeldCalls(
-                housekeeping,
-                sealer_for(config.mrtr.state_secret),
-                max_held=config.mrtr.max_held_calls,
-                lifetime=config.mrtr.held_call_lifetime,
-            ),
+            held=held,
         )
 
         def opened(session: ClientSession) -> None:
@@ -146,30 +158,53 @@ async def open_gateway(
         clients = ClientRegistry(config.server.max_sessions, on_open=opened, on_close=closed)
         server = config.server
         gateway: Gateway
+        principal_limiter = RateLimiter(config.limits.token_rate, config.limits.token_burst)
         endpoint = McpEndpoint(
             router,
             clients,
             OriginPolicy(server.host, server.allowed_origins, server.allowed_hosts),
             max_body_bytes=server.max_body_bytes,
             is_draining=lambda: gateway.draining,
-            authenticator=Authenticator(config.auth),
+            auth=identity.holder,
             session_limiter=session_limiter,
-            principal_limiter=RateLimiter(config.limits.token_rate, config.limits.token_burst),
+            principal_limiter=principal_limiter,
             metrics=metrics,
+            path=server.path,
         )
         legacy = LegacySseEndpoint(
             router,
             clients,
             OriginPolicy(server.host, server.allowed_origins, server.allowed_hosts),
             max_body_bytes=server.max_body_bytes,
-            authenticator=Authenticator(config.auth),
+            auth=identity.holder,
             metrics=metrics,
         )
-        app = GatewayApp(server.path, endpoint, lambda: gateway.readiness(), metrics, legacy)
+        app = GatewayApp(
+            server.path,
+            endpoint,
+            lambda: gateway.readiness(),
+            metrics,
+            legacy,
+            auth=identity.holder,
+            operations=operations_access(config),
+        )
         gateway = Gateway(config, pool, router, clients, app, metrics, endpoint)
 
         coalescer = ListChangedCoalescer(clients, metrics, config.notifications.debounce)
         housekeeping.start_soon(coalescer.run)
+        gateway.live = live_reload.Live(
+            identity=identity,
+            guards=[endpoint.guard, legacy.guard],
+            session_limiter=session_limiter,
+            principal_limiter=principal_limiter,
+            set_debounce=coalescer,
+            cursors=cursors,
+            held=held,
+            router=router,
+            pool=pool,
+            clients=clients,
+            nursery=housekeeping,
+        )
 
         def catalog_changed(snapshot: Snapshot, kinds: frozenset[Kind]) -> None:
             """Tell hosts (coalesced) and refresh the catalog gauges."""
@@ -220,7 +255,7 @@ class ListChangedCoalescer:
     def __init__(self, clients: ClientRegistry, metrics: Metrics, window: float) -> None:
         self._clients = clients
         self._metrics = metrics
-        self._window = window
+        self.window = window
         self._pending: set[str] = set()
         self._wake = trio.Event()
 
@@ -238,7 +273,7 @@ class ListChangedCoalescer:
             for method in methods:
                 sent = self._clients.broadcast(jsonrpc.encode_notification(method))
                 self._metrics.notifications_sent.labels(kind=method).inc(sent)
-            await trio.sleep(self._window)
+            await trio.sleep(self.window)
 
 
 def _hypercorn_config(host: str, port: int, drain_timeout: float) -> hypercorn.config.Config:
@@ -310,6 +345,19 @@ async def serve(
         binds: list[str] = await nursery.start(
             partial(hypercorn.trio.serve, app, hc, shutdown_trigger=gateway.stopping.wait)
         )
+        if config.metrics.port:
+            ops = OperationsApp(gateway.readiness, gateway.metrics)
+            ops_hc = _hypercorn_config(
+                config.metrics.host, config.metrics.port, config.shutdown.drain_timeout
+            )
+            binds += await nursery.start(
+                partial(
+                    hypercorn.trio.serve,
+                    cast("ASGIFramework", ops),
+                    ops_hc,
+                    shutdown_trigger=gateway.stopping.wait,
+                )
+            )
         nursery.start_soon(_expire_sessions, gateway)
         nursery.start_soon(_watch_loop_lag, gateway.metrics)
         logger.info(
@@ -331,15 +379,40 @@ async def reload_config(gateway: Gateway, path: str) -> bool:
         logger.error("config.reload.rejected", path=path, problems=exc.problems)
         return False
     old = gateway.config
-    for section in ("server", "naming", "logging"):
-        if getattr(old, section) != getattr(new, section):
-            logger.warning("config.reload.needs_restart", section=section)
-    gateway.router.set_page_size(new.pagination.page_size)
+    refused = live_reload.restart_only_changes(old, new)
+    if old.naming != new.naming:
+        refused.append("naming")
+    if refused:
+        logger.warning(
+            "config.reload.needs_restart",
+            settings=refused,
+            detail="these keep their old values until the gateway restarts; the rest applies",
+        )
+    assert gateway.live is not None
+    try:
+        changed = await live_reload.apply(gateway.live, old, new)
+    except JwksError as exc:
+        gateway.metrics.config_reloads.labels(outcome="rejected").inc()
+        gateway.metrics.config_last_reload_successful.set(0)
+        logger.error("config.reload.rejected", path=path, problems=[str(exc)])
+        return False
     gateway.config = new
-    await gateway.pool.reload(new.backends, new.shutdown.drain_timeout)
+    logger.info("config.reload.applied", path=path, changed=changed, needs_restart=refused)
     gateway.metrics.config_reloads.labels(outcome="applied").inc()
     gateway.metrics.config_last_reload_successful.set(1)
     return True
+
+
+def operations_access(config: GatewayConfig) -> OperationsAccess:
+    """Who may read ``/metrics`` and ``/readyz`` details on the MCP listener.
+
+    Open on a loopback bind (only this machine can ask); on any other bind,
+    nobody when a separate operations listener is configured, else admin
+    tokens only.
+    """
+    if is_loopback_host(config.server.host):
+        return "open"
+    return "elsewhere" if config.metrics.port else "admin"
 
 
 async def drain(gateway: Gateway) -> int:

@@ -189,6 +189,15 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.jwks_refreshes = Counter(
+            PREFIX + "jwks_refresh",
+            "JWKS fetches, by outcome (ok, http_error, invalid, unreachable).",
+            ["outcome"],
+            registry=r,
+        )
+        self.jwks_keys = Gauge(
+            PREFIX + "jwks_keys", "Usable signing keys in the JWKS in force.", registry=r
+        )
         self.internal_errors = Counter(
             PREFIX + "internal_errors_total",
             "Unexpected exceptions on a request path (a gateway bug), by component: "

@@ -33,9 +33,12 @@ logger = structlog.get_logger("gateway.frontend")
 
 
 def open_client_session(
-    router: Router, clients: ClientRegistry, request: Request
+    router: Router, clients: ClientRegistry, request: Request, principal: str | None = None
 ) -> tuple[ClientSession, bytes]:
     """Create a session for an ``initialize`` request; returns it and the response.
+
+    The session belongs to ``principal`` (its key): no other credential
+    may use it.
 
     Raises:
         LocalProtocolError: the params are not an object.
@@ -48,6 +51,7 @@ def open_client_session(
         version,
         info if isinstance(info, dict) else {},
         caps if isinstance(caps, dict) else {},
+        principal,
     )
     logger.info(
         "client.session.opened",

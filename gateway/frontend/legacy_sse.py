@@ -35,9 +35,9 @@ from gateway.protocol.headers import SSE_MEDIA_TYPE
 from gateway.protocol.jsonrpc import Request
 
 if TYPE_CHECKING:
-    from gateway.frontend.auth import Authenticator
     from gateway.frontend.clients import ClientRegistry, ClientSession
     from gateway.frontend.origin import OriginPolicy
+    from gateway.identity.authenticator import AuthHolder
     from gateway.observability import Metrics
     from gateway.router import Router
 
@@ -58,6 +58,8 @@ class _Link:
     outgoing: trio.MemorySendChannel[bytes]
     session: ClientSession | None = None
     session_opened: trio.Event = field(default_factory=trio.Event)
+    # The key of the principal that opened the stream (None: auth off).
+    principal: str | None = None
 
     def emit(self, message: bytes) -> bool:
         try:
@@ -76,7 +78,7 @@ class LegacySseEndpoint:
         origin_policy: the same Origin/Host checks as the main endpoint.
         messages_path: where hosts POST (``/messages``).
         max_body_bytes: the largest POST body accepted.
-        authenticator: checks credentials when auth is configured.
+        auth: holds the authenticator in force (a reload swaps it).
         metrics: where unexpected exceptions while routing are counted.
     """
 
@@ -88,12 +90,12 @@ class LegacySseEndpoint:
         *,
         messages_path: str = "/messages",
         max_body_bytes: int,
-        authenticator: Authenticator | None = None,
+        auth: AuthHolder | None = None,
         metrics: Metrics | None = None,
     ) -> None:
         self._router = router
         self._clients = clients
-        self._guard = Guard(origin_policy, authenticator)
+        self.guard = Guard(origin_policy, auth, resource_path="/sse")
         self._messages_path = messages_path
         self._max_body = max_body_bytes
         self._links: dict[str, _Link] = {}
@@ -105,7 +107,7 @@ class LegacySseEndpoint:
         Raises:
             Rejection: refused by the guard, or not a GET for an event stream.
         """
-        self._guard.admit(scope)
+        principal = await self.guard.admit(scope)
         if scope["method"] != "GET":
             raise Rejection(
                 405, f"Method {scope['method']} not allowed: use GET", headers=[(b"allow", b"GET")]
@@ -133,6 +135,7 @@ class LegacySseEndpoint:
         try:
             async with trio.open_nursery() as nursery:
                 link = _Link(link_id, nursery, outgoing)
+                link.principal = None if principal is None else principal.key
                 self._links[link_id] = link
                 nursery.start_soon(h.cancel_on_disconnect, receive, nursery.cancel_scope)
                 nursery.start_soon(self._pump_outbox, link)
@@ -165,7 +168,7 @@ class LegacySseEndpoint:
             Rejection: refused by the guard, an unknown connection, a body too
                 large, not JSON-RPC, or a batch.
         """
-        self._guard.admit(scope)
+        principal = await self.guard.admit(scope)
         if scope["method"] != "POST":
             raise Rejection(
                 405,
@@ -175,6 +178,12 @@ class LegacySseEndpoint:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         link = self._links.get((query.get("session_id") or [""])[0])
         if link is None:
+            raise Rejection(404, "Session not found: unknown or closed connection")
+        who = None if principal is None else principal.key
+        if link.principal != who:
+            logger.warning(
+                "auth.session.mismatch", principal=who, owner=link.principal, method="POST"
+            )
             raise Rejection(404, "Session not found: unknown or closed connection")
         if link.session is not None:
             link.session.last_seen = trio.current_time()
@@ -197,7 +206,9 @@ class LegacySseEndpoint:
                 link.emit(jsonrpc.encode_error(message.id, INVALID_REQUEST, "already initialized"))
                 return
             try:
-                session, reply = open_client_session(self._router, self._clients, message)
+                session, reply = open_client_session(
+                    self._router, self._clients, message, link.principal
+                )
             except LocalProtocolError as exc:
                 link.emit(jsonrpc.encode_error(message.id, exc.code, exc.message))
                 return

@@ -45,9 +45,10 @@ from gateway.protocol.versions import SUPPORTED_VERSIONS, supports_batches
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from gateway.frontend.auth import Authenticator, RateLimiter
+    from gateway.frontend.auth import RateLimiter
     from gateway.frontend.clients import ClientRegistry, ClientSession
     from gateway.frontend.origin import OriginPolicy
+    from gateway.identity.authenticator import AuthHolder
     from gateway.observability import Metrics
     from gateway.router import Emit, Router
 
@@ -79,7 +80,7 @@ class McpEndpoint:
         origin_policy: Origin/Host checks.
         max_body_bytes: the largest POST body accepted.
         is_draining: returns True while the gateway shuts down (503).
-        authenticator: checks credentials when auth is configured.
+        auth: holds the authenticator in force (a reload swaps it).
         session_limiter: the per-session token buckets.
         principal_limiter: the per-credential token buckets.
         metrics: where unexpected exceptions while routing are counted.
@@ -93,14 +94,15 @@ class McpEndpoint:
         *,
         max_body_bytes: int,
         is_draining: Callable[[], bool] = lambda: False,
-        authenticator: Authenticator | None = None,
+        auth: AuthHolder | None = None,
         session_limiter: RateLimiter | None = None,
         principal_limiter: RateLimiter | None = None,
         metrics: Metrics | None = None,
+        path: str = "/mcp",
     ) -> None:
         self._router = router
         self._clients = clients
-        self._guard = Guard(origin_policy, authenticator, principal_limiter)
+        self.guard = Guard(origin_policy, auth, principal_limiter, path)
         self._max_body = max_body_bytes
         self._is_draining = is_draining
         self._session_limiter = session_limiter
@@ -113,7 +115,8 @@ class McpEndpoint:
         Raises:
             Rejection: the request is refused (answered by ``rejection.answer``).
         """
-        self._guard.admit(scope)
+        principal = await self.guard.admit(scope)
+        who = None if principal is None else principal.key
         method = scope["method"]
         if method in ("GET", "DELETE") and sessionless_get_or_delete_is_modern(
             _text(h.header(scope, MCP_SESSION_ID_HEADER_RAW)),
@@ -125,13 +128,13 @@ class McpEndpoint:
             )
         if method == "POST":
             with self.activity:
-                await self._post(scope, receive, send)
+                await self._post(scope, receive, send, who)
         elif method == "GET":
             if not h.accepts(scope, SSE_MEDIA_TYPE):
                 raise Rejection(406, "Not Acceptable: Accept must list text/event-stream")
-            await serve_get_stream(scope, receive, send, self._session_for(scope))
+            await serve_get_stream(scope, receive, send, self._session_for(scope, who))
         elif method == "DELETE":
-            session = self._session_for(scope)
+            session = self._session_for(scope, who)
             self._clients.close(session)
             logger.info(
                 "client.session.closed", client_session=session.session_id[:8], reason="delete"
@@ -144,12 +147,23 @@ class McpEndpoint:
 
     # -- session lookup ----------------------------------------------------
 
-    def _session_for(self, scope: h.Scope) -> ClientSession:
+    def _session_for(self, scope: h.Scope, who: str | None) -> ClientSession:
         raw = h.header(scope, MCP_SESSION_ID_HEADER_RAW)
         if raw is None:
             raise Rejection(400, "Bad Request: Mcp-Session-Id header is required")
         session = self._clients.get(raw.decode("ascii")) if raw.isascii() else None
         if session is None:
+            raise Rejection(404, "Session not found")
+        if session.principal != who:
+            # Exactly the unknown-session answer: another principal must not
+            # even learn that the id exists (issue 16 item 5).
+            logger.warning(
+                "auth.session.mismatch",
+                client_session=session.session_id[:8],
+                principal=who,
+                owner=session.principal,
+                method=scope["method"],
+            )
             raise Rejection(404, "Session not found")
         version = h.header(scope, MCP_PROTOCOL_VERSION_HEADER_RAW)
         if version is not None:
@@ -205,7 +219,9 @@ class McpEndpoint:
         except LocalProtocolError as exc:
             raise Rejection(400, exc.message, code=exc.code, msg_id=_decode_error_id(exc)) from None
 
-    async def _post(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
+    async def _post(
+        self, scope: h.Scope, receive: h.Receive, send: h.Send, who: str | None
+    ) -> None:
         message = await self._read_message(scope, receive)
         session_id = _text(h.header(scope, MCP_SESSION_ID_HEADER_RAW))
         version = _text(h.header(scope, MCP_PROTOCOL_VERSION_HEADER_RAW))
@@ -218,11 +234,11 @@ class McpEndpoint:
         ):
             await h.respond(send, 202)  # nothing to do: a modern client cancels by closing
         elif isinstance(message, list):
-            await self._post_batch(scope, send, message)
+            await self._post_batch(scope, send, message, who)
         elif isinstance(message, Request) and message.method == "initialize":
-            await self._initialize(scope, send, message)
+            await self._initialize(scope, send, message, who)
         else:
-            session = self._session_for(scope)
+            session = self._session_for(scope, who)
             if isinstance(message, Request):
                 await self._post_request(send, session, message)
             else:
@@ -230,10 +246,14 @@ class McpEndpoint:
                 await h.respond(send, 202)
 
     async def _post_batch(
-        self, scope: h.Scope, send: h.Send, members: list[jsonrpc.Message | LocalProtocolError]
+        self,
+        scope: h.Scope,
+        send: h.Send,
+        members: list[jsonrpc.Message | LocalProtocolError],
+        who: str | None,
     ) -> None:
         # Batches exist only in 2025-03-26 (robustness A6/A7).
-        session = self._session_for(scope)
+        session = self._session_for(scope, who)
         if not supports_batches(session.protocol_version):
             raise Rejection(
                 400,
@@ -264,7 +284,9 @@ class McpEndpoint:
             return
         await h.respond(send, 200, b"[" + b",".join(replies) + b"]")
 
-    async def _initialize(self, scope: h.Scope, send: h.Send, request: Request) -> None:
+    async def _initialize(
+        self, scope: h.Scope, send: h.Send, request: Request, who: str | None
+    ) -> None:
         if h.header(scope, MCP_SESSION_ID_HEADER_RAW) is not None:
             raise Rejection(
                 400,
@@ -289,7 +311,7 @@ class McpEndpoint:
                 headers=[(b"retry-after", b"5")],
             )
         try:
-            session, body = open_client_session(self._router, self._clients, request)
+            session, body = open_client_session(self._router, self._clients, request, who)
         except LocalProtocolError as exc:
             await h.respond(send, 200, jsonrpc.encode_error(request.id, exc.code, exc.message))
             return
