@@ -16,6 +16,7 @@ from gateway.frontend import http_util as h
 
 @functools.lru_cache(maxsize=256)
 def is_loopback_host(host: str) -> bool:
+    """Whether a bind or Host name is loopback: only this machine can reach it."""
     host = host.strip("[]").lower()
     if host == "localhost" or host.endswith(".localhost"):
         return True
