@@ -16,6 +16,7 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
+import msgspec
 import structlog
 import trio
 
@@ -103,9 +104,13 @@ async def apply(live: Live, old: GatewayConfig, new: GatewayConfig) -> list[str]
         JwksError: ``auth.jwt.jwks_file`` cannot be used; nothing is applied.
     """
     changed: list[str] = []
-    if old.auth != new.auth or old.server.resource_url != new.server.resource_url:
+    # The bind stays as it is until a restart, so the derived URL does too.
+    resource_url = msgspec.structs.replace(
+        old.server, public_url=new.server.public_url
+    ).resource_url
+    if old.auth != new.auth or old.server.resource_url != resource_url:
         before = live.identity.holder.current.static_names if live.identity.holder else frozenset()
-        authenticator = await live.identity.apply(new.auth, new.server.resource_url)
+        authenticator = await live.identity.apply(new.auth, resource_url)
         _close_sessions_of_removed_tokens(live.clients, before - authenticator.static_names)
         changed.append("auth")
     if old.limits != new.limits:
