@@ -99,25 +99,30 @@ class CursorCodec:
         self._previous_until = self._clock() + grace
         self._key = _key_for(secret)
 
-    def _tag(self, body: bytes, key: bytes | None = None) -> str:
-        digest = hmac.new(key or self._key, body, hashlib.sha256).digest()
+    def _tag(self, body: bytes, principal: str | None, key: bytes | None = None) -> str:
+        # A principal's cursor is signed over its key too, so that it verifies
+        # for nobody else; without auth the tag is over the body alone.
+        signed = body if principal is None else f"principal\0{principal}\0".encode() + body
+        digest = hmac.new(key or self._key, signed, hashlib.sha256).digest()
         return _b64(digest)[:_TAG_CHARS]
 
-    def _verifies(self, body: bytes, tag: str) -> bool:
-        if hmac.compare_digest(self._tag(body).encode(), tag.encode()):
+    def _verifies(self, body: bytes, tag: str, principal: str | None) -> bool:
+        if hmac.compare_digest(self._tag(body, principal).encode(), tag.encode()):
             return True
         previous = self._previous
         if previous is None or self._clock() >= self._previous_until:
             return False
-        return hmac.compare_digest(self._tag(body, previous).encode(), tag.encode())
+        return hmac.compare_digest(self._tag(body, principal, previous).encode(), tag.encode())
 
-    def encode(self, payload: CursorPayload) -> str:
-        """The opaque, signed form of a position in a walk."""
+    def encode(self, payload: CursorPayload, principal: str | None = None) -> str:
+        """The opaque, signed form of a position in a walk, for ``principal`` only."""
         body = _encoder.encode(payload)
-        return f"{_b64(body)}.{self._tag(body)}"
+        return f"{_b64(body)}.{self._tag(body, principal)}"
 
-    def decode(self, cursor: object, kind: str) -> CursorPayload:
+    def decode(self, cursor: object, kind: str, principal: str | None = None) -> CursorPayload:
         """The position a cursor the client sent back names.
+
+        A cursor made for another principal fails like a tampered one.
 
         Raises:
             LocalProtocolError: -32602 for anything that is not a cursor we
@@ -138,7 +143,7 @@ class CursorCodec:
             body = _unb64(body_text)
         except (binascii.Error, ValueError):
             raise invalid("malformed") from None
-        if not tag.isascii() or not self._verifies(body, tag):
+        if not tag.isascii() or not self._verifies(body, tag, principal):
             raise invalid("signature does not match (tampered, truncated or from another gateway)")
         try:
             payload = _decoder.decode(body)

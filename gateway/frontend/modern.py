@@ -118,8 +118,12 @@ async def serve_modern(
     send: h.Send,
     request: Request,
     listeners: Listeners | None = None,
+    principal: str | None = None,
 ) -> None:
     """Answer one modern request POSTed to the endpoint.
+
+    ``principal`` (its key) is whom the request was authenticated as: its
+    cursors and ``requestState`` are made for, and checked against, it.
 
     ``subscriptions/listen`` goes to ``frontend.listen`` when ``listeners`` is given.
 
@@ -144,7 +148,7 @@ async def serve_modern(
 
     async def route(emit: Emit) -> bytes:
         """Route under a scope the stream's closing cancels (rule 5); b"" if it did."""
-        modern = ModernRequest(envelope=envelope, emit=emit)
+        modern = ModernRequest(envelope=envelope, emit=emit, principal=principal)
         reply = b""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_watch_disconnect, receive, nursery.cancel_scope)

@@ -228,7 +228,9 @@ class McpEndpoint:
         if isinstance(message, Request) and is_modern_request(
             _params(message), session_id, version
         ):
-            await serve_modern(self._router, scope, receive, send, message, self._clients.listeners)
+            await serve_modern(
+                self._router, scope, receive, send, message, self._clients.listeners, who
+            )
         elif isinstance(message, Notification) and is_modern_notification(
             _params(message), session_id, version
         ):

@@ -97,7 +97,11 @@ class Lists:
         """
         cursor = params.get("cursor")
         try:
-            position = None if cursor is None else self._cursors.decode(cursor, kind.value)
+            position = (
+                None
+                if cursor is None
+                else self._cursors.decode(cursor, kind.value, call.client.principal)
+            )
         except LocalProtocolError:
             self._metrics.invalid_cursors.inc()
             raise
@@ -132,7 +136,9 @@ class Lists:
             # An empty page from one backend: go straight on to the next
             # rather than hand the host an empty page.
             fetch, fetch_cursor = following.backend, following.backend_cursor
-        next_cursor = None if following is None else self._cursors.encode(following)
+        next_cursor = (
+            None if following is None else self._cursors.encode(following, call.client.principal)
+        )
         self._metrics.pages_served.labels(kind=kind.value).inc()
         return render_page(kind.value, items, next_cursor, unavailable)
 

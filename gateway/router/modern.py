@@ -67,6 +67,8 @@ class ModernRequest:
         emit: the request's response stream.
         session_id: an id unique to this request, for the router's tables
             only; never sent to the host or a backend.
+        principal: the key of the principal the request was authenticated
+            as (None: auth off).
     """
 
     envelope: Envelope
@@ -75,6 +77,7 @@ class ModernRequest:
     failure: ModernProtocolError | None = None
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     held: HeldCall | None = None
+    principal: str | None = None
 
     @property
     def protocol_version(self) -> str:

@@ -280,3 +280,16 @@ async def test_a_rotated_secret_keeps_verifying_old_cursors_for_the_grace_period
         codec.decode(old, "tools")
     assert codec.decode(new, "tools").after == "b"
     assert CursorCodec("second-secret").decode(new, "tools").after == "b"
+
+
+def test_a_cursor_made_for_one_principal_does_not_verify_for_another() -> None:
+    """Issue 16 item 5: cursors are bound to the principal they were served to."""
+    codec = CursorCodec("secret")
+    mine = codec.encode(CursorPayload(kind="tools", after="x"), "token:alice")
+    assert codec.decode(mine, "tools", "token:alice").after == "x"
+    for other in ("token:bob", "jwt:https://idp|alice", None):
+        with pytest.raises(LocalProtocolError, match="signature"):
+            codec.decode(mine, "tools", other)
+    unbound = codec.encode(CursorPayload(kind="tools", after="x"))
+    with pytest.raises(LocalProtocolError, match="signature"):
+        codec.decode(unbound, "tools", "token:alice")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any, Final
@@ -13,7 +14,7 @@ import trio
 from structlog.testing import capture_logs
 
 from gateway.app import reload_config
-from tests.harness import Running, gateway_config, start_gateway
+from tests.harness import Running, gateway_config, start_gateway, stdio_backend
 
 HEADERS: Final = {
     "accept": "application/json, text/event-stream",
@@ -227,3 +228,34 @@ async def test_a_reload_that_changes_the_port_says_so_and_applies_the_rest(
         first = await http.post(running.url, headers=_as(TOKEN_A), content=_initialize())
         second = await http.post(running.url, headers=_as(TOKEN_A), content=_initialize())
     assert (first.status_code, second.status_code) == (200, 429)
+
+
+async def test_a_cursor_served_to_one_principal_is_invalid_for_another(
+    nursery: trio.Nursery,
+) -> None:
+    """Issue 16 item 5: B cannot continue A's list walk with A's cursor (-32602)."""
+    toolbox = stdio_backend("toolbox", [sys.executable, "-m", "mcp_gateway_demo.toolbox"])
+    config = gateway_config(
+        [toolbox],
+        auth=_auth_section(),
+        server={"public_url": AUDIENCE},
+        pagination={"page_size": 1},
+    )
+    running = await start_gateway(nursery, config)
+    async with httpx.AsyncClient() as http:
+        session_a = await _open_session(http, running.url, TOKEN_A)
+        session_b = await _open_session(http, running.url, TOKEN_B)
+        first = await http.post(
+            running.url, headers=_as(TOKEN_A, session_a), content=_request("tools/list")
+        )
+        cursor = first.json()["result"]["nextCursor"]
+
+        def page(cursor: str) -> bytes:
+            return json.dumps(
+                {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"cursor": cursor}}
+            ).encode()
+
+        mine = await http.post(running.url, headers=_as(TOKEN_A, session_a), content=page(cursor))
+        theirs = await http.post(running.url, headers=_as(TOKEN_B, session_b), content=page(cursor))
+    assert "result" in mine.json()
+    assert theirs.json()["error"]["code"] == -32602
