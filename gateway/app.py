@@ -308,8 +308,8 @@ async def _watch_loop_lag(metrics: Metrics) -> None:
 
 
 async def _expire_sessions(gateway: Gateway) -> None:
-    idle = gateway.config.server.session_idle_timeout
     while True:
+        idle = gateway.config.server.session_idle_timeout  # a reload may change it
         await trio.sleep(min(EXPIRY_SWEEP_INTERVAL, idle))
         for session in gateway.clients.expire_idle(trio.current_time(), idle):
             logger.info(
@@ -380,8 +380,6 @@ async def reload_config(gateway: Gateway, path: str) -> bool:
         return False
     old = gateway.config
     refused = live_reload.restart_only_changes(old, new)
-    if old.naming != new.naming:
-        refused.append("naming")
     if refused:
         logger.warning(
             "config.reload.needs_restart",
@@ -389,6 +387,7 @@ async def reload_config(gateway: Gateway, path: str) -> bool:
             detail="these keep their old values until the gateway restarts; the rest applies",
         )
     assert gateway.live is not None
+    new = live_reload.effective_config(old, new)
     try:
         changed = await live_reload.apply(gateway.live, old, new)
     except JwksError as exc:

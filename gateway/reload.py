@@ -5,7 +5,7 @@ resource metadata), limits, logging, allowed origins and hosts,
 notifications, pagination (a rotated cursor secret keeps verifying for a
 grace period), ``mrtr`` (likewise for ``requestState``) and backends. What
 only a restart can change (the bind address, the port, the MCP path, the
-operations listener) is refused with a log line that says so, and the rest
+operations listener, the log format, naming) is refused with a log line that says so, and the rest
 still applies. ``config.reload.applied`` lists the sections that changed.
 """
 
@@ -22,7 +22,7 @@ import trio
 
 from gateway.frontend.origin import OriginPolicy
 from gateway.identity.keys import JwksError
-from gateway.observability import configure_logging
+from gateway.observability import set_log_level
 from gateway.protocol.sealed import Sealer
 
 if TYPE_CHECKING:
@@ -41,7 +41,17 @@ if TYPE_CHECKING:
 logger = structlog.get_logger("gateway.reload")
 
 #: Sections only a restart applies (the listeners are bound once).
-RESTART_ONLY: Final = ("server.host", "server.port", "server.path", "metrics")
+RESTART_ONLY: Final = (
+    "server.host",
+    "server.port",
+    "server.path",
+    "server.max_body_bytes",
+    "metrics",
+    "logging.format",
+    "logging.requests",
+    "naming",
+    "shutdown.pid_file",
+)
 
 
 class Coalescer(Protocol):
@@ -82,15 +92,38 @@ class Live:
 
 
 def restart_only_changes(old: GatewayConfig, new: GatewayConfig) -> list[str]:
-    """The settings that changed but need a restart."""
-    changed = [
-        f"server.{name}"
-        for name in ("host", "port", "path")
-        if getattr(old.server, name) != getattr(new.server, name)
-    ]
-    if old.metrics != new.metrics:
-        changed.append("metrics")
-    return changed
+    """The settings that changed but only a restart applies (``RESTART_ONLY``)."""
+    return [name for name in RESTART_ONLY if _setting(old, name) != _setting(new, name)]
+
+
+def effective_config(old: GatewayConfig, new: GatewayConfig) -> GatewayConfig:
+    """``new`` with every restart-only setting kept at its value in ``old``.
+
+    What the gateway reports as its config (``Gateway.config``) is then what
+    is in force, not what the file will mean after a restart.
+    """
+    replace = msgspec.structs.replace
+    return replace(
+        new,
+        server=replace(
+            new.server,
+            host=old.server.host,
+            port=old.server.port,
+            path=old.server.path,
+            max_body_bytes=old.server.max_body_bytes,
+        ),
+        metrics=old.metrics,
+        logging=replace(new.logging, format=old.logging.format, requests=old.logging.requests),
+        naming=old.naming,
+        shutdown=replace(new.shutdown, pid_file=old.shutdown.pid_file),
+    )
+
+
+def _setting(config: GatewayConfig, dotted: str) -> object:
+    value: object = config
+    for part in dotted.split("."):
+        value = getattr(value, part)
+    return value
 
 
 def _sealer_key(secret: str) -> bytes:
@@ -117,9 +150,9 @@ async def apply(live: Live, old: GatewayConfig, new: GatewayConfig) -> list[str]
         live.session_limiter.configure(new.limits.session_rate, new.limits.session_burst)
         live.principal_limiter.configure(new.limits.token_rate, new.limits.token_burst)
         changed.append("limits")
-    if old.logging != new.logging:
-        configure_logging(new.logging.level, new.logging.format)
-        changed.append("logging")
+    if old.logging.level != new.logging.level:
+        set_log_level(new.logging.level)
+        changed.append("logging.level")
     server_old, server_new = old.server, new.server
     if (server_old.allowed_origins, server_old.allowed_hosts) != (
         server_new.allowed_origins,
@@ -129,6 +162,11 @@ async def apply(live: Live, old: GatewayConfig, new: GatewayConfig) -> list[str]
         for guard in live.guards:
             guard.origin = policy
         changed.append("server.allowed_origins/allowed_hosts")
+    if old.server.max_sessions != new.server.max_sessions:
+        live.clients.max_sessions = new.server.max_sessions
+        changed.append("server.max_sessions")
+    if old.server.session_idle_timeout != new.server.session_idle_timeout:
+        changed.append("server.session_idle_timeout")  # read by each expiry sweep
     if old.notifications != new.notifications:
         live.set_debounce.window = new.notifications.debounce
         changed.append("notifications")

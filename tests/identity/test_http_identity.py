@@ -10,6 +10,7 @@ from typing import Any, Final
 
 import httpx
 import jwt
+import pytest
 import trio
 from structlog.testing import capture_logs
 
@@ -259,3 +260,71 @@ async def test_a_cursor_served_to_one_principal_is_invalid_for_another(
         theirs = await http.post(running.url, headers=_as(TOKEN_B, session_b), content=page(cursor))
     assert "result" in mine.json()
     assert theirs.json()["error"]["code"] == -32602
+
+
+def test_the_log_level_a_reload_sets_applies_to_loggers_already_in_use() -> None:
+    """Issue 16 item 7: logging.level reloads (cached loggers consult one threshold)."""
+    import structlog
+
+    from gateway.observability import _level_gate, set_log_level
+
+    try:
+        set_log_level("warning")
+        with pytest.raises(structlog.DropEvent):
+            _level_gate(None, "info", {"event": "x"})
+        assert _level_gate(None, "error", {"event": "x"}) == {"event": "x"}
+        set_log_level("debug")
+        assert _level_gate(None, "debug", {"event": "x"}) == {"event": "x"}
+    finally:
+        set_log_level("info")
+
+
+async def test_a_reload_lists_what_needs_a_restart_and_applies_what_it_can(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """Issue 16 item 7: each section in config.reload.applied, restart-only ones refused."""
+    running = await _secured(nursery)
+    document: dict[str, Any] = {
+        "server": {
+            "host": "127.0.0.1",
+            "port": 0,
+            "public_url": AUDIENCE,
+            "path": "/other",
+            "allowed_origins": ["https://app.example"],
+            "max_sessions": 7,
+        },
+        "auth": _auth_section(),
+        "logging": {"format": "json"},
+        "notifications": {"debounce": 1.5},
+        "pagination": {"page_size": 5, "cursor_secret": "rotated"},
+        "mrtr": {"state_secret": "rotated-too", "max_held_calls": 3},
+        "backends": [],
+    }
+    path = tmp_path / "gateway.yaml"
+    path.write_text(json.dumps(document))
+    with capture_logs() as logs:
+        assert await reload_config(running.gateway, str(path)) is True
+    needs = [e for e in logs if e["event"] == "config.reload.needs_restart"]
+    assert needs[0]["settings"] == ["server.path", "logging.format"]
+    applied = [e for e in logs if e["event"] == "config.reload.applied" and "changed" in e]
+    assert applied[0]["changed"] == [
+        "server.allowed_origins/allowed_hosts",
+        "server.max_sessions",
+        "notifications",
+        "pagination",
+        "mrtr",
+    ]
+    live = running.gateway.live
+    assert live is not None
+    assert running.gateway.clients.max_sessions == 7
+    assert live.held.max_held == 3
+    assert len(live.held.sealer.keys) == 2  # the previous key verifies for a while
+    async with httpx.AsyncClient() as http:
+        allowed = await http.post(
+            running.url,
+            headers={**_as(TOKEN_A), "origin": "https://app.example"},
+            content=_initialize(),
+        )
+        assert allowed.status_code == 200
+        still_on_mcp = await http.post(running.url, headers=_as(TOKEN_A), content=_initialize())
+        assert still_on_mcp.status_code == 200
