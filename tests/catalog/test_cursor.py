@@ -283,7 +283,7 @@ async def test_a_rotated_secret_keeps_verifying_old_cursors_for_the_grace_period
 
 
 def test_a_cursor_made_for_one_principal_does_not_verify_for_another() -> None:
-    """Issue 16 item 5: cursors are bound to the principal they were served to."""
+    """A45: Issue 16 item 5: cursors are bound to the principal they were served to."""
     codec = CursorCodec("secret")
     mine = codec.encode(CursorPayload(kind="tools", after="x"), "token:alice")
     assert codec.decode(mine, "tools", "token:alice").after == "x"

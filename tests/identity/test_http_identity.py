@@ -78,7 +78,7 @@ async def _open_session(http: httpx.AsyncClient, url: str, token: str) -> str:
 
 
 async def test_another_principal_cannot_use_or_delete_a_session(nursery: trio.Nursery) -> None:
-    """Issue 16 item 5: token B gets 404 on A's session (POST, GET, DELETE), audited
+    """A44: Issue 16 item 5: token B gets 404 on A's session (POST, GET, DELETE), audited
     without the token; A keeps its session."""
     running = await _secured(nursery)
     async with httpx.AsyncClient() as http:
@@ -150,7 +150,7 @@ async def test_a_401_names_the_metadata_and_scopes_and_says_invalid_token_only_f
 async def test_a_valid_token_without_the_required_scope_gets_403_naming_it(
     nursery: trio.Nursery,
 ) -> None:
-    """Issue 16 item 2: insufficient_scope (the spec's step-up flow)."""
+    """A43: Issue 16 item 2: insufficient_scope (the spec's step-up flow)."""
     running = await _secured(nursery, required_scopes=["mcp:tools"])
 
     def token(scope: str) -> str:
@@ -172,7 +172,7 @@ async def test_a_valid_token_without_the_required_scope_gets_403_naming_it(
 async def test_a_token_removed_by_reload_is_refused_at_once_also_on_its_open_session(
     nursery: trio.Nursery, tmp_path: Path
 ) -> None:
-    """Issue 16 item 7: after reload the removed token gets 401 on its open session, the
+    """A48: Issue 16 item 7: after reload the removed token gets 401 on its open session, the
     session is gone, the kept token works, and config.reload.applied names auth."""
     running = await _secured(nursery)
     async with httpx.AsyncClient() as http:
@@ -234,7 +234,7 @@ async def test_a_reload_that_changes_the_port_says_so_and_applies_the_rest(
 async def test_a_cursor_served_to_one_principal_is_invalid_for_another(
     nursery: trio.Nursery,
 ) -> None:
-    """Issue 16 item 5: B cannot continue A's list walk with A's cursor (-32602)."""
+    """A45: Issue 16 item 5: B cannot continue A's list walk with A's cursor (-32602)."""
     toolbox = stdio_backend("toolbox", [sys.executable, "-m", "mcp_gateway_demo.toolbox"])
     config = gateway_config(
         [toolbox],

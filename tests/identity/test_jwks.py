@@ -100,7 +100,7 @@ async def test_the_set_is_refetched_when_its_max_age_runs_out(autojump_clock: An
 async def test_an_unknown_kid_refetches_at_most_once_per_min_refresh(
     autojump_clock: Any,
 ) -> None:
-    """Issue 16 item 1: a flood of unknown kids costs the IdP one fetch per interval."""
+    """A46: Issue 16 item 1: a flood of unknown kids costs the IdP one fetch per interval."""
     idp = FakeIdp({"k1": _key()})
     source = _source(idp)
     async with trio.open_nursery() as nursery:
@@ -119,7 +119,7 @@ async def test_an_unknown_kid_refetches_at_most_once_per_min_refresh(
 async def test_the_last_good_set_is_kept_while_the_idp_is_down(
     autojump_clock: Any, outage: str
 ) -> None:
-    """Issue 16 item 1: last good set kept; the failure is counted by outcome."""
+    """A46: Issue 16 item 1: last good set kept; the failure is counted by outcome."""
     registry = CollectorRegistry()
     metrics = Metrics(registry)
     idp = FakeIdp({"k1": _key(), "k2": _key()}, cache_control="max-age=60")
@@ -144,7 +144,7 @@ async def test_the_last_good_set_is_kept_while_the_idp_is_down(
 async def test_a_token_signed_with_a_rotated_key_is_accepted_without_a_restart(
     autojump_clock: Any,
 ) -> None:
-    """Issue 16 item 1/6: the IdP rotates; the first token with the new kid makes the
+    """A47: Issue 16 item 1/6: the IdP rotates; the first token with the new kid makes the
     gateway refetch, and it is accepted."""
     old, new = _key(), _key()
     idp = FakeIdp({"old": old})

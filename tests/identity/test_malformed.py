@@ -82,7 +82,7 @@ authorization = st.one_of(
 @settings(max_examples=300, deadline=None)
 @given(authorization)
 def test_no_authorization_header_gets_anything_but_401_or_logs_the_token(value: bytes) -> None:
-    """Issue 16 tests: no 500, no traceback, nothing logged that holds the token."""
+    """A42: Issue 16 tests: no 500, no traceback, nothing logged that holds the token."""
     guard = _guard()
     scope: dict[str, Any] = {
         "type": "http",

@@ -88,7 +88,7 @@ async def _tool_names(running: Running, token: str) -> list[str]:
 async def test_oidc_provider_tokens_reach_the_tools_and_keys_rotate_without_restart(
     nursery: trio.Nursery,
 ) -> None:
-    """Issue 16 items 1, 2 and 6 end to end with a real IdP and the official client."""
+    """A43, A47: Issue 16 items 1, 2 and 6 end to end with a real IdP and the official client."""
     port = _free_port()
     issuer = f"http://127.0.0.1:{port}"
     async with _oidc_provider(port) as first:

@@ -37,7 +37,7 @@ def test_who_may_read_operations_details_follows_the_bind(
 async def test_off_loopback_metrics_need_the_admin_token_and_healthz_stays_open(
     nursery: trio.Nursery,
 ) -> None:
-    """403 without the admin token, 200 with it; /readyz says only ready/not."""
+    """A49: 403 without the admin token, 200 with it; /readyz says only ready/not."""
     running = await start_gateway(
         nursery, gateway_config([], auth={"admin_tokens": [ADMIN], "tokens": {"a": "tok-a-1234"}})
     )
@@ -64,7 +64,7 @@ def _free_port() -> int:
 
 
 async def test_a_separate_metrics_listener_serves_the_details(nursery: trio.Nursery) -> None:
-    """metrics: {host, port} starts a second listener with the three paths only."""
+    """A49: metrics: {host, port} starts a second listener with the three paths only."""
     port = _free_port()
     running = await start_gateway(
         nursery, gateway_config([], metrics={"host": "127.0.0.1", "port": port})

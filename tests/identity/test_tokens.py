@@ -155,7 +155,7 @@ REFUSED: list[tuple[str, str, str]] = [
 
 @pytest.mark.parametrize(("token", "why"), [r[1:] for r in REFUSED], ids=[r[0] for r in REFUSED])
 def test_each_bad_token_is_refused_with_its_reason(token: str, why: str) -> None:
-    """Issue 16 item 1: iss, aud, exp, nbf, alg pinned per key, none never, unknown kid."""
+    """A41: Issue 16 item 1: iss, aud, exp, nbf, alg pinned per key, none never, unknown kid."""
     with pytest.raises(TokenRejected, match=why):
         verify(token, KEYS, RULES, NOW)
 
@@ -176,7 +176,7 @@ def test_the_leeway_accepts_small_skew_both_ways() -> None:
 
 
 def test_a_jwk_whose_alg_is_not_configured_is_not_used() -> None:
-    """Gateway choice: a JWK's own alg must also be in auth.jwt.algorithms."""
+    """A41: Gateway choice: a JWK's own alg must also be in auth.jwt.algorithms."""
     keys = KeySet.from_jwks(JWKS, ["RS256", "ES256", "EdDSA"])
     with pytest.raises(UnknownKey):
         verify(_sign("PS256", OTHER_RSA, "rsa-ps-only"), keys, RULES, NOW)

@@ -207,7 +207,7 @@ async def test_requests_sent_together_are_asked_in_one_round(
 async def test_a_request_state_made_for_one_principal_does_not_verify_for_another(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
-    """Issue 16 item 5: sealed requestState is bound to the principal that got it."""
+    """A45: Issue 16 item 5: sealed requestState is bound to the principal that got it."""
     table = HeldCalls(nursery, sealer_for("k"), lifetime=LIFETIME)
     backend = FakeBackend(nursery)
     first = await _first(table, backend, principal="token:alice")
