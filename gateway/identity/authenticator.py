@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from gateway.identity import tokens
@@ -25,6 +25,12 @@ if TYPE_CHECKING:
 
     from gateway.config import AuthConfig
     from gateway.identity.jwks import JwksSource
+
+
+# Verified JWTs remembered per authenticator: a host sends the same token
+# with every request, and PyJWT's parse and signature check cost a few
+# hundred microseconds each time (docs/security.md, measured).
+VERIFIED_CACHE_SIZE: Final = 4096
 
 
 class Unauthenticated(Exception):
@@ -102,6 +108,8 @@ class Authenticator:
         )
         self.metadata = config.metadata
         self.required_scopes = list(config.required_scopes)
+        # token → (the key set it verified with, its claims)
+        self._verified: dict[bytes, tuple[KeySet, dict[str, Any]]] = {}
 
     @property
     def static_names(self) -> frozenset[str]:
@@ -157,8 +165,11 @@ class Authenticator:
             return static
         if not self._jwt_on or token.count(b".") != 2:
             raise Unauthenticated("unknown token", token_sent=True)
-        text = token.decode("ascii", "replace")
         when = time.time() if now is None else now
+        claims = self._remembered(token, when)
+        if claims is not None:
+            return self._jwt_principal(claims)
+        text = token.decode("ascii", "replace")
         try:
             try:
                 claims = tokens.verify(text, self.keys, self.rules, when)
@@ -169,7 +180,27 @@ class Authenticator:
                 claims = tokens.verify(text, self.keys, self.rules, when)
         except tokens.TokenRejected as exc:
             raise Unauthenticated(str(exc), token_sent=True) from None
+        if len(self._verified) >= VERIFIED_CACHE_SIZE:
+            self._verified.clear()  # bounded memory beats exactness under a token flood
+        self._verified[token] = (self.keys, claims)
         return self._jwt_principal(claims)
+
+    def _remembered(self, token: bytes, now: float) -> dict[str, Any] | None:
+        """The claims of a token verified before with the key set still in force."""
+        entry = self._verified.get(token)
+        if entry is None:
+            return None
+        keys, claims = entry
+        if keys is not self.keys:
+            # The JWK Set was refetched: its key may be gone; verify afresh.
+            del self._verified[token]
+            return None
+        try:
+            tokens.check_times(claims, self.rules.leeway, now)
+        except tokens.TokenRejected as exc:
+            del self._verified[token]
+            raise Unauthenticated(str(exc), token_sent=True) from None
+        return claims
 
     def _static_principal(self, token: bytes) -> Principal | None:
         found = None
@@ -179,7 +210,7 @@ class Authenticator:
                 found = name
         return Principal("static", found) if found is not None else None
 
-    def _jwt_principal(self, claims: dict[str, object]) -> Principal:
+    def _jwt_principal(self, claims: dict[str, Any]) -> Principal:
         subject = claims.get("sub")
         issuer = claims.get("iss")
         if not isinstance(subject, str) or not subject:

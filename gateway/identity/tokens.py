@@ -122,11 +122,16 @@ def verify(token: str, keys: KeySet, rules: JwtRules, now: float) -> dict[str, A
         raise TokenRejected("JWT signature does not verify") from None
     except (jwt.PyJWTError, ValueError, TypeError):
         raise TokenRejected("malformed JWT") from None
-    _check_times(claims, rules.leeway, now)
+    check_times(claims, rules.leeway, now)
     return claims
 
 
-def _check_times(claims: Mapping[str, Any], leeway: float, now: float) -> None:
+def check_times(claims: Mapping[str, Any], leeway: float, now: float) -> None:
+    """Check ``exp`` and ``nbf`` of claims against ``now`` (also for a cached token).
+
+    Raises:
+        TokenRejected: expired, not valid yet, or without a usable ``exp``.
+    """
     exp = claims.get("exp")
     if not _is_number(exp):
         raise TokenRejected("JWT without exp")

@@ -165,6 +165,10 @@ async def test_a_token_signed_with_a_rotated_key_is_accepted_without_a_restart(
         assert principal is not None
         assert principal.key == "jwt:https://idp.test|svc"
         assert idp.fetches == 2
+        # The old key is gone from the set: its token, verified (and remembered)
+        # before, is checked afresh against the new set and refused.
+        with pytest.raises(Unauthenticated, match="no key with kid 'old'"):
+            await auth.authenticate(bearer(old, "old"), now=1_900_000_000)
         # A made-up kid right after: no fetch allowed, refused.
         with pytest.raises(Unauthenticated, match="no key with kid"):
             await auth.authenticate(bearer(new, "made-up"), now=1_900_000_000)

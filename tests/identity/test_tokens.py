@@ -263,3 +263,32 @@ async def test_a_missing_or_unknown_credential_says_whether_a_token_was_sent(
     assert 'resource_metadata="https://gw.test/.well-known/oauth-protected-resource/mcp"' in (
         challenge
     )
+
+
+async def test_a_verified_token_is_remembered_but_still_expires(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Gateway choice: a host's repeated token is verified once per key set; exp is
+    still checked on every request."""
+    from gateway.identity import tokens
+
+    calls: list[str] = []
+    real = tokens.verify
+
+    def counting(*args: Any) -> dict[str, Any]:
+        calls.append("verify")
+        return real(*args)
+
+    monkeypatch.setattr(tokens, "verify", counting)
+    auth = _auth()
+    header = f"Bearer {_sign('RS256', RSA_KEY, 'rsa-1', exp=NOW + 10)}".encode()
+    for _ in range(3):
+        assert await auth.authenticate(header, now=NOW) is not None
+    assert calls == ["verify"]
+    with pytest.raises(Unauthenticated, match="expired"):
+        await auth.authenticate(header, now=NOW + 11)
+    other = f"Bearer {_sign('RS256', OTHER_RSA, 'rsa-1')}".encode()  # forged: never cached
+    for _ in range(2):
+        with pytest.raises(Unauthenticated, match="signature"):
+            await auth.authenticate(other, now=NOW)
+    assert len(calls) == 3
