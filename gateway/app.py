@@ -177,6 +177,7 @@ async def open_gateway(
             OriginPolicy(server.host, server.allowed_origins, server.allowed_hosts),
             max_body_bytes=server.max_body_bytes,
             auth=identity.holder,
+            resource_path=server.path,
             metrics=metrics,
         )
         app = GatewayApp(

@@ -79,6 +79,8 @@ class LegacySseEndpoint:
         messages_path: where hosts POST (``/messages``).
         max_body_bytes: the largest POST body accepted.
         auth: holds the authenticator in force (a reload swaps it).
+        resource_path: the MCP path whose resource metadata a 401 names (the
+            legacy endpoints serve the same resource).
         metrics: where unexpected exceptions while routing are counted.
     """
 
@@ -91,11 +93,12 @@ class LegacySseEndpoint:
         messages_path: str = "/messages",
         max_body_bytes: int,
         auth: AuthHolder | None = None,
+        resource_path: str = "/mcp",
         metrics: Metrics | None = None,
     ) -> None:
         self._router = router
         self._clients = clients
-        self.guard = Guard(origin_policy, auth, resource_path="/sse")
+        self.guard = Guard(origin_policy, auth, resource_path=resource_path)
         self._messages_path = messages_path
         self._max_body = max_body_bytes
         self._links: dict[str, _Link] = {}

@@ -77,4 +77,11 @@ async def test_another_principal_cannot_post_to_a_legacy_stream(autojump_clock: 
             audit = [e for e in logs if e["event"] == "auth.session.mismatch"]
             assert audit[0]["principal"] == "token:bob"
             assert audit[0]["owner"] == "token:alice"
+            unauthenticated = await asgi_call(
+                gw.app, "POST", path, [HOST, content], body, query=query.encode()
+            )
+            assert unauthenticated.status == 401
+            challenge = dict(unauthenticated.headers)[b"www-authenticate"].decode()
+            # The legacy endpoints serve the same resource as /mcp: its metadata.
+            assert "/.well-known/oauth-protected-resource/mcp" in challenge
             gone.set()
