@@ -141,20 +141,31 @@ class JwksSource:
             await attempted.wait()
         return attempted.is_set()
 
+    async def _get(self, client: httpx.AsyncClient) -> tuple[int, bytes | None, str | None]:
+        """(status, body or None when over the size limit, Cache-Control), read in chunks."""
+        async with client.stream("GET", self.url, headers={"accept": "application/json"}) as reply:
+            body = b""
+            if reply.status_code == 200:
+                async for chunk in reply.aiter_bytes():
+                    body += chunk
+                    if len(body) > MAX_JWKS_BYTES:
+                        return reply.status_code, None, None
+            return reply.status_code, body, reply.headers.get("cache-control")
+
     async def _fetch(self, client: httpx.AsyncClient) -> None:
         self._last_attempt = trio.current_time()
         outcome = "ok"
         finished = False
         try:
-            response = await client.get(self.url, headers={"accept": "application/json"})
-            if response.status_code != 200:
+            status, body, cache_control = await self._get(client)
+            if status != 200:
                 outcome = "http_error"
-                raise JwksError(f"HTTP {response.status_code}")
-            if len(response.content) > MAX_JWKS_BYTES:
+                raise JwksError(f"HTTP {status}")
+            if body is None:
                 outcome = "invalid"
-                raise JwksError("JWK Set too large")
+                raise JwksError(f"JWK Set larger than {MAX_JWKS_BYTES} bytes")
             try:
-                document = response.json()
+                document = json.loads(body)
             except ValueError:
                 outcome = "invalid"
                 raise JwksError("not JSON") from None
@@ -164,9 +175,7 @@ class JwksSource:
                 outcome = "invalid"
                 raise
             self.keys = keys
-            lifetime = cache_lifetime(
-                response.headers.get("cache-control"), self._default_max_age, self._min_refresh
-            )
+            lifetime = cache_lifetime(cache_control, self._default_max_age, self._min_refresh)
             self._due = self._last_attempt + lifetime
             logger.info("auth.jwks.refreshed", url=self.url, keys=len(keys), fresh_for=lifetime)
             finished = True

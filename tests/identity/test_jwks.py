@@ -48,6 +48,8 @@ class FakeIdp:
             return httpx.Response(500, text="oops")
         if self.down == "garbage":
             return httpx.Response(200, text="<html>")
+        if self.down == "huge":
+            return httpx.Response(200, content=b" " * (2 * 1024 * 1024))
         body = {"keys": [_jwk(k, kid) for kid, k in self.keys.items()]}
         headers = {"cache-control": self.cache_control} if self.cache_control else {}
         return httpx.Response(200, json=body, headers=headers)
@@ -115,7 +117,7 @@ async def test_an_unknown_kid_refetches_at_most_once_per_min_refresh(
         nursery.cancel_scope.cancel()
 
 
-@pytest.mark.parametrize("outage", ["refused", "500", "garbage"])
+@pytest.mark.parametrize("outage", ["refused", "500", "garbage", "huge"])
 async def test_the_last_good_set_is_kept_while_the_idp_is_down(
     autojump_clock: Any, outage: str
 ) -> None:
@@ -134,7 +136,12 @@ async def test_the_last_good_set_is_kept_while_the_idp_is_down(
         await trio.sleep(31)  # retried after min_refresh, still down
         assert idp.fetches == 3
         nursery.cancel_scope.cancel()
-    outcome = {"refused": "unreachable", "500": "http_error", "garbage": "invalid"}[outage]
+    outcome = {
+        "refused": "unreachable",
+        "500": "http_error",
+        "garbage": "invalid",
+        "huge": "invalid",  # over 1 MiB: not read further
+    }[outage]
     sample = registry.get_sample_value
     assert sample("mcp_gateway_jwks_refresh_total", {"outcome": "ok"}) == 1
     assert sample("mcp_gateway_jwks_refresh_total", {"outcome": outcome}) == 2
