@@ -28,17 +28,17 @@ from gateway.backends.pool import Pool, open_pool
 from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
 from gateway.catalog.snapshot import Kind, Snapshot
-from gateway.frontend.asgi import GatewayApp, OperationsAccess, OperationsApp
+from gateway.frontend.asgi import GatewayApp, OperationsApp, operations_access
 from gateway.frontend.auth import RateLimiter
 from gateway.frontend.clients import ClientRegistry, ClientSession
+from gateway.frontend.coalescer import ListChangedCoalescer
 from gateway.frontend.legacy_sse import LegacySseEndpoint
-from gateway.frontend.origin import OriginPolicy, is_loopback_host
+from gateway.frontend.origin import OriginPolicy
 from gateway.frontend.stdio import StdioServer
 from gateway.frontend.streamable_http import McpEndpoint
 from gateway.identity.keys import JwksError
 from gateway.identity.service import IdentityService
 from gateway.observability import BackendSample, Metrics
-from gateway.protocol import jsonrpc
 from gateway.router import Router
 from gateway.router.held import HeldCalls, sealer_for
 
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 
     from gateway.backends.channel import ChannelOpener
     from gateway.config import GatewayConfig
-from gateway.config import load
 from gateway.errors import ConfigError
 
 logger = structlog.get_logger("gateway.app")
@@ -187,7 +186,7 @@ async def open_gateway(
             metrics,
             legacy,
             auth=identity.holder,
-            operations=operations_access(config),
+            operations=operations_access(config.server.host, config.metrics.port),
         )
         gateway = Gateway(config, pool, router, clients, app, metrics, endpoint)
 
@@ -243,38 +242,6 @@ async def open_gateway(
             for session in clients:
                 clients.close(session)
             housekeeping.cancel_scope.cancel()
-
-
-class ListChangedCoalescer:
-    """Turns bursts of catalog changes into at most one list_changed per kind per window.
-
-    A backend that sends a thousand list_changed a second must reach hosts
-    as a trickle (issue 5, robustness D16): kinds changed during a window are
-    collected and sent once when it closes.
-    """
-
-    def __init__(self, clients: ClientRegistry, metrics: Metrics, window: float) -> None:
-        self._clients = clients
-        self._metrics = metrics
-        self.window = window
-        self._pending: set[str] = set()
-        self._wake = trio.Event()
-
-    def add(self, kinds: frozenset[Kind]) -> None:
-        """Note that these kinds changed; sent at the end of the current window."""
-        self._pending.update(k.list_changed for k in kinds)
-        self._wake.set()
-
-    async def run(self) -> None:
-        """Send what is pending, then wait out the window, forever."""
-        while True:
-            await self._wake.wait()
-            self._wake = trio.Event()
-            methods, self._pending = sorted(self._pending), set()
-            for method in methods:
-                sent = self._clients.broadcast(jsonrpc.encode_notification(method))
-                self._metrics.notifications_sent.labels(kind=method).inc(sent)
-            await trio.sleep(self.window)
 
 
 def _hypercorn_config(host: str, port: int, drain_timeout: float) -> hypercorn.config.Config:
@@ -370,49 +337,14 @@ async def serve(
 async def reload_config(gateway: Gateway, path: str) -> bool:
     """Re-read the config file and apply it; the old one stays on any problem.
 
-    Returns True when the new config was applied.
+    Returns True when the new config was applied (``gateway/reload.py``).
     """
-    try:
-        new = load(path)
-    except ConfigError as exc:
-        gateway.metrics.config_reloads.labels(outcome="rejected").inc()
-        gateway.metrics.config_last_reload_successful.set(0)
-        logger.error("config.reload.rejected", path=path, problems=exc.problems)
-        return False
-    old = gateway.config
-    refused = live_reload.restart_only_changes(old, new)
-    if refused:
-        logger.warning(
-            "config.reload.needs_restart",
-            settings=refused,
-            detail="these keep their old values until the gateway restarts; the rest applies",
-        )
     assert gateway.live is not None
-    new = live_reload.effective_config(old, new)
-    try:
-        changed = await live_reload.apply(gateway.live, old, new)
-    except JwksError as exc:
-        gateway.metrics.config_reloads.labels(outcome="rejected").inc()
-        gateway.metrics.config_last_reload_successful.set(0)
-        logger.error("config.reload.rejected", path=path, problems=[str(exc)])
+    new = await live_reload.reload_file(gateway.live, gateway.metrics, gateway.config, path)
+    if new is None:
         return False
     gateway.config = new
-    logger.info("config.reload.applied", path=path, changed=changed, needs_restart=refused)
-    gateway.metrics.config_reloads.labels(outcome="applied").inc()
-    gateway.metrics.config_last_reload_successful.set(1)
     return True
-
-
-def operations_access(config: GatewayConfig) -> OperationsAccess:
-    """Who may read ``/metrics`` and ``/readyz`` details on the MCP listener.
-
-    Open on a loopback bind (only this machine can ask); on any other bind,
-    nobody when a separate operations listener is configured, else admin
-    tokens only.
-    """
-    if is_loopback_host(config.server.host):
-        return "open"
-    return "elsewhere" if config.metrics.port else "admin"
 
 
 async def drain(gateway: Gateway) -> int:

@@ -20,6 +20,8 @@ import msgspec
 import structlog
 import trio
 
+from gateway.config import load
+from gateway.errors import ConfigError
 from gateway.frontend.origin import OriginPolicy
 from gateway.identity.keys import JwksError
 from gateway.observability import set_log_level
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from gateway.frontend.clients import ClientRegistry
     from gateway.frontend.guard import Guard
     from gateway.identity.service import IdentityService
+    from gateway.observability import Metrics
     from gateway.router import Router
     from gateway.router.held import HeldCalls
 
@@ -89,6 +92,44 @@ class Live:
     pool: Pool
     clients: ClientRegistry
     nursery: trio.Nursery
+
+
+async def reload_file(
+    live: Live, metrics: Metrics, current: GatewayConfig, path: str
+) -> GatewayConfig | None:
+    """Read ``path`` and apply it over ``current``; None when it was rejected whole.
+
+    Returns:
+        The config now in force (restart-only settings kept from ``current``).
+    """
+    try:
+        new = load(path)
+    except ConfigError as exc:
+        _rejected(metrics, path, exc.problems)
+        return None
+    refused = restart_only_changes(current, new)
+    if refused:
+        logger.warning(
+            "config.reload.needs_restart",
+            settings=refused,
+            detail="these keep their old values until the gateway restarts; the rest applies",
+        )
+    new = effective_config(current, new)
+    try:
+        changed = await apply(live, current, new)
+    except JwksError as exc:
+        _rejected(metrics, path, [str(exc)])
+        return None
+    logger.info("config.reload.applied", path=path, changed=changed, needs_restart=refused)
+    metrics.config_reloads.labels(outcome="applied").inc()
+    metrics.config_last_reload_successful.set(1)
+    return new
+
+
+def _rejected(metrics: Metrics, path: str, problems: list[str]) -> None:
+    metrics.config_reloads.labels(outcome="rejected").inc()
+    metrics.config_last_reload_successful.set(0)
+    logger.error("config.reload.rejected", path=path, problems=problems)
 
 
 def restart_only_changes(old: GatewayConfig, new: GatewayConfig) -> list[str]:
@@ -217,4 +258,11 @@ def _close_sessions_of_removed_tokens(clients: ClientRegistry, removed: Abstract
             )
 
 
-__all__ = ["Live", "apply", "restart_only_changes", "RESTART_ONLY", "JwksError"]
+__all__ = [
+    "Live",
+    "apply",
+    "reload_file",
+    "effective_config",
+    "restart_only_changes",
+    "RESTART_ONLY",
+]

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from gateway.frontend import http_util as h
+from gateway.frontend.origin import is_loopback_host
 from gateway.frontend.rejection import Rejection, answer
 from gateway.identity.metadata import metadata_document, metadata_paths, resource_paths
 
@@ -120,6 +121,18 @@ class GatewayApp:
             resource, auth.metadata.authorization_servers, auth.metadata.scopes_supported
         )
         await h.respond_json(send, 200, document)
+
+
+def operations_access(bind_host: str, metrics_port: int) -> OperationsAccess:
+    """Who may read ``/metrics`` and ``/readyz`` details on the MCP listener.
+
+    Open on a loopback bind (only this machine can ask); on any other bind,
+    nobody when a separate operations listener is configured, else admin
+    tokens only.
+    """
+    if is_loopback_host(bind_host):
+        return "open"
+    return "elsewhere" if metrics_port else "admin"
 
 
 def _origin(url: str) -> str:
