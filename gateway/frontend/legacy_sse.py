@@ -158,11 +158,14 @@ class LegacySseEndpoint:
         await link.session_opened.wait()
         assert link.session is not None
         last = 0
-        while True:
+        while not link.session.closed:
             for event_id, message in await link.session.outbox.wait_after(last):
                 last = event_id
-                if message:
+                if message:  # empty: the wake-up sent when the session closes
                     await link.outgoing.send(message)
+        # Closed from elsewhere (a reload removed its token, the gateway
+        # stops): the connection ends with it.
+        link.nursery.cancel_scope.cancel()
 
     async def post(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
         """``POST /messages?session_id=...``: accept one message, answer 202.

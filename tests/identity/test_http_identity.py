@@ -173,11 +173,25 @@ async def test_a_token_removed_by_reload_is_refused_at_once_also_on_its_open_ses
     nursery: trio.Nursery, tmp_path: Path
 ) -> None:
     """A48: Issue 16 item 7: after reload the removed token gets 401 on its open session, the
-    session is gone, the kept token works, and config.reload.applied names auth."""
+    session and its GET stream are gone, the kept token works, and config.reload.applied
+    names auth."""
     running = await _secured(nursery)
     async with httpx.AsyncClient() as http:
         session_a = await _open_session(http, running.url, TOKEN_A)
         session_b = await _open_session(http, running.url, TOKEN_B)
+        stream_open, stream_ended = trio.Event(), trio.Event()
+
+        async def stream_of_a() -> None:
+            headers = {**_as(TOKEN_A, session_a), "accept": "text/event-stream"}
+            async with http.stream("GET", running.url, headers=headers) as stream:
+                assert stream.status_code == 200
+                async for _ in stream.aiter_bytes():
+                    stream_open.set()  # ": stream open" came first
+            stream_ended.set()
+
+        nursery.start_soon(stream_of_a)
+        with trio.fail_after(10):
+            await stream_open.wait()
         path = tmp_path / "gateway.yaml"
         path.write_text(
             json.dumps(
@@ -197,6 +211,8 @@ async def test_a_token_removed_by_reload_is_refused_at_once_also_on_its_open_ses
         )
         assert refused.status_code == 401
         assert running.gateway.clients.get(session_a) is None
+        with trio.fail_after(10):
+            await stream_ended.wait()  # its GET stream ended with the session
         kept = await http.post(
             running.url, headers=_as(TOKEN_B, session_b), content=_request("tools/list")
         )
