@@ -40,7 +40,7 @@ class FakeIdp:
         self.fetches = 0
         self.down: str | None = None
 
-    def handle(self, request: httpx.Request) -> httpx.Response:
+    async def handle(self, request: httpx.Request) -> httpx.Response:
         self.fetches += 1
         if self.down == "refused":
             raise httpx.ConnectError("connection refused", request=request)
@@ -48,6 +48,8 @@ class FakeIdp:
             return httpx.Response(500, text="oops")
         if self.down == "garbage":
             return httpx.Response(200, text="<html>")
+        if self.down == "slow":
+            await trio.sleep(30)
         if self.down == "huge":
             return httpx.Response(200, content=b" " * (2 * 1024 * 1024))
         body = {"keys": [_jwk(k, kid) for kid, k in self.keys.items()]}
@@ -180,4 +182,39 @@ async def test_a_token_signed_with_a_rotated_key_is_accepted_without_a_restart(
         with pytest.raises(Unauthenticated, match="no key with kid"):
             await auth.authenticate(bearer(new, "made-up"), now=1_900_000_000)
         assert idp.fetches == 2
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_slow_idp_holds_a_request_no_longer_than_the_fetch_timeout(
+    autojump_clock: Any,
+) -> None:
+    """A46 (E9): the IdP takes 30 s to answer; a token with an unknown kid waits at most
+    jwks_timeout + 1 s, then is refused; other tokens are not held at all."""
+    key = _key()
+    idp = FakeIdp({"k1": key})
+    source = JwksSource(
+        URL,
+        DEFAULT_ALGORITHMS,
+        min_refresh=30,
+        timeout=5,
+        transport=httpx.MockTransport(idp.handle),
+    )
+    config = AuthConfig(jwt=JwtConfig(jwks_url=URL))
+    auth = Authenticator(config, AUD, jwks=source)
+    claims = {"aud": AUD, "sub": "svc", "exp": 2_000_000_000}
+
+    def bearer(kid: str) -> bytes:
+        return b"Bearer " + jwt.encode(claims, key, "RS256", headers={"kid": kid}).encode()
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(source.run)
+        idp.down = "slow"
+        await trio.sleep(30)
+        start = trio.current_time()
+        with pytest.raises(Unauthenticated, match="no key with kid"):
+            await auth.authenticate(bearer("rotated"), now=1_900_000_000)
+        assert trio.current_time() - start <= 6
+        start = trio.current_time()
+        assert await auth.authenticate(bearer("k1"), now=1_900_000_000) is not None
+        assert trio.current_time() == start
         nursery.cancel_scope.cancel()

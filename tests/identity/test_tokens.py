@@ -150,6 +150,13 @@ REFUSED: list[tuple[str, str, str]] = [
     ("not a JWT", "abc.def.ghi", "malformed"),
     ("kid is a number", _forge({"alg": "RS256", "kid": 7}, _claims()), "malformed"),
     ("encryption key's kid", _sign("RS256", RSA_KEY, "enc"), "no key with kid"),
+    ("kid path traversal", _sign("RS256", RSA_KEY, "../../../etc/passwd"), "no key with kid"),
+    ("1 MiB token", _sign("RS256", RSA_KEY, "rsa-1", pad="x" * (1024 * 1024)), "too long"),
+    (
+        "far-future exp with a wrong iss",
+        _sign("RS256", RSA_KEY, "rsa-1", exp=NOW + 10**9, iss="https://idp.evil"),
+        "issuer",
+    ),
 ]
 
 
