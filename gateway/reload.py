@@ -218,7 +218,7 @@ async def apply(live: Live, old: GatewayConfig, new: GatewayConfig) -> list[str]
         changed.append("pagination")
     if old.mrtr != new.mrtr:
         if old.mrtr.state_secret != new.mrtr.state_secret:
-            _rotate_sealer(live, new)
+            rotate_state_secret(live, new)
         live.held.max_held = new.mrtr.max_held_calls
         live.held.lifetime = new.mrtr.held_call_lifetime
         changed.append("mrtr")
@@ -228,7 +228,7 @@ async def apply(live: Live, old: GatewayConfig, new: GatewayConfig) -> list[str]
     return changed
 
 
-def _rotate_sealer(live: Live, new: GatewayConfig) -> None:
+def rotate_state_secret(live: Live, new: GatewayConfig) -> None:
     """New ``requestState`` key first; the old one verifies until the longest hold is over."""
     key = _sealer_key(new.mrtr.state_secret)
     previous = live.held.sealer
