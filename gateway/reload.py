@@ -236,6 +236,7 @@ def rotate_state_secret(live: Live, new: GatewayConfig) -> None:
     grace = new.mrtr.held_call_lifetime
 
     async def retire() -> None:
+        """Drop the previous key once no state sealed with it can be live."""
         await trio.sleep(grace)
         if live.held.sealer.keys[0] == key:
             live.held.sealer = Sealer([key])
