@@ -37,10 +37,10 @@ def _free_port() -> int:
 
 
 @asynccontextmanager
-async def _oidc_provider(port: int) -> AsyncIterator[dict[str, Any]]:
+async def _oidc_provider(port: int, resource: str = RESOURCE) -> AsyncIterator[dict[str, Any]]:
     """Run the authorization server until the block ends; yields its ready line."""
     process = await trio.lowlevel.open_process(
-        ["node", str(SCRIPT), str(port), RESOURCE],
+        ["node", str(SCRIPT), str(port), resource],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
@@ -152,3 +152,66 @@ async def test_oidc_provider_tokens_reach_the_tools_and_keys_rotate_without_rest
     registry = running.gateway.metrics.registry
     assert registry.get_sample_value("mcp_gateway_jwks_refresh_total", {"outcome": "ok"}) >= 2
     assert registry.get_sample_value("mcp_gateway_jwks_keys") == 1
+
+
+class _MemoryStorage:
+    """The SDK's token storage, in memory."""
+
+    def __init__(self) -> None:
+        self.tokens: Any = None
+        self.client: Any = None
+
+    async def get_tokens(self) -> Any:
+        return self.tokens
+
+    async def set_tokens(self, tokens: Any) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> Any:
+        return self.client
+
+    async def set_client_info(self, client_info: Any) -> None:
+        self.client = client_info
+
+
+async def test_the_sdk_client_discovers_the_idp_from_the_gateways_401_and_gets_in(
+    nursery: trio.Nursery,
+) -> None:
+    """A43: Issue 16 item 2 end to end: the official client's OAuth support reads the 401's
+    resource_metadata, finds oidc-provider there, gets a token by client credentials for the
+    gateway's resource, and lists the tools."""
+    from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+
+    idp_port, gateway_port = _free_port(), _free_port()
+    issuer = f"http://127.0.0.1:{idp_port}"
+    resource = f"http://127.0.0.1:{gateway_port}/mcp"
+    async with _oidc_provider(idp_port, resource):
+        config = gateway_config(
+            [stdio_backend("toolbox", [sys.executable, "-m", "mcp_gateway_demo.toolbox"])],
+            server={"port": gateway_port, "public_url": resource},
+            auth={
+                "jwt": {"jwks_url": f"{issuer}/jwks", "issuer": issuer},
+                "required_scopes": ["mcp:tools"],
+                "resource_metadata": {
+                    "authorization_servers": [issuer],
+                    "scopes_supported": ["mcp:tools"],
+                },
+            },
+        )
+        running = await start_gateway(nursery, config)
+        provider = ClientCredentialsOAuthProvider(
+            server_url=resource,
+            storage=_MemoryStorage(),
+            client_id="mcp-host",
+            client_secret="mcp-host-secret",
+            scopes="mcp:tools",
+            issuer=issuer,
+        )
+        async with (
+            httpx.AsyncClient(auth=provider) as http,
+            streamable_http_client(running.url, http_client=http) as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            names = [tool.name for tool in (await session.list_tools()).tools]
+        assert names and all(name.startswith("toolbox__") for name in names)
