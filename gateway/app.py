@@ -22,20 +22,23 @@ import hypercorn.trio
 import structlog
 import trio
 
+from gateway import reload as live_reload
 from gateway.backends.backend import Backend, BackendState
 from gateway.backends.pool import Pool, open_pool
 from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
 from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.catalog.snapshot import Kind, Snapshot
-from gateway.frontend.asgi import GatewayApp
-from gateway.frontend.auth import Authenticator, RateLimiter
+from gateway.frontend.asgi import GatewayApp, OperationsApp, operations_access
+from gateway.frontend.auth import RateLimiter
 from gateway.frontend.clients import ClientRegistry, ClientSession
 from gateway.frontend.legacy_sse import LegacySseEndpoint
 from gateway.frontend.list_changed import ListChangedCoalescer
 from gateway.frontend.origin import OriginPolicy
 from gateway.frontend.stdio import STARTUP_WAIT, StdioServer
 from gateway.frontend.streamable_http import McpEndpoint
+from gateway.identity.keys import JwksError
+from gateway.identity.service import IdentityService
 from gateway.observability import BackendSample, Metrics
 from gateway.router import Router
 from gateway.router.held import HeldCalls, sealer_for
@@ -49,7 +52,6 @@ if TYPE_CHECKING:
 
     from gateway.backends.channel import ChannelOpener
     from gateway.config import GatewayConfig
-from gateway.config import load
 from gateway.errors import ConfigError
 
 logger = structlog.get_logger("gateway.app")
@@ -82,6 +84,7 @@ class Gateway:
     app: GatewayApp
     metrics: Metrics
     endpoint: McpEndpoint
+    live: live_reload.Live | None = None
     draining: bool = False
     # Set when shutdown starts: hypercorn's shutdown_trigger, so its
     # listeners close at once while requests in flight drain.
@@ -116,20 +119,28 @@ async def open_gateway(
         open_pool(config.backends, rules, connect) as pool,
         trio.open_nursery() as housekeeping,
     ):
+        identity = IdentityService(housekeeping, metrics)
+        try:
+            await identity.apply(config.auth, config.server.resource_url)
+        except JwksError as exc:
+            raise ConfigError([f"auth.jwt.jwks_file: {exc}"]) from None
+        assert identity.holder is not None
+        cursors = CursorCodec(config.pagination.cursor_secret, clock=trio.current_time)
+        held = HeldCalls(
+            housekeeping,
+            sealer_for(config.mrtr.state_secret),
+            max_held=config.mrtr.max_held_calls,
+            lifetime=config.mrtr.held_call_lifetime,
+        )
         router = Router(
             pool,
-            CursorCodec(config.pagination.cursor_secret),
+            cursors,
             config.pagination.page_size,
             nursery=housekeeping,
             metrics=metrics,
             separator=config.naming.separator,
             log_requests=config.logging.requests,
-            held=HeldCalls(
-                housekeeping,
-                sealer_for(config.mrtr.state_secret),
-                max_held=config.mrtr.max_held_calls,
-                lifetime=config.mrtr.held_call_lifetime,
-            ),
+            held=held,
             profiles=views,
         )
 
@@ -150,32 +161,55 @@ async def open_gateway(
         clients = ClientRegistry(config.server.max_sessions, on_open=opened, on_close=closed)
         server = config.server
         gateway: Gateway
+        principal_limiter = RateLimiter(config.limits.token_rate, config.limits.token_burst)
         endpoint = McpEndpoint(
             router,
             clients,
             OriginPolicy(server.host, server.allowed_origins, server.allowed_hosts),
             max_body_bytes=server.max_body_bytes,
             is_draining=lambda: gateway.draining,
-            authenticator=Authenticator(config.auth),
+            auth=identity.holder,
             session_limiter=session_limiter,
-            principal_limiter=RateLimiter(config.limits.token_rate, config.limits.token_burst),
+            principal_limiter=principal_limiter,
             metrics=metrics,
+            path=server.path,
         )
         legacy = LegacySseEndpoint(
             router,
             clients,
             OriginPolicy(server.host, server.allowed_origins, server.allowed_hosts),
             max_body_bytes=server.max_body_bytes,
-            authenticator=Authenticator(config.auth),
+            auth=identity.holder,
+            resource_path=server.path,
             metrics=metrics,
         )
         app = GatewayApp(
-            server.path, endpoint, lambda: gateway.readiness(), metrics, legacy, views.names
+            server.path,
+            endpoint,
+            lambda: gateway.readiness(),
+            metrics,
+            legacy,
+            views.names,
+            auth=identity.holder,
+            operations=operations_access(config.server.host, config.metrics.port),
         )
         gateway = Gateway(config, pool, router, clients, app, metrics, endpoint)
 
         coalescer = ListChangedCoalescer(clients, metrics, config.notifications.debounce)
         housekeeping.start_soon(coalescer.run)
+        gateway.live = live_reload.Live(
+            identity=identity,
+            guards=[endpoint.guard, legacy.guard],
+            session_limiter=session_limiter,
+            principal_limiter=principal_limiter,
+            set_debounce=coalescer,
+            cursors=cursors,
+            held=held,
+            router=router,
+            pool=pool,
+            clients=clients,
+            nursery=housekeeping,
+        )
 
         shown = [pool.snapshot]
 
@@ -252,8 +286,8 @@ async def _watch_loop_lag(metrics: Metrics) -> None:
 
 
 async def _expire_sessions(gateway: Gateway) -> None:
-    idle = gateway.config.server.session_idle_timeout
     while True:
+        idle = gateway.config.server.session_idle_timeout  # a reload may change it
         await trio.sleep(min(EXPIRY_SWEEP_INTERVAL, idle))
         for session in gateway.clients.expire_idle(trio.current_time(), idle):
             logger.info(
@@ -289,6 +323,19 @@ async def serve(
         binds: list[str] = await nursery.start(
             partial(hypercorn.trio.serve, app, hc, shutdown_trigger=gateway.stopping.wait)
         )
+        if config.metrics.port:
+            ops = OperationsApp(gateway.readiness, gateway.metrics)
+            ops_hc = _hypercorn_config(
+                config.metrics.host, config.metrics.port, config.shutdown.drain_timeout
+            )
+            binds += await nursery.start(
+                partial(
+                    hypercorn.trio.serve,
+                    cast("ASGIFramework", ops),
+                    ops_hc,
+                    shutdown_trigger=gateway.stopping.wait,
+                )
+            )
         nursery.start_soon(_expire_sessions, gateway)
         nursery.start_soon(_watch_loop_lag, gateway.metrics)
         logger.info(
@@ -300,24 +347,13 @@ async def serve(
 async def reload_config(gateway: Gateway, path: str) -> bool:
     """Re-read the config file and apply it; the old one stays on any problem.
 
-    Returns True when the new config was applied.
+    Returns True when the new config was applied (``gateway/reload.py``).
     """
-    try:
-        new = load(path)
-    except ConfigError as exc:
-        gateway.metrics.config_reloads.labels(outcome="rejected").inc()
-        gateway.metrics.config_last_reload_successful.set(0)
-        logger.error("config.reload.rejected", path=path, problems=exc.problems)
+    assert gateway.live is not None
+    new = await live_reload.reload_file(gateway.live, gateway.metrics, gateway.config, path)
+    if new is None:
         return False
-    old = gateway.config
-    for section in ("server", "naming", "logging", "profiles"):
-        if getattr(old, section) != getattr(new, section):
-            logger.warning("config.reload.needs_restart", section=section)
-    gateway.router.set_page_size(new.pagination.page_size)
     gateway.config = new
-    await gateway.pool.reload(new.backends, new.shutdown.drain_timeout)
-    gateway.metrics.config_reloads.labels(outcome="applied").inc()
-    gateway.metrics.config_last_reload_successful.set(1)
     return True
 
 

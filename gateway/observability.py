@@ -54,6 +54,32 @@ _LEVELS: Final = {
 }
 
 
+# The least severe level written; set_log_level changes it (a reload).
+_threshold = {"level": logging.INFO}
+_METHOD_LEVELS: Final = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "msg": logging.INFO,
+    "warning": logging.WARNING,
+    "warn": logging.WARNING,
+    "error": logging.ERROR,
+    "exception": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "fatal": logging.CRITICAL,
+}
+
+
+def _level_gate(_logger: object, method_name: str, event_dict: Any) -> Any:
+    if _METHOD_LEVELS.get(method_name, logging.INFO) < _threshold["level"]:
+        raise structlog.DropEvent
+    return event_dict
+
+
+def set_log_level(level: str) -> None:
+    """Change the least severe level written, for every logger at once (a reload)."""
+    _threshold["level"] = _LEVELS.get(level, logging.INFO)
+
+
 def configure_logging(level: str = "info", fmt: str = "auto", stream: TextIO | None = None) -> None:
     """Set up structlog for the process.
 
@@ -63,6 +89,7 @@ def configure_logging(level: str = "info", fmt: str = "auto", stream: TextIO | N
         stream: where lines go; stderr by default (stdout belongs to MCP in
             stdio mode).
     """
+    set_log_level(level)
     out = stream or sys.stderr
     use_console = fmt == "console" or (fmt == "auto" and out.isatty())
     renderer: Any = (
@@ -72,13 +99,16 @@ def configure_logging(level: str = "info", fmt: str = "auto", stream: TextIO | N
     )
     structlog.configure(
         processors=[
+            _level_gate,
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
             renderer,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(_LEVELS.get(level, logging.INFO)),
+        # Loggers are cached on first use, so the level a reload changes is
+        # checked by _level_gate, not baked into the cached wrapper.
+        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
         logger_factory=structlog.PrintLoggerFactory(out),
         cache_logger_on_first_use=True,
     )
@@ -206,6 +236,15 @@ class Metrics:
             "Requests refused before routing, by reason.",
             ["reason"],
             registry=r,
+        )
+        self.jwks_refreshes = Counter(
+            PREFIX + "jwks_refresh",
+            "JWKS fetches, by outcome (ok, http_error, invalid, unreachable).",
+            ["outcome"],
+            registry=r,
+        )
+        self.jwks_keys = Gauge(
+            PREFIX + "jwks_keys", "Usable signing keys in the JWKS in force.", registry=r
         )
         self.internal_errors = Counter(
             PREFIX + "internal_errors_total",

@@ -148,7 +148,7 @@ class Pool:
         for name in (*plan.changed, *plan.added):
             self._start_one(wanted[name])
         logger.info(
-            "config.reload.applied",
+            "config.reload.backends",
             added=list(plan.added),
             removed=list(plan.removed),
             changed=list(plan.changed),

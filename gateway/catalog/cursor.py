@@ -21,11 +21,15 @@ import binascii
 import hashlib
 import hmac
 import secrets
-from typing import Final
+import time
+from typing import TYPE_CHECKING, Final
 
 import msgspec
 
 from gateway.errors import INVALID_PARAMS, LocalProtocolError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 _TAG_CHARS: Final = 22  # base64url characters kept of the HMAC (module docstring)
 # Generous: a passthrough backend's own cursor rides inside ours, and a long
@@ -55,6 +59,12 @@ _encoder: Final = msgspec.json.Encoder()
 _decoder: Final = msgspec.json.Decoder(CursorPayload)
 
 
+def _key_for(secret: str | bytes) -> bytes:
+    if isinstance(secret, str):
+        secret = secret.encode("utf-8")
+    return secret or secrets.token_bytes(32)
+
+
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
@@ -72,26 +82,58 @@ class CursorCodec:
             shareable between replicas).
     """
 
-    def __init__(self, secret: str | bytes = "") -> None:
-        if isinstance(secret, str):
-            secret = secret.encode("utf-8")
-        self._key = secret or secrets.token_bytes(32)
+    def __init__(
+        self, secret: str | bytes = "", clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._key = _key_for(secret)
+        self._clock = clock
+        # The key before the last rotation, and until when it still verifies.
+        self._previous: bytes | None = None
+        self._previous_until = 0.0
 
-    def _tag(self, body: bytes) -> str:
-        return _b64(hmac.new(self._key, body, hashlib.sha256).digest())[:_TAG_CHARS]
+    def rotate(self, secret: str | bytes, grace: float) -> None:
+        """Sign with a new secret from now on; the old one verifies for ``grace`` seconds.
 
-    def encode(self, payload: CursorPayload) -> str:
-        """The opaque, signed form of a position in a walk."""
+        A reload that rotates ``pagination.cursor_secret`` must not break
+        every host's list walk in progress, so the key before it is kept
+        for a while (a key ring of two).
+        """
+        self._previous = self._key
+        self._previous_until = self._clock() + grace
+        self._key = _key_for(secret)
+
+    def _tag(self, body: bytes, principal: str | None, key: bytes | None = None) -> str:
+        # A principal's cursor is signed over its key too, so that it verifies
+        # for nobody else; without auth the tag is over the body alone.
+        signed = body if principal is None else f"principal\0{principal}\0".encode() + body
+        digest = hmac.new(key or self._key, signed, hashlib.sha256).digest()
+        return _b64(digest)[:_TAG_CHARS]
+
+    def _verifies(self, body: bytes, tag: str, principal: str | None) -> bool:
+        if hmac.compare_digest(self._tag(body, principal).encode(), tag.encode()):
+            return True
+        previous = self._previous
+        if previous is None or self._clock() >= self._previous_until:
+            return False
+        return hmac.compare_digest(self._tag(body, principal, previous).encode(), tag.encode())
+
+    def encode(self, payload: CursorPayload, principal: str | None = None) -> str:
+        """The opaque, signed form of a position in a walk, for ``principal`` only."""
         body = _encoder.encode(payload)
-        return f"{_b64(body)}.{self._tag(body)}"
+        return f"{_b64(body)}.{self._tag(body, principal)}"
 
-    def decode(self, cursor: object, kind: str, profile: str = "") -> CursorPayload:
+    def decode(
+        self, cursor: object, kind: str, profile: str = "", principal: str | None = None
+    ) -> CursorPayload:
         """The position a cursor the client sent back names.
+
+        A cursor made for another principal fails like a tampered one.
 
         Args:
             cursor: what the client sent.
             kind: the list it was sent for.
             profile: the profile it was sent to ("" for the main endpoint).
+            principal: the caller's principal key (None without auth).
 
         Raises:
             LocalProtocolError: -32602 for anything that is not a cursor we
@@ -112,7 +154,7 @@ class CursorCodec:
             body = _unb64(body_text)
         except (binascii.Error, ValueError):
             raise invalid("malformed") from None
-        if not tag.isascii() or not hmac.compare_digest(self._tag(body).encode(), tag.encode()):
+        if not tag.isascii() or not self._verifies(body, tag, principal):
             raise invalid("signature does not match (tampered, truncated or from another gateway)")
         try:
             payload = _decoder.decode(body)

@@ -28,9 +28,7 @@ from gateway.config.schema import (
     MAX_NAME_LENGTH,
     MIB,
     MIN_NAME_LENGTH,
-    AuthConfig,
     Base,
-    JwtConfig,
     LimitsConfig,
     LogFormat,
     LoggingConfig,
@@ -42,6 +40,7 @@ from gateway.config.schema import (
     SessionMode,
     ShutdownConfig,
 )
+from gateway.config.schema_auth import AuthConfig, JwtConfig, ResourceMetadataConfig
 from gateway.config.schema_backends import (
     BACKEND_CLASSES,
     TRANSPORTS,
@@ -66,6 +65,7 @@ __all__ = [
     "Base",
     "ServerConfig",
     "JwtConfig",
+    "ResourceMetadataConfig",
     "AuthConfig",
     "LimitsConfig",
     "NamingConfig",

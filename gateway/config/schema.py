@@ -44,8 +44,6 @@ __all__ = [
     "LogLevel",
     "LogFormat",
     "ServerConfig",
-    "JwtConfig",
-    "AuthConfig",
     "LimitsConfig",
     "NamingConfig",
     "PaginationConfig",
@@ -161,6 +159,9 @@ class ServerConfig(Base, frozen=True, kw_only=True):
             dropped.
         max_sessions: most client sessions held at once, so a client that
             never deletes its sessions cannot exhaust memory.
+        public_url: the gateway's MCP URL as hosts reach it (through a proxy,
+            say): the resource identifier of RFC 8707/9728 and the default
+            JWT audience. Empty: ``http://{host}:{port}{path}``.
     """
 
     host: str = "127.0.0.1"
@@ -171,50 +172,23 @@ class ServerConfig(Base, frozen=True, kw_only=True):
     max_body_bytes: PositiveInt = 4 * MIB
     session_idle_timeout: Positive = 3600.0
     max_sessions: PositiveInt = 10000
+    public_url: str = ""
 
     def __post_init__(self) -> None:
         # A rule, not a pattern bound, so that a file whose port is already
         # wrong is not also told about its path (one complaint per section).
         if not self.path.startswith("/"):
             raise Invalid(("path", f"must start with '/' (got {self.path!r})"))
-
-
-class JwtConfig(Base, frozen=True, kw_only=True):
-    """Validation of JWT bearer tokens signed with a shared secret (HS256).
-
-    Attributes:
-        secret: the HMAC key (from the environment); empty disables JWTs.
-        audience: the ``aud`` a token must carry (this gateway's resource URL).
-        issuer: the ``iss`` a token must carry; empty accepts any.
-        leeway: seconds of clock skew tolerated on ``exp`` and ``nbf``.
-    """
-
-    secret: str = ""
-    audience: str = ""
-    issuer: str = ""
-    leeway: float = 30.0
-
-
-class AuthConfig(Base, frozen=True, kw_only=True):
-    """Who may use the gateway. With no tokens and no JWT secret, anyone on
-    an allowed Origin/Host may (the default, for a loopback bind).
-
-    Attributes:
-        bearer_tokens: static tokens, compared in constant time; entries that
-            expand to "" are ignored, so ``${TOKEN:-}`` is safe to leave in.
-        jwt: JWT validation.
-        resource_metadata: URL of the protected-resource metadata, sent in
-            ``WWW-Authenticate`` on 401 (RFC 9728).
-    """
-
-    bearer_tokens: list[str] = []
-    jwt: JwtConfig = msgspec.field(default_factory=JwtConfig)
-    resource_metadata: str = ""
+        if self.public_url and not self.public_url.startswith(("https://", "http://")):
+            raise Invalid(("public_url", f"must be an http(s) URL (got {self.public_url!r})"))
 
     @property
-    def enabled(self) -> bool:
-        """Whether requests must carry a credential."""
-        return any(self.bearer_tokens) or bool(self.jwt.secret)
+    def resource_url(self) -> str:
+        """The gateway's resource identifier: ``public_url`` or one made from the bind."""
+        if self.public_url:
+            return self.public_url.rstrip("/") or self.public_url
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}{self.path}"
 
 
 class LimitsConfig(Base, frozen=True, kw_only=True):
@@ -261,10 +235,13 @@ class PaginationConfig(Base, frozen=True, kw_only=True):
         page_size: items per page; 0 returns everything in one page.
         cursor_secret: HMAC key for cursors. Replicas that share it can
             continue each other's walks; empty means a random key per process.
+        previous_secret_grace: seconds a cursor made with the secret before
+            a reload keeps verifying after the reload rotated it.
     """
 
     page_size: Annotated[int, Meta(ge=0)] = 100
     cursor_secret: str = ""
+    previous_secret_grace: Off = 300.0
 
 
 class LoggingConfig(Base, frozen=True, kw_only=True):

@@ -10,13 +10,13 @@ of ``check`` still shows the duplicates.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Final, NamedTuple
 
 import msgspec
+from msgspec import Meta
 
 from gateway.config.schema import (
     NAME_PATTERN,
-    AuthConfig,
     Base,
     Invalid,
     LimitsConfig,
@@ -29,13 +29,20 @@ from gateway.config.schema import (
     ServerConfig,
     ShutdownConfig,
 )
+from gateway.config.schema_auth import AuthConfig
 from gateway.config.schema_backends import BackendConfig
 from gateway.config.schema_profiles import RESERVED_PREFIX, ProfileConfig, profile_problems
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["GatewayConfig", "MrtrConfig", "BackendIdentity", "backend_problems"]
+__all__ = [
+    "GatewayConfig",
+    "MrtrConfig",
+    "MetricsListenerConfig",
+    "BackendIdentity",
+    "backend_problems",
+]
 
 _NAME: Final = re.compile(NAME_PATTERN)
 # catalog/naming.py shortens an over-long public name to
@@ -64,6 +71,21 @@ class MrtrConfig(Base, frozen=True, kw_only=True):
     state_secret: str = ""
 
 
+class MetricsListenerConfig(Base, frozen=True, kw_only=True):
+    """A separate listener for ``/metrics``, ``/readyz`` and ``/healthz``.
+
+    ``/metrics`` and ``/readyz`` details name backends and tools; on a
+    non-loopback bind they are served only here (or with an admin token).
+
+    Attributes:
+        host: its bind address (loopback by default).
+        port: its port; 0 (the default) means no separate listener.
+    """
+
+    host: str = "127.0.0.1"
+    port: Annotated[int, Meta(ge=0, le=65535)] = 0
+
+
 class GatewayConfig(Base, frozen=True, kw_only=True):
     """The whole configuration file.
 
@@ -77,6 +99,7 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
         limits: request rate limits.
         notifications: fan-out to hosts.
         mrtr: legacy backends' requests held for modern clients.
+        metrics: the separate operations listener.
         backends: the MCP servers behind the gateway, in file order.
         profiles: named subsets of the catalog, each on its own path
             (``gateway.config.schema_profiles``).
@@ -91,6 +114,7 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
     limits: LimitsConfig = msgspec.field(default_factory=LimitsConfig)
     notifications: NotificationsConfig = msgspec.field(default_factory=NotificationsConfig)
     mrtr: MrtrConfig = msgspec.field(default_factory=MrtrConfig)
+    metrics: MetricsListenerConfig = msgspec.field(default_factory=MetricsListenerConfig)
     backends: list[BackendConfig] = msgspec.field(default_factory=list)
     profiles: list[ProfileConfig] = msgspec.field(default_factory=list)
 

@@ -100,6 +100,8 @@ class ClientSession:
     inflight: dict[RequestId, trio.CancelScope] = field(default_factory=dict)
     stream_open: bool = False
     closed: bool = False
+    # The key of the principal that opened the session (None: auth off).
+    principal: str | None = None
     _asked: dict[str, _Asked] = field(default_factory=dict)
     _ask_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -216,8 +218,9 @@ class ClientRegistry:
         client_info: dict[str, Any],
         capabilities: dict[str, Any],
         profile: str = DEFAULT_PROFILE,
+        principal: str | None = None,
     ) -> ClientSession:
-        """Create a session with a fresh, unguessable id, bound to one profile."""
+        """Create a session with a fresh, unguessable id, bound to one profile and ``principal``."""
         session = ClientSession(
             session_id=secrets.token_urlsafe(SESSION_ID_BYTES),
             protocol_version=protocol_version,
@@ -225,6 +228,7 @@ class ClientRegistry:
             client_info=client_info,
             capabilities=capabilities,
             last_seen=trio.current_time(),
+            principal=principal,
         )
         self._sessions[session.session_id] = session
         if self._on_open is not None:

@@ -34,11 +34,16 @@ logger = structlog.get_logger("gateway.frontend")
 
 
 def open_client_session(
-    router: Router, clients: ClientRegistry, request: Request, profile: str = DEFAULT_PROFILE
+    router: Router,
+    clients: ClientRegistry,
+    request: Request,
+    profile: str = DEFAULT_PROFILE,
+    principal: str | None = None,
 ) -> tuple[ClientSession, bytes]:
     """Create a session for an ``initialize`` request; returns it and the response.
 
-    The session is bound to ``profile``, the endpoint it was opened on.
+    The session is bound to ``profile``, the endpoint it was opened on, and
+    belongs to ``principal`` (its key): no other credential may use it.
 
     Raises:
         LocalProtocolError: the params are not an object.
@@ -52,6 +57,7 @@ def open_client_session(
         info if isinstance(info, dict) else {},
         caps if isinstance(caps, dict) else {},
         profile,
+        principal,
     )
     logger.info(
         "client.session.opened",

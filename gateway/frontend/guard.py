@@ -16,12 +16,14 @@ import structlog
 import trio
 
 from gateway.frontend import http_util as h
-from gateway.frontend.auth import AuthError
 from gateway.frontend.rejection import Rejection
+from gateway.identity.authenticator import InsufficientScope, Unauthenticated
 
 if TYPE_CHECKING:
-    from gateway.frontend.auth import Authenticator, Principal, RateLimiter
+    from gateway.frontend.auth import RateLimiter
     from gateway.frontend.origin import OriginPolicy
+    from gateway.identity.authenticator import AuthHolder
+    from gateway.identity.principal import Principal
 
 logger = structlog.get_logger("gateway.frontend")
 
@@ -40,27 +42,30 @@ class Guard:
 
     Args:
         origin: which Origin and Host values are allowed.
-        authenticator: checks credentials when auth is configured.
+        auth: holds the authenticator in force (a reload swaps it).
         principal_limiter: the per-credential token buckets.
+        resource_path: the MCP path whose metadata a challenge names.
     """
 
     def __init__(
         self,
         origin: OriginPolicy,
-        authenticator: Authenticator | None = None,
+        auth: AuthHolder | None = None,
         principal_limiter: RateLimiter | None = None,
+        resource_path: str = "/mcp",
     ) -> None:
-        self._origin = origin
-        self._auth = authenticator
+        self.origin = origin
+        self._auth = auth
         self._limiter = principal_limiter
+        self._resource_path = resource_path
 
-    def admit(self, scope: h.Scope) -> Principal | None:
+    async def admit(self, scope: h.Scope) -> Principal | None:
         """The request's principal (None when auth is off).
 
         Raises:
             Rejection: the request may not come in (403, 400, 401 or 429).
         """
-        refused = self._origin.check(scope)
+        refused = self.origin.check(scope)
         if refused is not None:
             logger.info("request.rejected", reason="origin", detail=refused)
             raise Rejection(403, f"Forbidden: {refused}")
@@ -68,15 +73,24 @@ class Guard:
             # Credentials in URLs end up in access logs and browser history
             # (robustness A39); the token itself is never logged.
             raise Rejection(400, "credentials in the URL are not accepted")
-        if self._auth is None or not self._auth.enabled:
+        if self._auth is None or not self._auth.current.enabled:
             return None
+        auth = self._auth.current
         try:
-            principal = self._auth.authenticate(h.header(scope, b"authorization"))
-        except AuthError as exc:
+            principal = await auth.authenticate(h.header(scope, b"authorization"))
+        except Unauthenticated as exc:
+            logger.info("auth.refused", reason=str(exc), token_sent=exc.token_sent)
             raise Rejection(
                 401,
                 f"Unauthorized: {exc}",
-                headers=[(b"www-authenticate", self._auth.challenge(str(exc)))],
+                headers=[(b"www-authenticate", auth.challenge(self._resource_path, exc))],
+            ) from None
+        except InsufficientScope as exc:
+            logger.info("auth.insufficient_scope", missing=exc.missing)
+            raise Rejection(
+                403,
+                f"Forbidden: {exc}",
+                headers=[(b"www-authenticate", auth.challenge(self._resource_path, exc))],
             ) from None
         if principal is not None and self._limiter is not None:
             wait = self._limiter.check(principal.key, trio.current_time())

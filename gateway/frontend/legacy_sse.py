@@ -35,9 +35,9 @@ from gateway.protocol.headers import SSE_MEDIA_TYPE
 from gateway.protocol.jsonrpc import Request
 
 if TYPE_CHECKING:
-    from gateway.frontend.auth import Authenticator
     from gateway.frontend.clients import ClientRegistry, ClientSession
     from gateway.frontend.origin import OriginPolicy
+    from gateway.identity.authenticator import AuthHolder
     from gateway.observability import Metrics
     from gateway.router import Router
 
@@ -58,6 +58,8 @@ class _Link:
     outgoing: trio.MemorySendChannel[bytes]
     session: ClientSession | None = None
     session_opened: trio.Event = field(default_factory=trio.Event)
+    # The key of the principal that opened the stream (None: auth off).
+    principal: str | None = None
 
     def emit(self, message: bytes) -> bool:
         try:
@@ -76,7 +78,9 @@ class LegacySseEndpoint:
         origin_policy: the same Origin/Host checks as the main endpoint.
         messages_path: where hosts POST (``/messages``).
         max_body_bytes: the largest POST body accepted.
-        authenticator: checks credentials when auth is configured.
+        auth: holds the authenticator in force (a reload swaps it).
+        resource_path: the MCP path whose resource metadata a 401 names (the
+            legacy endpoints serve the same resource).
         metrics: where unexpected exceptions while routing are counted.
     """
 
@@ -88,12 +92,13 @@ class LegacySseEndpoint:
         *,
         messages_path: str = "/messages",
         max_body_bytes: int,
-        authenticator: Authenticator | None = None,
+        auth: AuthHolder | None = None,
+        resource_path: str = "/mcp",
         metrics: Metrics | None = None,
     ) -> None:
         self._router = router
         self._clients = clients
-        self._guard = Guard(origin_policy, authenticator)
+        self.guard = Guard(origin_policy, auth, resource_path=resource_path)
         self._messages_path = messages_path
         self._max_body = max_body_bytes
         self._links: dict[str, _Link] = {}
@@ -105,7 +110,7 @@ class LegacySseEndpoint:
         Raises:
             Rejection: refused by the guard, or not a GET for an event stream.
         """
-        self._guard.admit(scope)
+        principal = await self.guard.admit(scope)
         if scope["method"] != "GET":
             raise Rejection(
                 405, f"Method {scope['method']} not allowed: use GET", headers=[(b"allow", b"GET")]
@@ -133,6 +138,7 @@ class LegacySseEndpoint:
         try:
             async with trio.open_nursery() as nursery:
                 link = _Link(link_id, nursery, outgoing)
+                link.principal = None if principal is None else principal.key
                 self._links[link_id] = link
                 nursery.start_soon(h.cancel_on_disconnect, receive, nursery.cancel_scope)
                 nursery.start_soon(self._pump_outbox, link)
@@ -152,11 +158,14 @@ class LegacySseEndpoint:
         await link.session_opened.wait()
         assert link.session is not None
         last = 0
-        while True:
+        while not link.session.closed:
             for event_id, message in await link.session.outbox.wait_after(last):
                 last = event_id
-                if message:
+                if message:  # empty: the wake-up sent when the session closes
                     await link.outgoing.send(message)
+        # Closed from elsewhere (a reload removed its token, the gateway
+        # stops): the connection ends with it.
+        link.nursery.cancel_scope.cancel()
 
     async def post(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
         """``POST /messages?session_id=...``: accept one message, answer 202.
@@ -165,7 +174,7 @@ class LegacySseEndpoint:
             Rejection: refused by the guard, an unknown connection, a body too
                 large, not JSON-RPC, or a batch.
         """
-        self._guard.admit(scope)
+        principal = await self.guard.admit(scope)
         if scope["method"] != "POST":
             raise Rejection(
                 405,
@@ -175,6 +184,12 @@ class LegacySseEndpoint:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         link = self._links.get((query.get("session_id") or [""])[0])
         if link is None:
+            raise Rejection(404, "Session not found: unknown or closed connection")
+        who = None if principal is None else principal.key
+        if link.principal != who:
+            logger.warning(
+                "auth.session.mismatch", principal=who, owner=link.principal, method="POST"
+            )
             raise Rejection(404, "Session not found: unknown or closed connection")
         if link.session is not None:
             link.session.last_seen = trio.current_time()
@@ -197,7 +212,9 @@ class LegacySseEndpoint:
                 link.emit(jsonrpc.encode_error(message.id, INVALID_REQUEST, "already initialized"))
                 return
             try:
-                session, reply = open_client_session(self._router, self._clients, message)
+                session, reply = open_client_session(
+                    self._router, self._clients, message, principal=link.principal
+                )
             except LocalProtocolError as exc:
                 link.emit(jsonrpc.encode_error(message.id, exc.code, exc.message))
                 return

@@ -31,7 +31,7 @@ class ListChangedCoalescer:
     def __init__(self, clients: ClientRegistry, metrics: Metrics, window: float) -> None:
         self._clients = clients
         self._metrics = metrics
-        self._window = window
+        self.window = window
         # (profile, list_changed method): each profile's clients hear of their own view.
         self._pending: set[tuple[str, str]] = set()
         self._wake = trio.Event()
@@ -50,4 +50,4 @@ class ListChangedCoalescer:
             for profile, method in pending:
                 sent = self._clients.broadcast(jsonrpc.encode_notification(method), profile)
                 self._metrics.notifications_sent.labels(kind=method).inc(sent)
-            await trio.sleep(self._window)
+            await trio.sleep(self.window)

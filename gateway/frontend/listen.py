@@ -61,6 +61,7 @@ class Listener:
         subscription: what the stream carries, and how it is tagged.
         envelope: the listen request's ``_meta``.
         session_id: unique to this stream, for the router's tables only.
+        principal: the key of the principal that opened it (None: auth off).
     """
 
     subscription: Subscription
@@ -69,6 +70,7 @@ class Listener:
     profile: str = DEFAULT_PROFILE
     ended: trio.Event = field(default_factory=trio.Event)
     dropped: int = 0
+    principal: str | None = None
 
     def __post_init__(self) -> None:
         self._send, self.inbox = trio.open_memory_channel[bytes](LISTENER_QUEUE)

@@ -134,8 +134,12 @@ async def serve_modern(
     request: Request,
     listeners: Listeners | None = None,
     profile: str = DEFAULT_PROFILE,
+    principal: str | None = None,
 ) -> None:
     """Answer one modern request POSTed to the endpoint of ``profile``.
+
+    ``principal`` (its key) is whom the request was authenticated as: its
+    cursors and ``requestState`` are made for, and checked against, it.
 
     ``subscriptions/listen`` goes to ``frontend.listen`` when ``listeners`` is given.
 
@@ -160,7 +164,7 @@ async def serve_modern(
 
     async def route(emit: Emit) -> bytes:
         """Route under a scope the stream's closing cancels (rule 5); b"" if it did."""
-        modern = ModernRequest(envelope=envelope, emit=emit, profile=profile)
+        modern = ModernRequest(envelope=envelope, emit=emit, profile=profile, principal=principal)
         reply = b""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_watch_disconnect, receive, nursery.cancel_scope)

@@ -15,7 +15,8 @@ from gateway.frontend import http_util as h
 
 
 @functools.lru_cache(maxsize=256)
-def _is_loopback_host(host: str) -> bool:
+def is_loopback_host(host: str) -> bool:
+    """Whether a bind or Host name is loopback: only this machine can reach it."""
     host = host.strip("[]").lower()
     if host == "localhost" or host.endswith(".localhost"):
         return True
@@ -43,7 +44,7 @@ class OriginPolicy:
     def __init__(
         self, bind_host: str, allowed_origins: list[str], allowed_hosts: list[str]
     ) -> None:
-        self._loopback_bind = _is_loopback_host(bind_host)
+        self._loopback_bind = is_loopback_host(bind_host)
         self._origins = {o.rstrip("/").lower() for o in allowed_origins}
         self._hosts = {x.lower() for x in allowed_hosts}
 
@@ -53,7 +54,7 @@ class OriginPolicy:
         if host and host not in self._hosts:
             bare = _host_without_port(host)
             if bare not in self._hosts:
-                if self._loopback_bind and not _is_loopback_host(bare):
+                if self._loopback_bind and not is_loopback_host(bare):
                     return f"Host {host[:100]!r} is not allowed"
                 if not self._loopback_bind and self._hosts:
                     return f"Host {host[:100]!r} is not allowed"
@@ -69,7 +70,7 @@ class OriginPolicy:
         if (
             parts.scheme in ("http", "https")
             and parts.hostname
-            and _is_loopback_host(parts.hostname)
+            and is_loopback_host(parts.hostname)
         ):
             return None
         return f"Origin {origin[:100]!r} is not allowed"

@@ -46,9 +46,10 @@ from gateway.protocol.versions import SUPPORTED_VERSIONS, supports_batches
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from gateway.frontend.auth import Authenticator, RateLimiter
+    from gateway.frontend.auth import RateLimiter
     from gateway.frontend.clients import ClientRegistry, ClientSession
     from gateway.frontend.origin import OriginPolicy
+    from gateway.identity.authenticator import AuthHolder
     from gateway.observability import Metrics
     from gateway.router import Emit, Router
 
@@ -80,7 +81,7 @@ class McpEndpoint:
         origin_policy: Origin/Host checks.
         max_body_bytes: the largest POST body accepted.
         is_draining: returns True while the gateway shuts down (503).
-        authenticator: checks credentials when auth is configured.
+        auth: holds the authenticator in force (a reload swaps it).
         session_limiter: the per-session token buckets.
         principal_limiter: the per-credential token buckets.
         metrics: where unexpected exceptions while routing are counted.
@@ -94,14 +95,15 @@ class McpEndpoint:
         *,
         max_body_bytes: int,
         is_draining: Callable[[], bool] = lambda: False,
-        authenticator: Authenticator | None = None,
+        auth: AuthHolder | None = None,
         session_limiter: RateLimiter | None = None,
         principal_limiter: RateLimiter | None = None,
         metrics: Metrics | None = None,
+        path: str = "/mcp",
     ) -> None:
         self._router = router
         self._clients = clients
-        self._guard = Guard(origin_policy, authenticator, principal_limiter)
+        self.guard = Guard(origin_policy, auth, principal_limiter, path)
         self._max_body = max_body_bytes
         self._is_draining = is_draining
         self._session_limiter = session_limiter
@@ -119,7 +121,8 @@ class McpEndpoint:
         Raises:
             Rejection: the request is refused (answered by ``rejection.answer``).
         """
-        self._guard.admit(scope)
+        principal = await self.guard.admit(scope)
+        who = None if principal is None else principal.key
         method = scope["method"]
         if method in ("GET", "DELETE") and sessionless_get_or_delete_is_modern(
             _text(h.header(scope, MCP_SESSION_ID_HEADER_RAW)),
@@ -131,13 +134,13 @@ class McpEndpoint:
             )
         if method == "POST":
             with self.activity:
-                await self._post(scope, receive, send, profile)
+                await self._post(scope, receive, send, profile, who)
         elif method == "GET":
             if not h.accepts(scope, SSE_MEDIA_TYPE):
                 raise Rejection(406, "Not Acceptable: Accept must list text/event-stream")
-            await serve_get_stream(scope, receive, send, self._session_for(scope, profile))
+            await serve_get_stream(scope, receive, send, self._session_for(scope, profile, who))
         elif method == "DELETE":
-            session = self._session_for(scope, profile)
+            session = self._session_for(scope, profile, who)
             self._clients.close(session)
             logger.info(
                 "client.session.closed", client_session=session.session_id[:8], reason="delete"
@@ -150,12 +153,23 @@ class McpEndpoint:
 
     # -- session lookup ----------------------------------------------------
 
-    def _session_for(self, scope: h.Scope, profile: str) -> ClientSession:
+    def _session_for(self, scope: h.Scope, profile: str, who: str | None) -> ClientSession:
         raw = h.header(scope, MCP_SESSION_ID_HEADER_RAW)
         if raw is None:
             raise Rejection(400, "Bad Request: Mcp-Session-Id header is required")
         session = self._clients.get(raw.decode("ascii")) if raw.isascii() else None
         if session is None or session.profile != profile:
+            raise Rejection(404, "Session not found")
+        if session.principal != who:
+            # Exactly the unknown-session answer: another principal must not
+            # even learn that the id exists (issue 16 item 5).
+            logger.warning(
+                "auth.session.mismatch",
+                client_session=session.session_id[:8],
+                principal=who,
+                owner=session.principal,
+                method=scope["method"],
+            )
             raise Rejection(404, "Session not found")
         version = h.header(scope, MCP_PROTOCOL_VERSION_HEADER_RAW)
         if version is not None:
@@ -211,7 +225,9 @@ class McpEndpoint:
         except LocalProtocolError as exc:
             raise Rejection(400, exc.message, code=exc.code, msg_id=_decode_error_id(exc)) from None
 
-    async def _post(self, scope: h.Scope, receive: h.Receive, send: h.Send, profile: str) -> None:
+    async def _post(
+        self, scope: h.Scope, receive: h.Receive, send: h.Send, profile: str, who: str | None
+    ) -> None:
         message = await self._read_message(scope, receive)
         session_id = _text(h.header(scope, MCP_SESSION_ID_HEADER_RAW))
         version = _text(h.header(scope, MCP_PROTOCOL_VERSION_HEADER_RAW))
@@ -219,18 +235,25 @@ class McpEndpoint:
             _params(message), session_id, version
         ):
             await serve_modern(
-                self._router, scope, receive, send, message, self._clients.listeners, profile
+                self._router,
+                scope,
+                receive,
+                send,
+                message,
+                self._clients.listeners,
+                profile=profile,
+                principal=who,
             )
         elif isinstance(message, Notification) and is_modern_notification(
             _params(message), session_id, version
         ):
             await h.respond(send, 202)  # nothing to do: a modern client cancels by closing
         elif isinstance(message, list):
-            await self._post_batch(scope, send, message, profile)
+            await self._post_batch(scope, send, message, profile, who)
         elif isinstance(message, Request) and message.method == "initialize":
-            await self._initialize(scope, send, message, profile)
+            await self._initialize(scope, send, message, profile, who)
         else:
-            session = self._session_for(scope, profile)
+            session = self._session_for(scope, profile, who)
             if isinstance(message, Request):
                 await self._post_request(send, session, message)
             else:
@@ -243,9 +266,10 @@ class McpEndpoint:
         send: h.Send,
         members: list[jsonrpc.Message | LocalProtocolError],
         profile: str,
+        who: str | None,
     ) -> None:
         # Batches exist only in 2025-03-26 (robustness A6/A7).
-        session = self._session_for(scope, profile)
+        session = self._session_for(scope, profile, who)
         if not supports_batches(session.protocol_version):
             raise Rejection(
                 400,
@@ -277,7 +301,7 @@ class McpEndpoint:
         await h.respond(send, 200, b"[" + b",".join(replies) + b"]")
 
     async def _initialize(
-        self, scope: h.Scope, send: h.Send, request: Request, profile: str
+        self, scope: h.Scope, send: h.Send, request: Request, profile: str, who: str | None
     ) -> None:
         if h.header(scope, MCP_SESSION_ID_HEADER_RAW) is not None:
             raise Rejection(
@@ -303,7 +327,7 @@ class McpEndpoint:
                 headers=[(b"retry-after", b"5")],
             )
         try:
-            session, body = open_client_session(self._router, self._clients, request, profile)
+            session, body = open_client_session(self._router, self._clients, request, profile, who)
         except LocalProtocolError as exc:
             await h.respond(send, 200, jsonrpc.encode_error(request.id, exc.code, exc.message))
             return

@@ -116,6 +116,11 @@ class Sealer:
             raise ValueError(f"need at least one key of {MIN_KEY_BYTES}+ bytes")
         self._keys = tuple(keys)
 
+    @property
+    def keys(self) -> tuple[bytes, ...]:
+        """The keys, newest (the one that seals) first."""
+        return self._keys
+
     @staticmethod
     def _tag(key: bytes, purpose: str, body: bytes) -> bytes:
         return hmac.new(key, purpose.encode() + b"\x00" + body, hashlib.sha256).digest()

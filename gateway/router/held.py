@@ -257,7 +257,7 @@ class HeldCall:
         state = self._table.sealer.seal(
             purpose=REQUEST_STATE,
             backend=self.backend or "",
-            principal=None,
+            principal=self.request.principal,
             now=now,
             ttl=self._table.lifetime,
             method=self.method,
@@ -337,7 +337,7 @@ class HeldCalls:
         sealed = self.sealer.unseal(
             state,
             purpose=REQUEST_STATE,
-            principal=None,
+            principal=request.principal,
             now=trio.current_time(),
             method=message.method,
             params=params,

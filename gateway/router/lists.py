@@ -113,7 +113,11 @@ class Lists:
         # The main endpoint's cursors name no profile, as before profiles.
         profile = "" if call.client.profile == DEFAULT_PROFILE else call.client.profile
         try:
-            position = None if cursor is None else self._cursors.decode(cursor, kind.value, profile)
+            position = (
+                None
+                if cursor is None
+                else self._cursors.decode(cursor, kind.value, profile, call.client.principal)
+            )
         except LocalProtocolError:
             self._metrics.invalid_cursors.inc()
             raise
@@ -151,7 +155,9 @@ class Lists:
             # rather than hand the host an empty page.
             fetch, fetch_cursor = following.backend, following.backend_cursor
         next_cursor = (
-            None if following is None else self._cursors.encode(replace(following, profile=profile))
+            None
+            if following is None
+            else self._cursors.encode(replace(following, profile=profile), call.client.principal)
         )
         self._metrics.pages_served.labels(kind=kind.value).inc()
         rendered = render_page(kind.value, items, next_cursor, unavailable)

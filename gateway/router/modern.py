@@ -71,6 +71,8 @@ class ModernRequest:
         emit: the request's response stream.
         session_id: an id unique to this request, for the router's tables
             only; never sent to the host or a backend.
+        principal: the key of the principal the request was authenticated
+            as (None: auth off).
     """
 
     envelope: Envelope
@@ -83,6 +85,7 @@ class ModernRequest:
     # A verified retry of a modern backend's input_required: that backend's
     # name and its own requestState (None when it sent none).
     backend_state: tuple[str, str | None] | None = None
+    principal: str | None = None
 
     @property
     def protocol_version(self) -> str:

@@ -42,6 +42,15 @@ class ClientPeer(Protocol):
         ...
 
     @property
+    def principal(self) -> str | None:
+        """The key of the principal it was authenticated as (None: auth off).
+
+        Cursors and sealed ``requestState`` made for one principal verify
+        for no other.
+        """
+        ...
+
+    @property
     def capabilities(self) -> dict[str, Any]:
         """What the client declared in initialize."""
         ...

@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 import pytest
+import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -260,3 +261,35 @@ def test_a_correctly_signed_body_that_is_not_a_position_is_invalid_params(body: 
         assert outcome.message.startswith("invalid cursor: ")
     else:
         assert outcome.kind == "tools"
+
+
+async def test_a_rotated_secret_keeps_verifying_old_cursors_for_the_grace_period(
+    autojump_clock: Any,
+) -> None:
+    """Issue 16 item 7: a reload rotating cursor_secret keeps walks in progress working
+    for pagination.previous_secret_grace seconds, and no longer."""
+    codec = CursorCodec("first-secret", clock=trio.current_time)
+    old = codec.encode(CursorPayload(kind="tools", after="a"))
+    codec.rotate("second-secret", grace=300)
+    new = codec.encode(CursorPayload(kind="tools", after="b"))
+    assert new != CursorCodec("first-secret").encode(CursorPayload(kind="tools", after="b"))
+    await trio.sleep(299)
+    assert codec.decode(old, "tools").after == "a"
+    await trio.sleep(2)
+    with pytest.raises(LocalProtocolError, match="signature"):
+        codec.decode(old, "tools")
+    assert codec.decode(new, "tools").after == "b"
+    assert CursorCodec("second-secret").decode(new, "tools").after == "b"
+
+
+def test_a_cursor_made_for_one_principal_does_not_verify_for_another() -> None:
+    """A45: Issue 16 item 5: cursors are bound to the principal they were served to."""
+    codec = CursorCodec("secret")
+    mine = codec.encode(CursorPayload(kind="tools", after="x"), "token:alice")
+    assert codec.decode(mine, "tools", principal="token:alice").after == "x"
+    for other in ("token:bob", "jwt:https://idp|alice", None):
+        with pytest.raises(LocalProtocolError, match="signature"):
+            codec.decode(mine, "tools", principal=other)
+    unbound = codec.encode(CursorPayload(kind="tools", after="x"))
+    with pytest.raises(LocalProtocolError, match="signature"):
+        codec.decode(unbound, "tools", principal="token:alice")

@@ -213,6 +213,7 @@ class FakeClient:
     answer: ClientAnswer | None = None
     notifications: list[Any] = field(default_factory=list)
     asked: list[tuple[str, Any, Emit | None]] = field(default_factory=list)
+    principal: str | None = None
 
     def notify_nowait(self, message: bytes) -> None:
         """Keep an unsolicited message, decoded."""

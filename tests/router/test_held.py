@@ -59,16 +59,21 @@ class FakeBackend:
         return jsonrpc.encode_error(message.id, failure.code, failure.message, failure.data)
 
 
-def _request() -> ModernRequest:
+def _request(principal: str | None = None) -> ModernRequest:
     caps = {"roots": {}}
     return ModernRequest(
         envelope=Envelope(protocol_version="2026-07-28", client_capabilities=caps),
         emit=lambda m: True,
+        principal=principal,
     )
 
 
-async def _first(table: HeldCalls, backend: FakeBackend, msg_id: int = 1) -> dict[str, Any]:
-    reply = await table.serve(_request(), Request(msg_id, "tools/call", None), PARAMS, backend.run)
+async def _first(
+    table: HeldCalls, backend: FakeBackend, msg_id: int = 1, principal: str | None = None
+) -> dict[str, Any]:
+    reply = await table.serve(
+        _request(principal), Request(msg_id, "tools/call", None), PARAMS, backend.run
+    )
     message = jsonrpc.decode(reply)
     assert isinstance(message, jsonrpc.Response)
     result = mcp.decode_object(message.result)
@@ -76,9 +81,13 @@ async def _first(table: HeldCalls, backend: FakeBackend, msg_id: int = 1) -> dic
     return result
 
 
-async def _retry(table: HeldCalls, backend: FakeBackend, state: str, key: str) -> bytes:
+async def _retry(
+    table: HeldCalls, backend: FakeBackend, state: str, key: str, principal: str | None = None
+) -> bytes:
     params = {**PARAMS, "inputResponses": {key: {"roots": []}}, "requestState": state}
-    return await table.serve(_request(), Request(9, "tools/call", None), params, backend.run)
+    return await table.serve(
+        _request(principal), Request(9, "tools/call", None), params, backend.run
+    )
 
 
 async def test_a_retry_completes_the_held_call_with_the_backends_answer(
@@ -193,3 +202,22 @@ async def test_requests_sent_together_are_asked_in_one_round(
     )
     assert isinstance(done, jsonrpc.Response)
     assert mcp.decode_object(done.result) == {"n": 2}
+
+
+async def test_a_request_state_made_for_one_principal_does_not_verify_for_another(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A45: Issue 16 item 5: sealed requestState is bound to the principal that got it."""
+    table = HeldCalls(nursery, sealer_for("k"), lifetime=LIFETIME)
+    backend = FakeBackend(nursery)
+    first = await _first(table, backend, principal="token:alice")
+    key = next(iter(first["inputRequests"]))
+    for other in ("token:bob", None):
+        with pytest.raises(ModernProtocolError) as caught:
+            await _retry(table, backend, first["requestState"], key, principal=other)
+        assert caught.value.code == -32602
+    reply = jsonrpc.decode(
+        await _retry(table, backend, first["requestState"], key, principal="token:alice")
+    )
+    assert isinstance(reply, jsonrpc.Response)
+    assert mcp.decode_object(reply.result) == {"roots": []}
