@@ -30,9 +30,10 @@ from gateway.config.schema import (
     ShutdownConfig,
 )
 from gateway.config.schema_backends import BackendConfig
+from gateway.config.schema_hosts import BackendsFrom
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
 __all__ = ["GatewayConfig", "MrtrConfig", "BackendIdentity", "backend_problems"]
 
@@ -77,6 +78,8 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
         notifications: fan-out to hosts.
         mrtr: legacy backends' requests held for modern clients.
         backends: the MCP servers behind the gateway, in file order.
+        backends_from: host config files whose servers are backends too,
+            after ``backends`` (:mod:`gateway.config.backends_from`).
     """
 
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
@@ -89,6 +92,7 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
     notifications: NotificationsConfig = msgspec.field(default_factory=NotificationsConfig)
     mrtr: MrtrConfig = msgspec.field(default_factory=MrtrConfig)
     backends: list[BackendConfig] = msgspec.field(default_factory=list)
+    backends_from: list[BackendsFrom] = msgspec.field(default_factory=list)
 
     def __post_init__(self) -> None:
         identities = (
@@ -119,8 +123,14 @@ class BackendIdentity(NamedTuple):
         return self.prefix if self.prefix is not None else self.name
 
 
+def _native_place(position: int) -> str:
+    return f"backends[{position}]"
+
+
 def backend_problems(
-    backends: Iterable[BackendIdentity], naming: NamingConfig | None
+    backends: Iterable[BackendIdentity],
+    naming: NamingConfig | None,
+    where: Callable[[int], str] = _native_place,
 ) -> list[tuple[str, str]]:
     """Check backends against each other: unique names and prefixes, prefixes that fit naming.
 
@@ -128,6 +138,8 @@ def backend_problems(
         backends: the backends whose name and prefix are known, in file order.
         naming: the naming section, or None when it is itself invalid (its
             problems would only make every prefix look wrong).
+        where: the place of the backend at a position (by default
+            ``backends[N]``; a host file's server for ``backends_from``).
 
     Returns:
         ``(place, message)`` pairs, places relative to the whole file.
@@ -136,13 +148,12 @@ def backend_problems(
     names: dict[str, int] = {}
     prefixes: dict[str, BackendIdentity] = {}
     for backend in backends:
-        place = f"backends[{backend.position}]"
+        place = where(backend.position)
         if backend.name in names:
             problems.append(
                 (
                     f"{place}.name",
-                    f"duplicate backend name {backend.name!r} "
-                    f"(also backends[{names[backend.name]}])",
+                    f"duplicate backend name {backend.name!r} (also {where(names[backend.name])})",
                 )
             )
         else:
@@ -165,7 +176,7 @@ def backend_problems(
             problems.append(
                 (
                     prefix_place,
-                    f"duplicate prefix {prefix!r} (also backends[{other.position}]){hint}",
+                    f"duplicate prefix {prefix!r} (also {where(other.position)}){hint}",
                 )
             )
         if naming is not None and _NAME.fullmatch(prefix):
