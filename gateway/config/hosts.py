@@ -239,7 +239,9 @@ def _server(
         if transport is None:
             return None
         backend["transport"] = transport
-    return HostServer(key, place, backend, origin) if ok else None
+    # The native order: what it is called and how it is reached, then the rest.
+    ordered = {"name": name, "transport": backend.pop("transport"), **backend}
+    return HostServer(key, place, ordered, origin) if ok else None
 
 
 def _implied_transport(
