@@ -58,11 +58,11 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
-async def _run(argv: list[str], cwd: Path, timeout: float) -> str:
-    with trio.fail_after(timeout):
-        done = await trio.run_process(
-            argv, cwd=cwd, env=_clean_env(), capture_stdout=True, capture_stderr=True, check=False
-        )
+async def _run(argv: list[str], cwd: Path) -> str:
+    """Run a command to completion (the caller bounds it); its stdout."""
+    done = await trio.run_process(
+        argv, cwd=cwd, env=_clean_env(), capture_stdout=True, capture_stderr=True, check=False
+    )
     output = done.stdout.decode() + done.stderr.decode()
     assert done.returncode == 0, f"{argv} failed ({done.returncode}):\n{output[-4000:]}"
     return done.stdout.decode()
@@ -77,25 +77,21 @@ async def test_the_installed_wheel_serves_the_packaged_default_config_outside_th
     src.mkdir()
     _copy_sources(src)
     dist = tmp_path / "dist"
-    await _run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist)],
-        src,
-        BUILD_TIMEOUT,
-    )
+    with trio.fail_after(BUILD_TIMEOUT):
+        await _run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist)], src)
     (wheel,) = dist.glob("mcp_gateway-*.whl")
     assert wheel.name == f"mcp_gateway-{__version__}-py3-none-any.whl"
     venv = tmp_path / "venv"
     base_python = getattr(sys, "_base_executable", sys.executable)
-    await _run([base_python, "-m", "venv", str(venv)], tmp_path, BUILD_TIMEOUT)
-    await _run(
-        [str(venv / "bin" / "pip"), "install", "--quiet", f"{wheel}[demo]"],
-        tmp_path,
-        INSTALL_TIMEOUT,
-    )
+    with trio.fail_after(BUILD_TIMEOUT):
+        await _run([base_python, "-m", "venv", str(venv)], tmp_path)
+    with trio.fail_after(INSTALL_TIMEOUT):
+        await _run([str(venv / "bin" / "pip"), "install", "--quiet", f"{wheel}[demo]"], tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     script = str(venv / "bin" / "mcp-gateway")
-    assert await _run([script, "--version"], elsewhere, 30) == f"mcp-gateway {__version__}\n"
+    with trio.fail_after(READY_TIMEOUT):
+        assert await _run([script, "--version"], elsewhere) == f"mcp-gateway {__version__}\n"
 
     port = free_port()
     log = tmp_path / "gateway.log"
@@ -138,8 +134,9 @@ async def _wait_ready(process: trio.Process, port: int, log: Path) -> None:
         with trio.fail_after(READY_TIMEOUT):
             while True:
                 if process.returncode is not None:
+                    output = await trio.Path(log).read_text()
                     raise RuntimeError(
-                        f"gateway exited with {process.returncode}: {log.read_text()[-3000:]}"
+                        f"gateway exited with {process.returncode}: {output[-3000:]}"
                     )
                 try:
                     response = await client.get("/readyz")
