@@ -23,7 +23,14 @@ import msgspec
 import structlog
 
 from gateway import __version__
-from gateway.cli_hosts import CONNECT_HOSTS, connect_entry, import_yaml, merge_into, snippet
+from gateway.cli_hosts import (
+    CONNECT_HOSTS,
+    connect_entry,
+    import_yaml,
+    merge_into,
+    read_by,
+    snippet,
+)
 from gateway.cli_setup import ConfigChoice, choose_config, init, schema_text, set_python_env
 from gateway.config import GatewayConfig, format_problems, load
 from gateway.config.schema_hosts import HOST_FORMATS
@@ -139,11 +146,21 @@ def _import(args: argparse.Namespace) -> None:
 def _connect(args: argparse.Namespace) -> None:
     url: str | None = args.url
     stdio_config: str | None = None
+    config_path = choose_config(args.config).path
+    # Loaded in every mode: a host would only show a server that fails to start.
+    config = _load_or_exit(config_path)
+    if args.write is not None:
+        reader = read_by(config, config_path, Path(args.write))
+        if reader is not None:
+            _fail(
+                "connect",
+                f"{args.write} is read by {reader} of {config_path}: the gateway would start "
+                "itself; write to the host's file, and let the gateway read a copy",
+            )
     if url is None and (args.stdio or not CONNECT_HOSTS[args.host]):
-        stdio_config = choose_config(args.config).path
-        _load_or_exit(stdio_config)  # a host would only show a server that fails to start
+        stdio_config = config_path
     elif url is None:
-        server = _load_or_exit(choose_config(args.config).path).server
+        server = config.server
         host = "127.0.0.1" if server.host in ("0.0.0.0", "::", "") else server.host
         host = f"[{host}]" if ":" in host else host
         url = f"http://{host}:{server.port}{server.path}"

@@ -34,6 +34,7 @@ from gateway.config.schema_hosts import BackendsFrom
 from gateway.errors import ConfigError
 
 if TYPE_CHECKING:
+    from gateway.config.schema_gateway import GatewayConfig
     from gateway.config.schema_hosts import HostFormat
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "connect_entry",
     "snippet",
     "merge_into",
+    "read_by",
 ]
 
 # Hosts `connect` knows, and whether each can reach a server by URL.
@@ -192,6 +194,28 @@ def merge_into(path: Path, host: str, name: str, entry: dict[str, Any]) -> list[
             )
     _write_atomically(path, _dumps(document))
     return notes
+
+
+def read_by(config: GatewayConfig, config_path: str, target: Path) -> str | None:
+    """The ``backends_from`` entry of a config that reads ``target``, if one does.
+
+    Writing the gateway into a file the gateway reads its backends from
+    would make it start (or connect to) itself on the next reload.
+
+    Args:
+        config: the gateway's config.
+        config_path: its file, which relative paths are relative to.
+        target: the host file about to be written.
+
+    Returns:
+        The entry's place (``backends_from[0]``), or None.
+    """
+    base = Path(config_path).parent
+    for index, entry in enumerate(config.backends_from):
+        path = Path(os.path.expanduser(entry.path))
+        if (base / path).resolve() == target.resolve():
+            return f"backends_from[{index}]"
+    return None
 
 
 def _dumps(document: object) -> str:

@@ -90,9 +90,14 @@ def test_import_of_a_broken_file_prints_every_problem_and_exits_2(
     ],
 )
 def test_connect_prints_the_hosts_entry_for_the_gateways_url(
-    capsys: pytest.CaptureFixture[str], host: str, expected: dict[str, Any]
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    host: str,
+    expected: dict[str, Any],
 ) -> None:
     """Issue 19: HTTP-capable hosts get the URL, in their own format."""
+    monkeypatch.chdir(tmp_path)  # the packaged default config, as for an installed wheel
     code, out, _ = run(capsys, "connect", host, "--url", "http://127.0.0.1:9/mcp", "--name", "gw")
     assert code == 0
     assert json.loads(out) == expected
@@ -224,3 +229,22 @@ def test_connect_write_refuses_a_file_whose_servers_key_is_not_an_object(
     assert code == 2
     assert "`mcpServers` is not an object; nothing written" in err
     assert host_file.read_text() == '{"mcpServers": []}'
+
+
+def test_connect_write_refuses_the_file_the_gateway_reads_its_backends_from(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Gateway choice: writing the gateway into its own backends_from file would loop."""
+    host_file = tmp_path / "claude_desktop_config.json"
+    host_file.write_text('{"mcpServers": {}}')
+    config = tmp_path / "gateway.yaml"
+    config.write_text("backends_from: [{path: claude_desktop_config.json}]\n")
+    code, _, err = run(
+        capsys, "connect", "claude-desktop", "-c", str(config), "--write", str(host_file)
+    )
+    assert code == 2
+    assert err == (
+        f"mcp-gateway connect: {host_file} is read by backends_from[0] of {config}: the gateway "
+        "would start itself; write to the host's file, and let the gateway read a copy\n"
+    )
+    assert host_file.read_text() == '{"mcpServers": {}}'
