@@ -17,6 +17,11 @@ The package, bottom up:
   first problem.
 - :mod:`~gateway.config.loading`: :func:`parse` and :func:`load`, the
   pipeline; :func:`format_problems`.
+- :mod:`~gateway.config.schema_hosts`, :mod:`~gateway.config.hosts`,
+  :mod:`~gateway.config.jsonc`, :mod:`~gateway.config.backends_from`:
+  ``backends_from``, the servers of the hosts' own config files (Claude
+  Desktop, Cursor, Windsurf, Claude Code, VS Code) as backends; the
+  pipeline calls it once the gateway's own file has decoded.
 
 Callers import everything from here.
 """
@@ -60,6 +65,7 @@ from gateway.config.schema_backends import (
     WebSocketBackend,
 )
 from gateway.config.schema_gateway import GatewayConfig
+from gateway.config.schema_hosts import HOST_FORMATS, BackendsFrom, HostFormat
 
 __all__ = [
     "Base",
@@ -86,6 +92,9 @@ __all__ = [
     "WebSocketBackend",
     "BackendConfig",
     "GatewayConfig",
+    "BackendsFrom",
+    "HostFormat",
+    "HOST_FORMATS",
     "SessionMode",
     "LogLevel",
     "LogFormat",

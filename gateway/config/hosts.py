@@ -301,7 +301,14 @@ class _References:
             return "${" + arg + "}"
         if inner == "userHome":
             return "${HOME}"
-        if inner == "workspaceFolder" and self.workspace is not None:
+        if inner == "workspaceFolder":
+            if self.workspace is None:
+                add(
+                    place,
+                    f"{whole} is the folder holding the file's .vscode, .cursor or .windsurf "
+                    "folder, and this file is in none",
+                )
+                return ""
             return _literal(self.workspace)
         if self.fmt == "vscode" and kind_ == "input" and arg:
             return self._input(arg, whole, place, add)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -51,3 +52,19 @@ def test_a_valid_key_is_its_own_name() -> None:
     assert make_name("github") == "github"
     assert make_name("GitHub Tools") == "github-tools"
     assert make_name("my_server.v2") == "my-server-v2"
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda children: st.lists(children) | st.dictionaries(st.text(), children),
+    max_leaves=20,
+)
+
+
+@given(JSON_VALUES, st.sampled_from([None, 2]))
+def test_plain_json_reads_as_json_does(value: object, indent: int | None) -> None:
+    """Issue 19: Claude Desktop's, Cursor's and Claude Code's plain JSON is read unchanged,
+    strings holding // or /* included."""
+    text = json.dumps(value, indent=indent)
+    assert loads(text) == value
+    assert not has_comments(text)
