@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any, Final
 
@@ -21,6 +22,12 @@ HOST_FILES: Final = [
     ("project/.mcp.json", {}),
     ("project/.vscode/mcp.json", {"github-token": "GH_TOKEN"}),
 ]
+
+
+@pytest.fixture(autouse=True)
+def _python_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """main() sets MCP_GATEWAY_PYTHON for the process; keep that inside each test."""
+    monkeypatch.setenv("MCP_GATEWAY_PYTHON", sys.executable)
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

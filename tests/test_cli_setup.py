@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Final
 
@@ -22,6 +23,12 @@ SHIPPED: Final = (
     (data_file("default.yaml"), "gateway.schema.json"),
     (data_file("starter.yaml"), "gateway.schema.json"),
 )
+
+
+@pytest.fixture(autouse=True)
+def _python_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """main() sets MCP_GATEWAY_PYTHON for the process; keep that inside each test."""
+    monkeypatch.setenv("MCP_GATEWAY_PYTHON", sys.executable)
 
 
 @pytest.mark.parametrize("path", SCHEMA_COPIES, ids=lambda p: str(Path(p).relative_to(ROOT)))

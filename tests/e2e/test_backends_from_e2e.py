@@ -58,9 +58,10 @@ async def test_a_claude_desktop_config_is_served_through_backends_from(
 
 
 def test_connect_prints_the_url_the_gateway_file_serves(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Issue 19: the third command, for an HTTP-capable host."""
+    monkeypatch.setenv("MCP_GATEWAY_PYTHON", sys.executable)  # main() sets it for the process
     (tmp_path / "claude_desktop_config.json").write_text('{"mcpServers": {}}')
     gateway_file = tmp_path / "gateway.yaml"
     gateway_file.write_text("backends_from:\n  - path: claude_desktop_config.json\n")
