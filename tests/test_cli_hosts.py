@@ -255,3 +255,32 @@ def test_connect_write_refuses_the_file_the_gateway_reads_its_backends_from(
         "would start itself; write to the host's file, and let the gateway read a copy\n"
     )
     assert host_file.read_text() == '{"mcpServers": {}}'
+
+
+@pytest.mark.parametrize(
+    ("host", "typed"), [("claude-code", True), ("cursor", False), ("vscode", True)]
+)
+def test_connect_stdio_gives_any_host_the_command_that_starts_the_gateway(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, host: str, typed: bool
+) -> None:
+    """Issue 19: --stdio for hosts that could use the URL too; `type` where the host writes it."""
+    config = tmp_path / "gateway.yaml"
+    config.write_text("")
+    code, out, _ = run(capsys, "connect", host, "--stdio", "-c", str(config))
+    assert code == 0
+    (entry,) = next(iter(json.loads(out).values())).values()
+    assert entry.pop("type", None) == ("stdio" if typed else None)
+    assert list(entry) == ["command", "args"]
+    assert entry["args"][-3:] == ["stdio", "-c", str(config.resolve())]
+
+
+def test_connect_reports_a_broken_config_before_a_host_would(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 19: the config is loaded first, so its problems are seen now, exit 2."""
+    config = tmp_path / "gateway.yaml"
+    config.write_text("server: {prt: 1}\n")
+    code, out, err = run(capsys, "connect", "claude-desktop", "-c", str(config))
+    assert code == 2
+    assert out == ""
+    assert err == f"{config}: server.prt: unknown field, did you mean `port`?\n"
