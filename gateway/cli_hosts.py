@@ -88,11 +88,14 @@ def import_yaml(path: str, fmt: str, inputs: dict[str, str]) -> str:
 
 
 def gateway_command(config: str) -> tuple[str, list[str]]:
-    """The command a host runs to start the gateway in stdio mode.
+    """The command a host runs to start this gateway in stdio mode.
 
     Hosts start servers with their own working directory and often a short
     ``PATH`` (Claude Desktop on macOS), so both the program and the config
-    are absolute.
+    are absolute. The program is this install's own ``mcp-gateway`` script
+    (beside the interpreter, as in a venv, pipx or uv tool install), not
+    whichever one ``PATH`` finds first; without one, the interpreter runs
+    ``-m gateway``.
 
     Args:
         config: the gateway's config file.
@@ -101,9 +104,9 @@ def gateway_command(config: str) -> tuple[str, list[str]]:
         The program and its arguments.
     """
     config_path = str(Path(config).resolve())
-    script = shutil.which("mcp-gateway")
-    if script is not None:
-        return str(Path(script).resolve()), ["stdio", "-c", config_path]
+    script = Path(sys.executable).parent / "mcp-gateway"
+    if script.is_file():
+        return str(script), ["stdio", "-c", config_path]
     return sys.executable, ["-m", "gateway", "stdio", "-c", config_path]
 
 

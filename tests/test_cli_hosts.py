@@ -130,8 +130,11 @@ def test_connect_claude_desktop_spawns_the_gateway_in_stdio_mode_with_absolute_p
     code, out, _ = run(capsys, "connect", "claude-desktop", "-c", "gateway.yaml")
     assert code == 0
     entry = json.loads(out)["mcpServers"]["mcp-gateway"]
-    assert Path(entry["command"]).is_absolute()
-    assert entry["args"][-3:] == ["stdio", "-c", str(tmp_path.resolve() / "gateway.yaml")]
+    # This install's own script (the venv's), not whichever PATH finds first.
+    assert entry == {
+        "command": str(Path(sys.executable).parent / "mcp-gateway"),
+        "args": ["stdio", "-c", str(tmp_path.resolve() / "gateway.yaml")],
+    }
     code, _, err = run(capsys, "connect", "claude-desktop", "--url", "http://127.0.0.1:9/mcp")
     assert code == 2
     assert "starts only local (stdio) servers: use --stdio -c FILE" in err

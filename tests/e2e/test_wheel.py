@@ -92,6 +92,18 @@ async def test_the_installed_wheel_serves_the_packaged_default_config_outside_th
     script = str(venv / "bin" / "mcp-gateway")
     with trio.fail_after(READY_TIMEOUT):
         assert await _run([script, "--version"], elsewhere) == f"mcp-gateway {__version__}\n"
+        # init's starter and its schema are in the wheel, and check accepts the starter.
+        await _run([script, "init", "starter.yaml"], elsewhere)
+        assert (elsewhere / "gateway.schema.json").is_file()
+        checked = await _run([script, "check", "-c", "starter.yaml"], elsewhere)
+        assert checked == "starter.yaml: ok (1 backends)\n"
+        # A host spawning the gateway gets this install's script and the packaged config.
+        (elsewhere / "starter.yaml").unlink()
+        entry = json.loads(await _run([script, "connect", "claude-desktop"], elsewhere))
+        command = entry["mcpServers"]["mcp-gateway"]
+        assert command["command"] == script
+        assert command["args"][:2] == ["stdio", "-c"]
+        assert command["args"][2].endswith("gateway/data/default.yaml")
 
     port = free_port()
     log = tmp_path / "gateway.log"
