@@ -170,7 +170,11 @@ def merge_into(path: Path, host: str, name: str, entry: dict[str, Any]) -> list[
             nothing is written then.
     """
     notes: list[str] = []
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    # A symlinked file (dotfiles kept in a repository) is written where it
+    # points, so the link stays a link.
+    path = path.resolve() if path.is_symlink() else path
+    # utf-8-sig: an editor on Windows may have written a byte-order mark.
+    text = path.read_text(encoding="utf-8-sig") if path.exists() else ""
     document: object = {}
     if text.strip():
         try:

@@ -287,3 +287,21 @@ def test_connect_reports_a_broken_config_before_a_host_would(
     assert code == 2
     assert out == ""
     assert err == f"{config}: server.prt: unknown field, did you mean `port`?\n"
+
+
+def test_connect_write_through_a_symlink_writes_the_file_it_points_to(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Gateway choice: a host file kept in a dotfiles folder stays a link."""
+    real = tmp_path / "dotfiles" / "mcp.json"
+    real.parent.mkdir()
+    real.write_bytes(b'\xef\xbb\xbf{"mcpServers": {"a": {"command": "x"}}}')  # with a BOM
+    link = tmp_path / "mcp.json"
+    link.symlink_to(real)
+    code, _, _ = run(capsys, "connect", "cursor", "--url", "http://h/mcp", "--write", str(link))
+    assert code == 0
+    assert link.is_symlink()
+    assert json.loads(real.read_text()) == {
+        "mcpServers": {"a": {"command": "x"}, "mcp-gateway": {"url": "http://h/mcp"}}
+    }
+    assert len(list(real.parent.glob("mcp.json.bak-*"))) == 1

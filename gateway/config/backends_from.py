@@ -107,7 +107,8 @@ def read_entry(
     if not path.is_absolute():
         path = base_dir / path
     try:
-        text = path.read_text(encoding="utf-8")
+        # utf-8-sig: an editor on Windows may have written a byte-order mark.
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         problems.add(join(entry_place, "path"), f"cannot read {entry.path}: {reason}")

@@ -259,6 +259,12 @@ def test_a_missing_or_malformed_host_file_is_a_clear_error(tmp_path: Path) -> No
     ]
 
 
+def test_a_host_file_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """Gateway choice: an editor on Windows may write one; JSON itself does not allow it."""
+    (tmp_path / "mcp.json").write_bytes(b'\xef\xbb\xbf{"mcpServers": {"a": {"command": "x"}}}')
+    assert [b.name for b in load_from(tmp_path, {"path": "mcp.json"}).backends] == ["a"]
+
+
 def test_a_file_without_the_formats_key_hints_at_the_other_format(tmp_path: Path) -> None:
     """Issue 19: VS Code's file read as Claude Desktop's says which key it has instead."""
     problems = problems_of(
