@@ -8,7 +8,7 @@ server in it becomes a backend, validated as a native one
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Final, Literal, TypeAlias, get_args
 
 import msgspec
 from msgspec import Meta
@@ -20,8 +20,9 @@ __all__ = ["HostFormat", "HOST_FORMATS", "BackendsFrom"]
 HostFormat: TypeAlias = Literal[
     "auto", "claude-desktop", "cursor", "windsurf", "claude-code", "vscode"
 ]
-# The concrete formats, in the order `auto` tries them.
-HOST_FORMATS: tuple[str, ...] = ("claude-desktop", "cursor", "windsurf", "claude-code", "vscode")
+# The concrete formats (every choice but `auto`), read off the Literal so a
+# format is added in one place.
+HOST_FORMATS: Final[tuple[str, ...]] = tuple(f for f in get_args(HostFormat) if f != "auto")
 
 EnvName: TypeAlias = Annotated[
     str,
