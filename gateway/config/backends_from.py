@@ -58,6 +58,7 @@ class HostBackend(NamedTuple):
         server: the translation it came from.
         from_defaults: the native keys that the entry's ``defaults`` gave.
         entry_place: the ``backends_from[I]`` item it came from.
+        templated: whether the entry's ``prefix_template`` made the name.
     """
 
     label: str
@@ -65,6 +66,7 @@ class HostBackend(NamedTuple):
     server: HostServer
     from_defaults: frozenset[str]
     entry_place: str
+    templated: bool
 
     def place(self, native: str) -> str:
         """Where a problem at ``native`` (a place inside the native entry) belongs.
@@ -81,7 +83,7 @@ class HostBackend(NamedTuple):
         rest = native[len(head) :]
         if head in self.from_defaults:
             return f"{self.entry_place}.defaults.{native}"
-        if head == "prefix":
+        if head == "prefix" or (head == "name" and self.templated):
             return f"{self.entry_place}.prefix_template"
         if head in ("", "name") or (head == "transport" and head not in self.server.origin):
             return self.label
@@ -135,10 +137,17 @@ def read_entry(
     for server in servers:
         backend = {**defaults, **server.backend}
         if entry.prefix_template is not None:
-            backend["prefix"] = entry.prefix_template.replace("{name}", backend["name"])
+            rendered = entry.prefix_template.replace("{name}", backend["name"])
+            if rendered:
+                # The name too, not only the prefix: names must be unique, and
+                # two files may well both list a `github`.
+                backend["name"] = rendered
+            else:
+                backend["prefix"] = ""
         given = frozenset(k for k in defaults if k not in server.backend)
         label = f"{entry.path}: {server.place}"
-        found.append(HostBackend(label, backend, server, given, entry_place))
+        templated = bool(entry.prefix_template)
+        found.append(HostBackend(label, backend, server, given, entry_place, templated))
     return found
 
 

@@ -43,8 +43,11 @@ class BackendsFrom(Base, frozen=True, kw_only=True):
         format: the host whose format the file is in; ``auto`` tells by the
             file's name and its top-level key (``servers`` is VS Code).
         prefix_template: each backend's prefix, ``{name}`` standing for the
-            backend's name (the server's key made into a valid name), e.g.
-            ``desk-{name}``; unset, the prefix is the name.
+            server's key made into a valid name, e.g. ``desk-{name}``. The
+            backend is named so too (its prefix is its name), so that two
+            files may list a server under the same key; ``""`` mounts the
+            file's servers unprefixed instead. Unset, the name (and the
+            prefix) is the key made valid.
         defaults: backend keys applied to every server of the file (those
             every transport has: ``session``, ``timeouts``, ``required``,
             ``tools``, ...), checked as the backend's own keys.

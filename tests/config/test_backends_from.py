@@ -216,15 +216,57 @@ def test_a_prefix_template_names_each_backends_prefix(tmp_path: Path) -> None:
         tmp_path, {"path": "hosts/claude_desktop_config.json", "prefix_template": "desk-{name}"}
     )
     assert [b.public_prefix for b in config.backends] == ["desk-notes", "desk-github-tools"]
+    assert [b.name for b in config.backends] == ["desk-notes", "desk-github-tools"]
     problems = problems_of(
         tmp_path, {"path": "hosts/claude_desktop_config.json", "prefix_template": "Desk_{name}"}
     )
     assert problems == [
-        "backends_from[0].prefix_template: 'Desk_notes' is not a valid prefix (\"\" or "
-        "lowercase letters, digits and '-', starting with a letter or digit)",
-        "backends_from[0].prefix_template: 'Desk_github-tools' is not a valid prefix (\"\" or "
-        "lowercase letters, digits and '-', starting with a letter or digit)",
+        "backends_from[0].prefix_template: 'Desk_notes' is not a valid name (lowercase letters, "
+        "digits and '-', starting with a letter or digit)",
+        "backends_from[0].prefix_template: 'Desk_github-tools' is not a valid name (lowercase "
+        "letters, digits and '-', starting with a letter or digit)",
     ]
+    unprefixed = load_from(
+        tmp_path, {"path": "hosts/claude_desktop_config.json", "prefix_template": ""}
+    )
+    assert [(b.name, b.public_prefix) for b in unprefixed.backends] == [
+        ("notes", ""),
+        ("github-tools", ""),
+    ]
+
+
+def test_two_files_listing_the_same_key_coexist_through_a_prefix_template(tmp_path: Path) -> None:
+    """Issue 19: the same server in Cursor's and VS Code's files; a template tells them apart."""
+    shutil.copytree(HOSTS, tmp_path / "hosts")
+    (tmp_path / "hosts" / "second.json").write_text('{"mcpServers": {"notes": {"command": "x"}}}')
+    path = tmp_path / "gateway.yaml"
+    path.write_text(
+        json.dumps(
+            {
+                "backends_from": [
+                    {"path": "hosts/claude_desktop_config.json"},
+                    {"path": "hosts/second.json"},
+                ]
+            }
+        )
+    )
+    with pytest.raises(ConfigError) as caught:
+        load(path, env=ENV)
+    assert caught.value.problems == [
+        "hosts/second.json: mcpServers.notes.name: duplicate backend name 'notes' "
+        "(also hosts/claude_desktop_config.json: mcpServers.notes)"
+    ]
+    path.write_text(
+        json.dumps(
+            {
+                "backends_from": [
+                    {"path": "hosts/claude_desktop_config.json"},
+                    {"path": "hosts/second.json", "prefix_template": "two-{name}"},
+                ]
+            }
+        )
+    )
+    assert [b.name for b in load(path, env=ENV).backends] == ["notes", "github-tools", "two-notes"]
 
 
 def test_a_host_server_clashing_with_a_native_backend_names_both_places(tmp_path: Path) -> None:
