@@ -11,6 +11,7 @@ from typing import Any, Final
 import pytest
 
 from gateway.cli import main
+from gateway.cli_hosts import gateway_command
 from gateway.config import load, parse
 from tests.config.test_backends_from import ENV, HOSTS
 
@@ -305,3 +306,57 @@ def test_connect_write_through_a_symlink_writes_the_file_it_points_to(
         "mcpServers": {"a": {"command": "x"}, "mcp-gateway": {"url": "http://h/mcp"}}
     }
     assert len(list(real.parent.glob("mcp.json.bak-*"))) == 1
+
+
+def test_connect_write_twice_in_one_second_keeps_both_backups(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Gateway choice: a backup is never overwritten, even by a second write at once."""
+    host_file = tmp_path / "mcp.json"
+    host_file.write_text('{"mcpServers": {}}')
+    for url in ("http://one/mcp", "http://two/mcp"):
+        code, _, _ = run(capsys, "connect", "cursor", "--url", url, "--write", str(host_file))
+        assert code == 0
+    backups = sorted(tmp_path.glob("mcp.json.bak-*"))
+    contents = sorted(b.read_text() for b in backups)
+    assert len(backups) == 2  # the same second, or two: either way two files
+    assert contents == sorted(
+        [
+            '{"mcpServers": {}}',
+            json.dumps({"mcpServers": {"mcp-gateway": {"url": "http://one/mcp"}}}, indent=2) + "\n",
+        ]
+    )
+
+
+def test_connect_write_refuses_a_file_whose_top_level_is_not_an_object(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 19: a JSON array is valid JSON but no host's file."""
+    host_file = tmp_path / "mcp.json"
+    host_file.write_text("[]")
+    code, _, err = run(capsys, "connect", "cursor", "--url", "http://h", "--write", str(host_file))
+    assert code == 2
+    assert err == (
+        f"mcp-gateway connect: {host_file}: expected a JSON object at the top level; "
+        "nothing written\n"
+    )
+
+
+def test_without_a_script_beside_the_interpreter_the_host_runs_python_m_gateway(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 19: an install without the console script (python -m gateway) still connects."""
+    interpreter = tmp_path / "bin" / "python3"
+    interpreter.parent.mkdir()
+    interpreter.touch()
+    monkeypatch.setattr(sys, "executable", str(interpreter))
+    command, args = gateway_command("gw.yaml")
+    assert command == str(interpreter)
+    assert args == ["-m", "gateway", "stdio", "-c", str(Path("gw.yaml").resolve())]
+
+
+def test_import_refuses_a_malformed_input_option(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 19: --input is ID=VAR."""
+    code, _, err = run(capsys, "import", str(HOSTS / "project/.vscode/mcp.json"), "--input", "x")
+    assert code == 2
+    assert err == "mcp-gateway import: --input 'x': expected ID=VAR\n"
