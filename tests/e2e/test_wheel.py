@@ -1,6 +1,6 @@
 """The installed wheel runs with no repository at hand (issue 19, step 3).
 
-Builds the wheel with ``python -m build`` from a copy of the sources,
+Builds the sdist and wheel with ``python -m build`` from a copy of the sources,
 installs it with its ``demo`` extra into a fresh venv, and runs
 ``mcp-gateway serve`` without ``-c`` from an empty folder outside the
 repository: the packaged default config must serve the demo backends, say
@@ -78,7 +78,9 @@ async def test_the_installed_wheel_serves_the_packaged_default_config_outside_th
     _copy_sources(src)
     dist = tmp_path / "dist"
     with trio.fail_after(BUILD_TIMEOUT):
-        await _run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist)], src)
+        # Plain `python -m build`: the sdist, then the wheel built from it, so a
+        # file the sdist leaves out is missing from the wheel too.
+        await _run([sys.executable, "-m", "build", "--outdir", str(dist)], src)
     (wheel,) = dist.glob("mcp_gateway-*.whl")
     assert wheel.name == f"mcp_gateway-{__version__}-py3-none-any.whl"
     venv = tmp_path / "venv"
