@@ -234,6 +234,8 @@ def _server(
         else:
             value = refs.rewrite(value, join(place, host_key), add)
         backend[native] = value
+    if not ok:
+        return None  # its transport is unknown: nothing more to say about it
     if "transport" not in backend:
         transport = _implied_transport(backend, place, add)
         if transport is None:
@@ -241,7 +243,7 @@ def _server(
         backend["transport"] = transport
     # The native order: what it is called and how it is reached, then the rest.
     ordered = {"name": name, "transport": backend.pop("transport"), **backend}
-    return HostServer(key, place, ordered, origin) if ok else None
+    return HostServer(key, place, ordered, origin)
 
 
 def _implied_transport(

@@ -93,6 +93,7 @@ def test_every_shape_problem_is_reported_at_its_place_and_the_rest_still_checked
             "!!!": {"command": "x"},
             "list": ["not", "an", "object"],
             "odd": {"command": "x", "timeout": 30, "autoApprove": []},
+            "kind": {"type": "ws", "command": "x", "url": "ws://h"},
         }
     }
     servers, problems = run(document, "windsurf")
@@ -105,6 +106,9 @@ def test_every_shape_problem_is_reported_at_its_place_and_the_rest_still_checked
         "cwd, url, headers, serverUrl, disabled)",
         "mcpServers.odd.autoApprove: not supported by the gateway (known: type, command, args, "
         "env, cwd, url, headers, serverUrl, disabled)",
+        # Once: not also "has both `command` and `url`".
+        "mcpServers.kind.type: unknown type 'ws' (one of: stdio, http, streamable-http, "
+        "streamableHttp, sse)",
     ]
     # Translated as far as it goes, so decoding still finds the other problems.
     assert [s.key for s in servers] == ["twice", "odd"]
