@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gateway.cli import main
-from gateway.cli_hosts import gateway_command
-from gateway.config import load, parse
+from gateway.cli_hosts import gateway_command, import_yaml
+from gateway.config import StdioBackend, load, parse
 from tests.config.test_backends_from import ENV, HOSTS
 
 # Every host file, with the import options its backends_from entry needs.
@@ -360,3 +363,15 @@ def test_import_refuses_a_malformed_input_option(capsys: pytest.CaptureFixture[s
     code, _, err = run(capsys, "import", str(HOSTS / "project/.vscode/mcp.json"), "--input", "x")
     assert code == 2
     assert err == "mcp-gateway import: --input 'x': expected ID=VAR\n"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.from_regex(r"[A-Z_][A-Z0-9_]{0,8}", fullmatch=True), st.text()))
+def test_any_claude_desktop_env_survives_import_and_loading_unchanged(env: dict[str, str]) -> None:
+    """Issue 19: import's YAML, loaded back, holds exactly the file's values, ${ and all."""
+    with tempfile.TemporaryDirectory() as folder:
+        host_file = Path(folder) / "claude_desktop_config.json"
+        host_file.write_text(json.dumps({"mcpServers": {"s": {"command": "x", "env": env}}}))
+        (backend,) = parse(import_yaml(str(host_file), "auto", {}), env={}).backends
+    assert isinstance(backend, StdioBackend)
+    assert backend.env == env
