@@ -151,3 +151,19 @@ def test_existing_config_map_and_secrets_replace_the_charts_own() -> None:
     assert volumes["config"]["configMap"]["name"] == "my-config"
     assert volumes["secret-files"]["secret"]["secretName"] == "my-files"
     assert pod["containers"][0]["envFrom"] == [{"secretRef": {"name": "my-env"}}]
+
+
+@pytest.mark.parametrize(
+    ("values", "problem"),
+    [
+        ({"replicas": 3}, "additional properties 'replicas' not allowed"),
+        ({"replicaCount": "two"}, "at '/replicaCount': got string, want integer"),
+        ({"serviceMonitor": {"enable": True}}, "additional properties 'enable' not allowed"),
+        ({"secretFilesPath": "secrets"}, "at '/secretFilesPath'"),
+    ],
+)
+def test_helm_refuses_values_the_chart_does_not_know(values: dict[str, Any], problem: str) -> None:
+    """Issue 19: values.schema.json makes a misspelt value fail at install, not in the cluster."""
+    with pytest.raises(helm_python.HelmValuesError) as caught:
+        render({**SECRET, **values})
+    assert problem in str(caught.value)
