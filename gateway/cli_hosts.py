@@ -78,12 +78,12 @@ def import_yaml(path: str, fmt: str, inputs: dict[str, str]) -> str:
     if problems.items:
         raise ConfigError(problems.items)
     header = f"# Imported from {path} by `mcp-gateway import`; check it with `mcp-gateway check`.\n"
-    body = yaml.safe_dump(
-        {"backends": [host.backend for host in hosts]},
-        sort_keys=False,
-        allow_unicode=True,
-        default_flow_style=False,
-    )
+    document = {"backends": [host.backend for host in hosts]}
+    body = yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+    if yaml.safe_load(body) != document:
+        # PyYAML writes some line breaks (U+0085, U+2028) raw, and reads them
+        # back as breaks: then every non-ASCII character is written escaped.
+        body = yaml.safe_dump(document, sort_keys=False, allow_unicode=False)
     return header + body
 
 

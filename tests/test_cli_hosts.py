@@ -365,7 +365,7 @@ def test_import_refuses_a_malformed_input_option(capsys: pytest.CaptureFixture[s
     assert err == "mcp-gateway import: --input 'x': expected ID=VAR\n"
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.dictionaries(st.from_regex(r"[A-Z_][A-Z0-9_]{0,8}", fullmatch=True), st.text()))
 def test_any_claude_desktop_env_survives_import_and_loading_unchanged(env: dict[str, str]) -> None:
     """Issue 19: import's YAML, loaded back, holds exactly the file's values, ${ and all."""
@@ -373,5 +373,15 @@ def test_any_claude_desktop_env_survives_import_and_loading_unchanged(env: dict[
         host_file = Path(folder) / "claude_desktop_config.json"
         host_file.write_text(json.dumps({"mcpServers": {"s": {"command": "x", "env": env}}}))
         (backend,) = parse(import_yaml(str(host_file), "auto", {}), env={}).backends
+    assert isinstance(backend, StdioBackend)
+    assert backend.env == env
+
+
+def test_import_writes_line_break_characters_so_that_they_load_back(tmp_path: Path) -> None:
+    """Found by the property above: PyYAML writes U+0085 raw and reads it back as a break."""
+    env = {"A": "\x85", "B": "caf\u00e9 \u2028"}
+    host_file = tmp_path / "claude_desktop_config.json"
+    host_file.write_text(json.dumps({"mcpServers": {"s": {"command": "x", "env": env}}}))
+    (backend,) = parse(import_yaml(str(host_file), "auto", {}), env={}).backends
     assert isinstance(backend, StdioBackend)
     assert backend.env == env
