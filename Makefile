@@ -21,7 +21,7 @@ FLAKE8_ASYNC_ARGS := \
 
 SDK2_VENV := .venv-sdk2
 
-.PHONY: run test install install-dev node-deps sdk2-venv conformance-deps conformance conformance-modern lint typecheck pytest bench clean
+.PHONY: run test install install-dev schema node-deps sdk2-venv conformance-deps conformance conformance-modern lint typecheck pytest bench clean
 
 $(BIN)/mcp-gateway: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -79,6 +79,13 @@ $(CONFORMANCE_MODERN_DIR)/node_modules/.package-lock.json: $(CONFORMANCE_MODERN_
 conformance-modern: install-dev conformance-deps $(CONFORMANCE_MODERN_DIR)/node_modules/.package-lock.json
 	$(BIN)/python $(CONFORMANCE_MODERN_DIR)/run.py --expect --revision 2026-07-28
 	$(BIN)/python $(CONFORMANCE_MODERN_DIR)/run.py --expect --revision 2025-11-25
+
+# The config's JSON Schema, generated from the config Structs: committed as
+# config/gateway.schema.json and packaged beside the default config. A test
+# fails when the Structs change and this was not run.
+schema: install-dev
+	$(BIN)/mcp-gateway schema > config/gateway.schema.json
+	cp config/gateway.schema.json gateway/data/gateway.schema.json
 
 run: $(VENV)/.demo-installed
 	$(BIN)/mcp-gateway serve -c $(CONFIG)

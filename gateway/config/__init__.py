@@ -17,6 +17,11 @@ The package, bottom up:
   first problem.
 - :mod:`~gateway.config.loading`: :func:`parse` and :func:`load`, the
   pipeline; :func:`format_problems`.
+- :mod:`~gateway.config.schema_hosts`, :mod:`~gateway.config.hosts`,
+  :mod:`~gateway.config.jsonc`, :mod:`~gateway.config.backends_from`:
+  ``backends_from``, the servers of the hosts' own config files (Claude
+  Desktop, Cursor, Windsurf, Claude Code, VS Code) as backends; the
+  pipeline calls it once the gateway's own file has decoded.
 
 Callers import everything from here.
 """
@@ -59,6 +64,7 @@ from gateway.config.schema_backends import (
     WebSocketBackend,
 )
 from gateway.config.schema_gateway import GatewayConfig
+from gateway.config.schema_hosts import HOST_FORMATS, BackendsFrom, HostFormat
 from gateway.config.schema_profiles import DEFAULT_PROFILE, ProfileConfig
 
 __all__ = [
@@ -89,6 +95,9 @@ __all__ = [
     "GatewayConfig",
     "ProfileConfig",
     "DEFAULT_PROFILE",
+    "BackendsFrom",
+    "HostFormat",
+    "HOST_FORMATS",
     "SessionMode",
     "LogLevel",
     "LogFormat",

@@ -34,6 +34,7 @@ from typing import (
     TypeGuard,
     TypeVar,
     Union,
+    cast,
     get_args,
     get_origin,
 )
@@ -42,10 +43,10 @@ import msgspec
 
 from gateway.config.problems import Problems, join, kind
 from gateway.config.schema import Base, Invalid, NamingConfig, tag_table
-from gateway.config.schema_backends import BackendBase
+from gateway.config.schema_backends import BackendBase, BackendConfig
 from gateway.config.schema_gateway import BackendIdentity, GatewayConfig, backend_problems
 
-__all__ = ["decode"]
+__all__ = ["decode", "decode_backend"]
 
 
 class _Failed:
@@ -353,3 +354,21 @@ def _type_words(tp: Any) -> str:
     if origin is dict or (isinstance(origin, type) and issubclass(origin, msgspec.Struct)):
         return "a mapping"
     return origin.__name__ if isinstance(origin, type) else str(tp)
+
+
+def decode_backend(data: object, place: str, problems: Problems) -> BackendConfig | None:
+    """Decode one backend entry, recording every problem in it as :func:`decode` would.
+
+    Used for the servers of host files (``backends_from``), so that they are
+    validated exactly as a native ``backends:`` item.
+
+    Args:
+        data: the entry (expanded).
+        place: its place, prefixed to every problem's.
+        problems: where every problem is recorded.
+
+    Returns:
+        The backend, or None when a problem was found.
+    """
+    backend = _decode(BackendConfig, data, place, problems)
+    return None if backend is _FAILED else cast("BackendConfig", backend)

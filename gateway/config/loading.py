@@ -7,8 +7,10 @@ lists them all, each at its place.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gateway.config.backends_from import resolve
 from gateway.config.decode import decode
 from gateway.config.problems import Problems
 from gateway.config.source import NOT_YAML, expand, read_text, read_yaml
@@ -30,7 +32,9 @@ def parse(
     Args:
         text: the YAML document. Empty (or only comments) means all defaults.
         env: variables for ``${VAR}`` expansion; ``os.environ`` when None.
-        source: the file name to put in the error, if the text came from one.
+        source: the file name to put in the error, if the text came from one;
+            ``backends_from`` paths are relative to its folder (else to the
+            working directory).
 
     Returns:
         The validated configuration.
@@ -41,7 +45,11 @@ def parse(
     problems = Problems()
     data = read_yaml(text, problems)
     if data is not NOT_YAML:
-        config = decode(expand(data, os.environ if env is None else env, problems), problems)
+        variables = os.environ if env is None else env
+        config = decode(expand(data, variables, problems), problems)
+        if not problems.items and config is not None:
+            base_dir = Path(source).parent if source else Path.cwd()
+            config = resolve(config, base_dir, variables, problems)
         if not problems.items and config is not None:
             return config
     raise ConfigError(problems.items, source)

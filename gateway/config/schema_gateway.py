@@ -31,10 +31,11 @@ from gateway.config.schema import (
 )
 from gateway.config.schema_auth import AuthConfig
 from gateway.config.schema_backends import BackendConfig
+from gateway.config.schema_hosts import BackendsFrom
 from gateway.config.schema_profiles import RESERVED_PREFIX, ProfileConfig, profile_problems
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
 __all__ = [
     "GatewayConfig",
@@ -103,6 +104,8 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
         backends: the MCP servers behind the gateway, in file order.
         profiles: named subsets of the catalog, each on its own path
             (``gateway.config.schema_profiles``).
+        backends_from: host config files whose servers are backends too,
+            after ``backends`` (:mod:`gateway.config.backends_from`).
     """
 
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
@@ -117,6 +120,7 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
     metrics: MetricsListenerConfig = msgspec.field(default_factory=MetricsListenerConfig)
     backends: list[BackendConfig] = msgspec.field(default_factory=list)
     profiles: list[ProfileConfig] = msgspec.field(default_factory=list)
+    backends_from: list[BackendsFrom] = msgspec.field(default_factory=list)
 
     def __post_init__(self) -> None:
         identities = (
@@ -151,8 +155,14 @@ class BackendIdentity(NamedTuple):
         return self.prefix if self.prefix is not None else self.name
 
 
+def _native_place(position: int) -> str:
+    return f"backends[{position}]"
+
+
 def backend_problems(
-    backends: Iterable[BackendIdentity], naming: NamingConfig | None
+    backends: Iterable[BackendIdentity],
+    naming: NamingConfig | None,
+    where: Callable[[int], str] = _native_place,
 ) -> list[tuple[str, str]]:
     """Check backends against each other: unique names and prefixes, prefixes that fit naming.
 
@@ -160,6 +170,8 @@ def backend_problems(
         backends: the backends whose name and prefix are known, in file order.
         naming: the naming section, or None when it is itself invalid (its
             problems would only make every prefix look wrong).
+        where: the place of the backend at a position (by default
+            ``backends[N]``; a host file's server for ``backends_from``).
 
     Returns:
         ``(place, message)`` pairs, places relative to the whole file.
@@ -168,13 +180,12 @@ def backend_problems(
     names: dict[str, int] = {}
     prefixes: dict[str, BackendIdentity] = {}
     for backend in backends:
-        place = f"backends[{backend.position}]"
+        place = where(backend.position)
         if backend.name in names:
             problems.append(
                 (
                     f"{place}.name",
-                    f"duplicate backend name {backend.name!r} "
-                    f"(also backends[{names[backend.name]}])",
+                    f"duplicate backend name {backend.name!r} (also {where(names[backend.name])})",
                 )
             )
         else:
@@ -204,7 +215,7 @@ def backend_problems(
             problems.append(
                 (
                     prefix_place,
-                    f"duplicate prefix {prefix!r} (also backends[{other.position}]){hint}",
+                    f"duplicate prefix {prefix!r} (also {where(other.position)}){hint}",
                 )
             )
         if naming is not None and _NAME.fullmatch(prefix):

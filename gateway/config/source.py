@@ -8,7 +8,8 @@
    YAML structure; ``$${`` is a literal ``${``. Expanded values stay strings
    (the decoder converts ``port: ${PORT}`` to an int).
 
-:func:`read_text` is the only file I/O of the config package.
+:func:`read_text` is the only file I/O of the config package but one: the
+host files of ``backends_from``, read by :mod:`gateway.config.backends_from`.
 """
 
 from __future__ import annotations
