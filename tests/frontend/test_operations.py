@@ -11,9 +11,12 @@ import time
 from typing import Any
 
 import httpx
+import pytest
 import trio
 
 from tests.harness import Running, gateway_config, start_gateway, stdio_backend
+
+pytestmark = pytest.mark.usefixtures("engine")
 
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 TOKEN = "s3cret-token-for-tests"

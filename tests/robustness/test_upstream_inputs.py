@@ -41,6 +41,8 @@ from tests.robustness.support import (
 )
 from tests.transports.fake_http import FakeHttpBackend, Recorded, json_reply, result_of, serve_fake
 
+pytestmark = pytest.mark.usefixtures("engine")
+
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
 METHOD_NOT_FOUND: Final = -32601

@@ -1,0 +1,282 @@
+"""One HTTP request on the h11 engine, as the ASGI ``receive`` and ``send`` of the app.
+
+Theory of operation:
+
+- **receive** hands the app the request body, all that is buffered in one
+  message (a small POST is one call), then, once the body is complete, waits
+  for the host to hang up and returns ``http.disconnect``: the frontend's
+  streams and modern requests cancel on it. While it waits it reads the
+  socket, so bytes of a pipelined next request are buffered in h11 (at most
+  one header block's worth; then it only waits for the response to end).
+  The host closing its side (EOF, a half-close included) counts as a
+  disconnect, as it does on hypercorn.
+- **send** holds ``http.response.start`` back until the first body message,
+  so a complete response (status line, headers, body) leaves in one
+  ``send_all``. A streamed response (``more_body``) is chunked and each
+  message is written, so flushed, as it comes (SSE).
+- A write to a host that is gone is dropped, not raised: a call in flight
+  still completes (the spec: a disconnect is not a cancellation), and the
+  connection is closed after the app returns.
+"""
+
+from __future__ import annotations
+
+import time
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Final
+from urllib.parse import unquote
+
+import h11
+import trio
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from gateway.frontend import http_util as h
+
+READ_SIZE: Final = 64 * 1024
+
+_DISCONNECT: Final = {"type": "http.disconnect"}
+_ASGI: Final = {"version": "3.0", "spec_version": "2.3"}
+_REASONS: Final = {status.value: status.phrase.encode() for status in HTTPStatus}
+_CLOSE: Final = (b"connection", b"close")
+
+
+class DateCache:
+    """The ``Date`` header value, formatted once a second rather than once a response."""
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._value = b""
+
+    def value(self) -> bytes:
+        """``Date`` for now (RFC 9110 asks it of an origin server)."""
+        second = int(time.time())
+        if second != self._second:
+            self._second = second
+            self._value = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(second)).encode()
+        return self._value
+
+
+DATE: Final = DateCache()
+
+
+class Wire:
+    """One connection's stream and h11 state, shared by its successive exchanges.
+
+    Args:
+        stream: the accepted stream (TCP, or TLS over it).
+        conn: h11's server-side state for it.
+        max_pipelined: the most bytes of a next request buffered while a
+            response is still being produced.
+    """
+
+    def __init__(self, stream: trio.abc.Stream, conn: h11.Connection, max_pipelined: int) -> None:
+        self.stream = stream
+        self.conn = conn
+        self.max_pipelined = max_pipelined
+        # The host hung up or a write failed: nothing more is read or written.
+        self.broken = False
+        # A response was cut (the app failed mid-stream) or the input is not
+        # in a state to read the next request from: close after this one.
+        self.must_close = False
+
+    async def read(self) -> bytes:
+        """Bytes from the host; ``b""`` once it closed or the stream broke."""
+        if self.broken:
+            return b""
+        try:
+            data = bytes(await self.stream.receive_some(READ_SIZE))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            data = b""
+        if not data:
+            self.broken = True
+        return data
+
+    async def write(self, data: bytes) -> None:
+        """Write to the host; a host that is gone makes this a no-op from then on."""
+        if self.broken:
+            return
+        try:
+            await self.stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.broken = True
+
+
+def build_scope(
+    request: h11.Request,
+    scheme: str,
+    client: tuple[str, int] | None,
+    server: tuple[str, int] | None,
+) -> h.Scope:
+    """The ASGI HTTP scope of one parsed request."""
+    raw_path, _, query = bytes(request.target).partition(b"?")
+    path = raw_path.decode("latin-1")
+    return {
+        "type": "http",
+        "asgi": _ASGI,
+        "http_version": request.http_version.decode("ascii"),
+        "method": request.method.decode("ascii"),
+        "scheme": scheme,
+        "path": unquote(path) if "%" in path else path,
+        "raw_path": raw_path,
+        "query_string": query,
+        "root_path": "",
+        "headers": list(request.headers),
+        "client": client,
+        "server": server,
+    }
+
+
+class Exchange:
+    """The ASGI side of one request: ``receive`` and ``send`` over the connection.
+
+    Args:
+        wire: the connection.
+        head: whether the request is a HEAD (its response carries no body).
+        closing: returns True when the connection will close after this
+            response (the server is shutting down): the response says so.
+    """
+
+    def __init__(self, wire: Wire, *, head: bool, closing: Callable[[], bool]) -> None:
+        self._wire = wire
+        self._head = head
+        self._closing = closing
+        self._body_done = False
+        self._status = 500
+        self._headers: list[tuple[bytes, bytes]] = []
+        self.started = False
+        self.complete = False
+        self._waiter: trio.CancelScope | None = None
+
+    # -- receive -------------------------------------------------------------
+
+    async def receive(self) -> h.Message:
+        """The ASGI ``receive``: body messages, then ``http.disconnect``."""
+        if self._wire.broken or self.complete:
+            return dict(_DISCONNECT)
+        if not self._body_done:
+            return await self._read_body()
+        await self._wait_for_hangup()
+        return dict(_DISCONNECT)
+
+    def pull_buffered_body(self) -> bool:
+        """Take the rest of the body if it is all buffered; True when it is complete.
+
+        A request without a body still has its end to pull: without this a
+        GET the app never ``receive``s from would look unfinished and close
+        its connection.
+        """
+        conn = self._wire.conn
+        while not self._body_done:
+            try:
+                event = conn.next_event()
+            except h11.RemoteProtocolError:
+                return False
+            if isinstance(event, h11.EndOfMessage):
+                self._body_done = True
+            elif not isinstance(event, h11.Data):
+                return False
+        return True
+
+    async def _read_body(self) -> h.Message:
+        conn = self._wire.conn
+        if conn.they_are_waiting_for_100_continue:
+            await self._wire.write(
+                conn.send(h11.InformationalResponse(status_code=100, headers=[]))
+            )
+        chunks: list[bytes] = []
+        while True:
+            try:
+                event = conn.next_event()
+            except h11.RemoteProtocolError:  # a malformed chunk, or EOF mid-body
+                self._wire.broken = True
+                return dict(_DISCONNECT)
+            if isinstance(event, h11.Data):
+                chunks.append(bytes(event.data))
+            elif isinstance(event, h11.EndOfMessage):
+                self._body_done = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            elif event is h11.NEED_DATA:
+                if chunks:
+                    return {"type": "http.request", "body": b"".join(chunks), "more_body": True}
+                conn.receive_data(await self._wire.read())
+            else:  # ConnectionClosed
+                self._wire.broken = True
+                return dict(_DISCONNECT)
+
+    async def _wait_for_hangup(self) -> None:
+        """Read until the host closes or the response ends, whichever is first."""
+        wire = self._wire
+        while not (wire.broken or self.complete):
+            with trio.CancelScope() as waiter:  # the response's end cancels it
+                self._waiter = waiter
+                if len(wire.conn.trailing_data[0]) >= wire.max_pipelined:
+                    await trio.sleep_forever()  # enough of the next request is buffered
+                data = await wire.read()
+            self._waiter = None
+            if waiter.cancelled_caught:
+                return
+            if data:
+                wire.conn.receive_data(data)
+
+    # -- send ----------------------------------------------------------------
+
+    async def send(self, message: h.Message) -> None:
+        """The ASGI ``send``: the head waits for the first body message."""
+        kind = message["type"]
+        if kind == "http.response.start":
+            self._status = message["status"]
+            self._headers = list(message.get("headers", ()))
+            return
+        if kind != "http.response.body" or self.complete:
+            return
+        body: bytes = message.get("body", b"")
+        more: bool = message.get("more_body", False)
+        if self._head:
+            body = b""
+        conn = self._wire.conn
+        if not self.started:
+            self.started = True
+            out = conn.send(self._response(None if more else len(body)))
+        else:
+            out = b""
+        if body:
+            out += conn.send(h11.Data(data=body))
+        if not more:
+            out += conn.send(h11.EndOfMessage())
+            self._ended()
+        if out:
+            await self._wire.write(out)
+
+    def _response(self, length: int | None) -> h11.Response:
+        headers = self._headers
+        names = {name.lower() for name, _ in headers}
+        if length is not None and b"content-length" not in names:
+            headers.append((b"content-length", str(length).encode()))
+        headers.append((b"date", DATE.value()))
+        # Input we will not read (an unread body) or a server on its way out:
+        # say the connection closes, so the host does not reuse it.
+        if self._closing() or not self.pull_buffered_body():
+            headers.append(_CLOSE)
+        return h11.Response(
+            status_code=self._status, headers=headers, reason=_REASONS.get(self._status, b"")
+        )
+
+    def _ended(self) -> None:
+        self.complete = True
+        if self._waiter is not None:
+            self._waiter.cancel()
+
+    async def finish(self) -> None:
+        """After the app returned: a response it never started is a 500; a cut one, a close."""
+        if not self.started:
+            self._status = 500
+            self._headers = [(b"content-type", b"text/plain")]
+            await self.send({"type": "http.response.body", "body": b"Internal Server Error"})
+        elif not self.complete:
+            self._wire.must_close = True
+        self._ended()
+
+    def __repr__(self) -> str:
+        return f"<Exchange status={self._status} started={self.started} complete={self.complete}>"
