@@ -65,10 +65,17 @@ $(CONFORMANCE_DIR)/node_modules/.package-lock.json: $(CONFORMANCE_DIR)/package-l
 
 conformance-deps: $(CONFORMANCE_DIR)/node_modules/.package-lock.json node-deps
 
+# The gateway's HTTP engines (server.engine): both conformance suites run on
+# each, so the default (h11) and the cross-check (hypercorn) stay equivalent.
+CONFORMANCE_ENGINES ?= h11 hypercorn
+
 # Fails unless every scenario of `conformance server --suite all` passes through
-# the gateway. CONFORMANCE_ARGS=--direct runs it against the backend alone.
+# the gateway, on every engine. CONFORMANCE_ARGS=--direct runs it against the
+# backend alone (then CONFORMANCE_ENGINES=h11 avoids a second identical run).
 conformance: install-dev conformance-deps
-	$(BIN)/python $(CONFORMANCE_DIR)/run.py $(CONFORMANCE_ARGS)
+	set -e; for engine in $(CONFORMANCE_ENGINES); do \
+		$(BIN)/python $(CONFORMANCE_DIR)/run.py --engine $$engine $(CONFORMANCE_ARGS); \
+	done
 
 # The 0.2.x suite (MCP 2026-07-28 and 2025-11-25) through the gateway, beside the
 # 0.1.16 run above; passes when every scenario listed in
@@ -77,8 +84,10 @@ $(CONFORMANCE_MODERN_DIR)/node_modules/.package-lock.json: $(CONFORMANCE_MODERN_
 	npm ci --prefix $(CONFORMANCE_MODERN_DIR) --no-audit --no-fund --loglevel=error
 
 conformance-modern: install-dev conformance-deps $(CONFORMANCE_MODERN_DIR)/node_modules/.package-lock.json
-	$(BIN)/python $(CONFORMANCE_MODERN_DIR)/run.py --expect --revision 2026-07-28
-	$(BIN)/python $(CONFORMANCE_MODERN_DIR)/run.py --expect --revision 2025-11-25
+	set -e; for engine in $(CONFORMANCE_ENGINES); do \
+		$(BIN)/python $(CONFORMANCE_MODERN_DIR)/run.py --expect --revision 2026-07-28 --engine $$engine; \
+		$(BIN)/python $(CONFORMANCE_MODERN_DIR)/run.py --expect --revision 2025-11-25 --engine $$engine; \
+	done
 
 run: $(VENV)/.demo-installed
 	$(BIN)/mcp-gateway serve -c $(CONFIG)

@@ -245,9 +245,12 @@ class Exchange:
             out += conn.send(h11.Data(data=body))
         if not more:
             out += conn.send(h11.EndOfMessage())
-            self._ended()
         if out:
             await self._wire.write(out)
+        if not more:
+            # Only now: the app's disconnect watcher wakes on this and may
+            # cancel the task that was still writing the response's end.
+            self._ended()
 
     def _response(self, length: int | None) -> h11.Response:
         headers = self._headers

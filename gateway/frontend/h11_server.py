@@ -164,6 +164,11 @@ class H11Server:
                             idle = False
                             scope.deadline = trio.current_time() + self._limits.header_timeout
                     elif isinstance(event, h11.Request):
+                        # h11 checks the size only of a head still incomplete;
+                        # one that arrived whole in a single read is measured here.
+                        if _head_size(event) > self._limits.max_header_bytes:
+                            await _refuse(wire, 431, "request header block too large")
+                            return None
                         return event
                     else:  # ConnectionClosed (or PAUSED, which cannot happen here)
                         return None
@@ -173,6 +178,14 @@ class H11Server:
             finally:
                 self._idle.discard(scope)
         return None
+
+
+def _head_size(request: h11.Request) -> int:
+    """About the size of the request's head on the wire (the line and the headers)."""
+    size = len(request.method) + len(request.target) + 12
+    for name, value in request.headers:
+        size += len(name) + len(value) + 4
+    return size
 
 
 def _addresses(
