@@ -782,3 +782,26 @@ def test_problems_are_listed_in_the_order_of_the_file() -> None:
 def test_each_bound_has_words_for_a_person(text: str, problem: str) -> None:
     """Gateway choice: a bound's failure reads like the rest, never as msgspec's message."""
     assert problems_of(text) == [problem]
+
+
+# --- server.engine and server.tls ---------------------------------------------
+
+
+def test_the_engine_defaults_to_h11_and_takes_hypercorn() -> None:
+    """server.engine: h11 unless hypercorn is asked for; anything else is refused."""
+    assert parse_ok("").server.engine == "h11"
+    assert parse_ok("server: {engine: hypercorn}").server.engine == "hypercorn"
+    [problem] = problems_of("server: {engine: uvicorn}")
+    assert problem.startswith("server.engine"), problem
+
+
+def test_tls_needs_both_files_and_is_off_without_them() -> None:
+    """server.tls: off by default; a certificate without its key (or the reverse) is an
+    error at the missing one, not a silent plain-HTTP start."""
+    assert not parse_ok("").server.tls.enabled
+    tls = parse_ok("server: {tls: {cert_file: c.pem, key_file: k.pem}}").server.tls
+    assert tls.enabled and (tls.cert_file, tls.key_file) == ("c.pem", "k.pem")
+    [problem] = problems_of("server: {tls: {cert_file: c.pem}}")
+    assert problem.startswith("server.tls.key_file"), problem
+    [problem] = problems_of("server: {tls: {key_file: k.pem}}")
+    assert problem.startswith("server.tls.cert_file"), problem

@@ -36,7 +36,8 @@ import h11
 import structlog
 import trio
 
-from gateway.frontend.h11_exchange import DATE, Exchange, Wire, build_scope
+from gateway.frontend.h11_exchange import Exchange, Wire, build_scope
+from gateway.frontend.h11_response import DATE
 
 if TYPE_CHECKING:
     import ssl
@@ -106,8 +107,7 @@ class H11Server:
         client, server = _addresses(stream)
         if self._ssl is not None:
             stream = trio.SSLStream(stream, self._ssl, server_side=True, https_compatible=True)
-        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=self._limits.max_header_bytes)
-        wire = Wire(stream, conn, self._limits.max_header_bytes)
+        wire = Wire(stream, self._limits.max_header_bytes)
         self.connections += 1
         try:
             await self._serve(wire, client, server)
@@ -124,7 +124,12 @@ class H11Server:
             request = await self._next_request(wire)
             if request is None:
                 return
-            exchange = Exchange(wire, head=request.method == b"HEAD", closing=lambda: self.stopping)
+            exchange = Exchange(
+                wire,
+                head=request.method == b"HEAD",
+                keep_alive=_keep_alive(request),
+                closing=lambda: self.stopping,
+            )
             scope = build_scope(request, self._scheme, client, server)
             try:
                 await self._app(scope, exchange.receive, exchange.send)
@@ -133,15 +138,13 @@ class H11Server:
                     await exchange.finish()
             if not self._reusable(wire, exchange):
                 return
-            wire.conn.start_next_cycle()
+            wire.next_cycle()
 
     def _reusable(self, wire: Wire, exchange: Exchange) -> bool:
-        if self.stopping or wire.broken or wire.must_close:
-            return False
         if not exchange.pull_buffered_body():
-            wire.must_close = True  # input we did not read: linger before closing
+            wire.unread = True  # input we did not read: linger before closing
             return False
-        return wire.conn.our_state is h11.DONE and wire.conn.their_state is h11.DONE
+        return not (self.stopping or wire.broken or wire.must_close) and exchange.complete
 
     async def _next_request(self, wire: Wire) -> h11.Request | None:
         """The next request's head, or None: closed, refused, timed out, or shutting down."""
@@ -180,6 +183,16 @@ class H11Server:
         return None
 
 
+def _keep_alive(request: h11.Request) -> bool:
+    """Whether the host lets the connection carry another request after this one."""
+    if request.http_version != b"1.1":
+        return False  # HTTP/1.0 keep-alive is not offered: one request, then close
+    for name, value in request.headers:
+        if name == b"connection" and b"close" in value.lower():
+            return False
+    return True
+
+
 def _head_size(request: h11.Request) -> int:
     """About the size of the request's head on the wire (the line and the headers)."""
     size = len(request.method) + len(request.target) + 12
@@ -212,14 +225,14 @@ async def _refuse(wire: Wire, status: int, reason: str) -> None:
         DATE.value(),
     )
     await wire.write(head + body)
-    wire.must_close = True
+    wire.must_close = wire.unread = True
 
 
 async def _close(wire: Wire) -> None:
     """Close the connection; with input unread, let the host finish sending first."""
     stream = wire.stream
     with trio.CancelScope(shield=True, deadline=trio.current_time() + CLOSE_TIMEOUT):
-        if wire.must_close and not wire.broken and isinstance(stream, trio.abc.HalfCloseableStream):
+        if wire.unread and not wire.broken and isinstance(stream, trio.abc.HalfCloseableStream):
             try:
                 await stream.send_eof()
                 with trio.move_on_after(LINGER_TIMEOUT):

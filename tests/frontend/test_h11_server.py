@@ -19,9 +19,9 @@ import pytest
 import trio
 import trio.testing
 
-from gateway.frontend import h11_exchange
+from gateway.frontend import h11_response
 from gateway.frontend import http_util as h
-from gateway.frontend.h11_exchange import DATE, DateCache
+from gateway.frontend.h11_response import DATE, DateCache, UnsafeHeader
 from gateway.frontend.h11_server import H11Server, Limits
 
 LIMITS = Limits(max_header_bytes=4096, header_timeout=8.0, idle_timeout=8.0, drain_timeout=5.0)
@@ -455,7 +455,7 @@ async def test_expect_100_continue_is_answered_when_the_app_reads_the_body() -> 
 def test_the_date_header_is_formatted_once_a_second(monkeypatch: pytest.MonkeyPatch) -> None:
     """The Date value is formatted once per second (the same bytes object within one)."""
     now = [1_000_000_000.2]
-    monkeypatch.setattr(h11_exchange.time, "time", lambda: now[0])
+    monkeypatch.setattr(h11_response.time, "time", lambda: now[0])
     cache = DateCache()
     first = cache.value()
     assert first == b"Sun, 09 Sep 2001 01:46:40 GMT"
@@ -463,3 +463,70 @@ def test_the_date_header_is_formatted_once_a_second(monkeypatch: pytest.MonkeyPa
     assert cache.value() is first
     now[0] = 1_000_000_001.0
     assert cache.value() == b"Sun, 09 Sep 2001 01:46:41 GMT"
+
+
+async def test_a_host_asking_to_close_gets_its_answer_and_then_the_close() -> None:
+    """Connection: close from the host: the response says close, then the loop closes."""
+    app = App()
+    async with connected(app) as host:
+        await host.send(request("GET", "/x", headers=(("Connection", "close"),)))
+        response, body = await host.response()
+        assert (response.status_code, body) == (404, b"no")
+        assert header(response, b"connection") == b"close"
+        await host.done.wait()
+
+
+async def test_an_http_1_0_stream_is_delimited_by_the_close() -> None:
+    """HTTP/1.0 has no chunked encoding: a streamed body ends with the connection."""
+    app = App()
+    async with connected(app) as host:
+        await host.send(b"GET /stream HTTP/1.0\r\n\r\n")
+        await app.started.wait()
+        app.release.set()
+        raw = await host.rest()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 OK")
+    assert b"connection: close" in head
+    assert b"transfer-encoding" not in head.lower()
+    assert body == b"onetwo"
+
+
+def test_response_heads_refuse_header_injection_and_frame_chunks() -> None:
+    """A CR or LF in a header cannot split the response; chunks carry their hex size;
+    HEAD, 1xx, 204 and 304 responses have no body."""
+    with pytest.raises(UnsafeHeader):
+        h11_response.head(200, [(b"x-session", b"abc\r\nset-cookie: evil=1")])
+    with pytest.raises(UnsafeHeader):
+        h11_response.head(200, [(b"x-a\nb", b"v")])
+    head = h11_response.head(404, [(b"content-length", b"0")])
+    assert head.startswith(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\ndate: ")
+    assert head.endswith(b" GMT\r\n\r\n")
+    assert h11_response.chunk(b"x" * 26) == b"1a\r\n" + b"x" * 26 + b"\r\n"
+    assert h11_response.chunk(b"") == b""
+    assert [h11_response.has_body(False, s) for s in (100, 200, 204, 304, 413)] == [
+        False,
+        True,
+        False,
+        False,
+        True,
+    ]
+    assert not h11_response.has_body(True, 200)
+
+
+async def test_a_response_with_an_unsafe_header_is_never_written() -> None:
+    """An app bug that puts CRLF in a header: nothing of that response reaches the host,
+    which gets a 500 instead."""
+    app = App()
+
+    async def splitting(scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
+        await send(
+            {"type": "http.response.start", "status": 200, "headers": [(b"x", b"a\r\nb: c")]}
+        )
+        await send({"type": "http.response.body", "body": b"secret"})
+
+    async with connected(app) as host:
+        host.server._app = splitting
+        await host.send(request("GET", "/x"))
+        response, body = await host.response()
+    assert response.status_code == 500
+    assert b"secret" not in body
