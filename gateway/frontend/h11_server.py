@@ -115,7 +115,7 @@ class H11Server:
             logger.exception("http.connection.failed", client=client)
         finally:
             self.connections -= 1
-            await _close(wire)
+            await _close(wire)  # noqa: ASYNC102 - shields itself, with a deadline
 
     async def _serve(
         self, wire: Wire, client: tuple[str, int] | None, server: tuple[str, int] | None

@@ -157,12 +157,13 @@ async def connected(app: App, limits: Limits = LIMITS) -> AsyncIterator[Host]:
     counting = CountingStream(server_end)
     done = trio.Event()
 
-    async def serve() -> None:
+    async def serve(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
         await server.handle(counting)
         done.set()
 
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(serve)
+        await nursery.start(serve)
         yield Host(client_end, counting, server, done)
         nursery.cancel_scope.cancel()
 
@@ -431,7 +432,7 @@ async def test_head_gets_the_headers_without_the_body() -> None:
         await host.send(request("HEAD", "/x"))
         response, body = await host.response("HEAD")
         assert (response.status_code, body) == (404, b"")
-        assert header(response, b"content-length") == b"2"  # the GET's body's length
+        assert header(response, b"content-length") == b"2"  # the length a GET would get
         await host.send(request("GET", "/x"))
         assert (await host.response())[1] == b"no"
 
