@@ -15,13 +15,12 @@ import ssl
 from functools import partial
 from typing import TYPE_CHECKING, Final, cast
 
-import hypercorn.config
-import hypercorn.trio
 import trio
 
 from gateway.frontend.h11_server import Limits, serve_h11
 
 if TYPE_CHECKING:
+    import hypercorn.config
     from hypercorn.typing import ASGIFramework
 
     from gateway.config.schema import ServerConfig, TlsConfig
@@ -56,6 +55,8 @@ def ssl_context(tls: TlsConfig) -> ssl.SSLContext | None:
 
 def hypercorn_config(server: ServerConfig, drain_timeout: float) -> hypercorn.config.Config:
     """hypercorn's settings for the same limits the h11 engine keeps."""
+    import hypercorn.config  # only when asked for: about 35 ms of start-up otherwise
+
     hc = hypercorn.config.Config()
     host, port = server.host, server.port
     hc.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
@@ -107,6 +108,8 @@ async def serve_http(
     finish for up to ``drain_timeout``.
     """
     if server.engine == "hypercorn":
+        import hypercorn.trio  # see hypercorn_config
+
         # The cast: the app takes plain mappings, hypercorn types its scopes as TypedDicts.
         serve = partial(
             hypercorn.trio.serve,
