@@ -531,3 +531,18 @@ async def test_a_response_with_an_unsafe_header_is_never_written() -> None:
         response, body = await host.response()
     assert response.status_code == 500
     assert b"secret" not in body
+
+
+async def test_a_chunked_request_body_is_read_and_the_connection_stays() -> None:
+    """A body in chunked transfer coding reaches the app whole; the connection is reused."""
+    app = App()
+    async with connected(app) as host:
+        head = b"POST /echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n"
+        await host.send(head + b"5\r\nhello\r\n")
+        await trio.testing.wait_all_tasks_blocked()
+        await host.send(b"6\r\n world\r\n0\r\n\r\n")
+        response, body = await host.response("POST")
+        assert (response.status_code, body) == (200, b"hello world")
+        assert header(response, b"connection") is None
+        await host.send(request("GET", "/x"))
+        assert (await host.response())[0].status_code == 404
