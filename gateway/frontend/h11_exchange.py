@@ -6,8 +6,9 @@ Theory of operation:
   message (a small POST is one call), then, once the body is complete, waits
   for the host to hang up and returns ``http.disconnect``: the frontend's
   streams and modern requests cancel on it. While it waits it reads the
-  socket, so bytes of a pipelined next request are buffered in h11 (at most
-  one header block's worth; then it only waits for the response to end).
+  socket, so bytes of a pipelined next request are buffered in h11 (about
+  one header block's worth at most; then it only waits for the response to
+  end).
   The host closing its side (EOF, a half-close included) counts as a
   disconnect, as it does on hypercorn.
 - **send** holds ``http.response.start`` back until the first body message,
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 
     from gateway.frontend import http_util as h
 
+# The most read from a socket at once: a typical request in one read, and
+# a bound on what one read can add to h11's buffer.
 READ_SIZE: Final = 64 * 1024
 
 _DISCONNECT: Final = {"type": "http.disconnect"}

@@ -21,6 +21,7 @@ import trio.testing
 
 from gateway.frontend import h11_response
 from gateway.frontend import http_util as h
+from gateway.frontend.h11_exchange import READ_SIZE
 from gateway.frontend.h11_response import DATE, DateCache, UnsafeHeader
 from gateway.frontend.h11_server import H11Server, Limits
 
@@ -86,6 +87,7 @@ class CountingStream(trio.abc.HalfCloseableStream):
     def __init__(self, inner: trio.abc.HalfCloseableStream) -> None:
         self.inner = inner
         self.writes: list[bytes] = []
+        self.received = 0
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         self.writes.append(bytes(data))
@@ -95,7 +97,9 @@ class CountingStream(trio.abc.HalfCloseableStream):
         await self.inner.wait_send_all_might_not_block()
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
-        return await self.inner.receive_some(max_bytes)
+        data = await self.inner.receive_some(max_bytes)
+        self.received += len(data)
+        return data
 
     async def send_eof(self) -> None:
         await self.inner.send_eof()
@@ -546,3 +550,21 @@ async def test_a_chunked_request_body_is_read_and_the_connection_stays() -> None
         assert header(response, b"connection") is None
         await host.send(request("GET", "/x"))
         assert (await host.response())[0].status_code == 404
+
+
+async def test_pipelined_input_is_buffered_only_up_to_a_bound_while_a_response_streams() -> None:
+    """While a streamed response is in progress the loop watches for a hang-up, but a
+    host pipelining without end cannot make it buffer more than about one header
+    block plus one read."""
+    app = App()
+    async with connected(app) as host:
+        first = request("GET", "/stream")
+        await host.send(first + request("GET", "/x") * 10_000)  # ~290 KB
+        await app.started.wait()
+        await trio.testing.wait_all_tasks_blocked()
+        bound = len(first) + LIMITS.max_header_bytes + READ_SIZE
+        assert host.server_end.received <= bound, host.server_end.received
+        app.release.set()
+        response, body = await host.response()
+        assert (response.status_code, body) == (200, b"onetwo")
+        assert (await host.response())[1] == b"no"  # the pipelined ones follow
