@@ -22,6 +22,7 @@ Theory of operation:
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Final
 from urllib.parse import unquote
 
@@ -52,11 +53,16 @@ class Wire:
         stream: the accepted stream (TCP, or TLS over it).
         max_header_bytes: the largest request head; also the most bytes of
             a next request buffered while a response is still being produced.
+        body_timeout: the longest wait for the next bytes of a request body;
+            a host silent that long mid-body is treated as gone.
     """
 
-    def __init__(self, stream: trio.abc.Stream, max_header_bytes: int) -> None:
+    def __init__(
+        self, stream: trio.abc.Stream, max_header_bytes: int, body_timeout: float = math.inf
+    ) -> None:
         self.stream = stream
         self.max_header_bytes = max_header_bytes
+        self.body_timeout = body_timeout
         self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=max_header_bytes)
         # The host hung up or a write failed: nothing more is read or written.
         self.broken = False
@@ -206,7 +212,12 @@ class Exchange:
             elif event is h11.NEED_DATA:
                 if chunks:
                     return {"type": "http.request", "body": b"".join(chunks), "more_body": True}
-                conn.receive_data(await self._wire.read())
+                with trio.move_on_after(self._wire.body_timeout) as stalled:
+                    data = await self._wire.read()
+                if stalled.cancelled_caught:  # a body trickled or stopped (slow client)
+                    self._wire.broken = True
+                    return dict(_DISCONNECT)
+                conn.receive_data(data)
             else:  # ConnectionClosed
                 self._wire.broken = True
                 return dict(_DISCONNECT)

@@ -14,7 +14,10 @@ Rules / theory of operation:
   The headers of a request must be complete within ``header_timeout`` of the
   connection going idle (slowloris, robustness A26): a connection that
   trickles or says nothing is closed without an answer, as hypercorn does at
-  its keep-alive timeout. The body's size limit is the app's
+  its keep-alive timeout. A body whose next bytes do not come within the
+  same timeout is a host gone (``http.disconnect``): a body that stops
+  cannot hold a request open for ever (one trickled faster than that still
+  can, up to the body's size limit). That limit is the app's
   (``server.max_body_bytes``, 413).
 - **Closing with input unread** (a refusal, an unread body) shuts our side
   first and discards what the host still sends for a moment, so that the
@@ -65,7 +68,7 @@ class Limits:
         max_header_bytes: the largest request head (request line and headers).
         header_timeout: seconds for a request's headers to be complete, from
             the moment the connection is ready for it (connected, or the
-            previous response ended).
+            previous response ended); also the longest silence mid-body.
         idle_timeout: seconds an idle keep-alive connection is held.
         drain_timeout: seconds requests in flight get once shutdown starts.
         backlog: the kernel's queue of connections not yet accepted.
@@ -107,7 +110,7 @@ class H11Server:
         client, server = _addresses(stream)
         if self._ssl is not None:
             stream = trio.SSLStream(stream, self._ssl, server_side=True, https_compatible=True)
-        wire = Wire(stream, self._limits.max_header_bytes)
+        wire = Wire(stream, self._limits.max_header_bytes, self._limits.header_timeout)
         self.connections += 1
         try:
             await self._serve(wire, client, server)

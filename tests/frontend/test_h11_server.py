@@ -568,3 +568,25 @@ async def test_pipelined_input_is_buffered_only_up_to_a_bound_while_a_response_s
         response, body = await host.response()
         assert (response.status_code, body) == (200, b"onetwo")
         assert (await host.response())[1] == b"no"  # the pipelined ones follow
+
+
+async def test_a_body_that_stops_arriving_is_a_disconnect_at_the_header_timeout(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Slow client mid-body: a host that sends half its body and then nothing is treated
+    as gone after header_timeout (the app's receive says disconnect), and the connection
+    closes; a body whose pieces keep coming within the timeout is read whole."""
+    app = App()
+    async with connected(app) as host:
+        head = b"POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: 10\r\n\r\n"
+        await host.send(head + b"01")
+        for piece in (b"23", b"45", b"67", b"89"):
+            await trio.sleep(LIMITS.header_timeout - 1)
+            await host.send(piece)
+        response, body = await host.response("POST")
+        assert (response.status_code, body) == (200, b"0123456789")
+        await host.send(head + b"01234")
+        started = trio.current_time()
+        await host.done.wait()
+        assert trio.current_time() - started == pytest.approx(LIMITS.header_timeout)
+    assert app.disconnects == ["/echo"]
