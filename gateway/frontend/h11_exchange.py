@@ -12,8 +12,9 @@ Theory of operation:
   The host closing its side (EOF, a half-close included) counts as a
   disconnect, as it does on hypercorn.
 - **send** holds ``http.response.start`` back until the first body message,
-  so a complete response (status line, headers, body) leaves in one
-  ``send_all``. A streamed response (``more_body``) is chunked and each
+  so a complete response (status line, headers, body up to 64 KiB) leaves in
+  one ``send_all``; a larger body follows the head in a write of its own
+  rather than be copied. A streamed response (``more_body``) is chunked and each
   message is written, so flushed, as it comes (SSE).
 - A write to a host that is gone is dropped, not raised: a call in flight
   still completes (the spec: a disconnect is not a cancellation), and the
@@ -44,6 +45,9 @@ _DISCONNECT: Final = {"type": "http.disconnect"}
 _ASGI: Final = {"version": "3.0", "spec_version": "2.3"}
 _CLOSE: Final = (b"connection", b"close")
 _CHUNKED: Final = (b"transfer-encoding", b"chunked")
+# Bodies up to this size leave in the same write as the head (one syscall a
+# response); larger ones in a write of their own, so they are not copied.
+COALESCE_LIMIT: Final = 64 * 1024
 
 
 class Wire:
@@ -251,16 +255,18 @@ class Exchange:
         body: bytes = message.get("body", b"")
         more: bool = message.get("more_body", False)
         if not self.started:
-            out = self._start(body, more)  # may raise: then nothing was written
+            head = self._start(None if more else len(body))  # may raise: nothing written
             self.started = True
-        elif self._bodyless:
-            out = b""
-        elif self._chunked:
-            out = wire_format.chunk(body)
-            if not more:
-                out += wire_format.LAST_CHUNK
+            framed = self._frame(body, more)
+            if len(framed) > COALESCE_LIMIT:
+                # A large body gets a write of its own: joining it to the head
+                # would copy it (a 10 MiB result: 10 MiB more at the peak).
+                await self._wire.write(head)
+                out = framed
+            else:
+                out = head + framed
         else:
-            out = body
+            out = self._frame(body, more)
         if out:
             await self._wire.write(out)
         if not more:
@@ -268,8 +274,17 @@ class Exchange:
             # cancel the task that was still writing the response's end.
             self._ended()
 
-    def _start(self, body: bytes, more: bool) -> bytes:
-        """The head, and the first body bytes in the same write."""
+    def _frame(self, body: bytes, more: bool) -> bytes:
+        """Body bytes as they go on the wire: as they are, chunked, or nothing."""
+        if self._bodyless:
+            return b""
+        if self._chunked:
+            out = wire_format.chunk(body)
+            return out if more else out + wire_format.LAST_CHUNK
+        return body
+
+    def _start(self, length: int | None) -> bytes:
+        """The head: framing chosen from ``length`` (None: the body streams)."""
         status, headers = self._status, self._headers
         self._bodyless = not wire_format.has_body(self._head, status)
         has_length = any(name.lower() == b"content-length" for name, _ in headers)
@@ -278,8 +293,8 @@ class Exchange:
         close = not self._keep_alive or self._closing() or not self.pull_buffered_body()
         if self._bodyless or has_length:
             pass
-        elif not more:
-            headers.append((b"content-length", b"%d" % len(body)))
+        elif length is not None:
+            headers.append((b"content-length", b"%d" % length))
         elif self._keep_alive:
             self._chunked = True
             headers.append(_CHUNKED)
@@ -288,12 +303,7 @@ class Exchange:
         if close:
             headers.append(_CLOSE)
             self._wire.must_close = True
-        out = wire_format.head(status, headers)
-        if self._bodyless:
-            return out
-        if self._chunked:
-            return out + wire_format.chunk(body) + (b"" if more else wire_format.LAST_CHUNK)
-        return out + body
+        return wire_format.head(status, headers)
 
     def _ended(self) -> None:
         self.complete = True

@@ -21,7 +21,7 @@ import trio.testing
 
 from gateway.frontend import h11_response
 from gateway.frontend import http_util as h
-from gateway.frontend.h11_exchange import READ_SIZE
+from gateway.frontend.h11_exchange import COALESCE_LIMIT, READ_SIZE
 from gateway.frontend.h11_response import DATE, DateCache, UnsafeHeader
 from gateway.frontend.h11_server import H11Server, Limits
 
@@ -590,3 +590,18 @@ async def test_a_body_that_stops_arriving_is_a_disconnect_at_the_header_timeout(
         await host.done.wait()
         assert trio.current_time() - started == pytest.approx(LIMITS.header_timeout)
     assert app.disconnects == ["/echo"]
+
+
+async def test_a_body_over_the_coalesce_limit_follows_its_head_in_a_write_of_its_own() -> None:
+    """A response body past COALESCE_LIMIT is not joined to the head (that would copy
+    it): the head, then the body, as two writes; the host reads one whole response."""
+    app = App()
+    big = b"z" * (COALESCE_LIMIT + 1)
+    async with connected(app) as host:
+        await host.send(request("POST", "/echo", big))
+        response, body = await host.response("POST")
+        assert (response.status_code, body) == (200, big)
+        assert header(response, b"content-length") == str(len(big)).encode()
+        head, rest = host.server_end.writes
+        assert head.startswith(b"HTTP/1.1 200 OK\r\n") and head.endswith(b"\r\n\r\n")
+        assert rest == big
