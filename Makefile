@@ -17,7 +17,7 @@ CONFORMANCE_MODERN_DIR := tests/conformance_modern
 # finding in benchmarks/soak.py is fixed.
 FLAKE8_ASYNC_ARGS := \
 	--enable=ASYNC102,ASYNC103,ASYNC104,ASYNC106,ASYNC111,ASYNC112,ASYNC113,ASYNC114,ASYNC118,ASYNC119,ASYNC120,ASYNC122,ASYNC123,ASYNC125,ASYNC300,ASYNC400 \
-	--startable-in-context-manager=run,_run,_run_link,call_into
+	--startable-in-context-manager=run,_run,_run_link,call_into,serve_h11,serve_http
 
 SDK2_VENV := .venv-sdk2
 
@@ -65,10 +65,17 @@ $(CONFORMANCE_DIR)/node_modules/.package-lock.json: $(CONFORMANCE_DIR)/package-l
 
 conformance-deps: $(CONFORMANCE_DIR)/node_modules/.package-lock.json node-deps
 
+# The gateway's HTTP engines (server.engine): both conformance suites run on
+# each, so the default (h11) and the cross-check (hypercorn) stay equivalent.
+CONFORMANCE_ENGINES ?= h11 hypercorn
+
 # Fails unless every scenario of `conformance server --suite all` passes through
-# the gateway. CONFORMANCE_ARGS=--direct runs it against the backend alone.
+# the gateway, on every engine. CONFORMANCE_ARGS=--direct runs it against the
+# backend alone (then CONFORMANCE_ENGINES=h11 avoids a second identical run).
 conformance: install-dev conformance-deps
-	$(BIN)/python $(CONFORMANCE_DIR)/run.py $(CONFORMANCE_ARGS)
+	set -e; for engine in $(CONFORMANCE_ENGINES); do \
+		$(BIN)/python $(CONFORMANCE_DIR)/run.py --engine $$engine $(CONFORMANCE_ARGS); \
+	done
 
 # The 0.2.x suite (MCP 2026-07-28 and 2025-11-25) through the gateway, beside the
 # 0.1.16 run above; passes when every scenario listed in
@@ -77,8 +84,10 @@ $(CONFORMANCE_MODERN_DIR)/node_modules/.package-lock.json: $(CONFORMANCE_MODERN_
 	npm ci --prefix $(CONFORMANCE_MODERN_DIR) --no-audit --no-fund --loglevel=error
 
 conformance-modern: install-dev conformance-deps $(CONFORMANCE_MODERN_DIR)/node_modules/.package-lock.json
-	$(BIN)/python $(CONFORMANCE_MODERN_DIR)/run.py --expect --revision 2026-07-28
-	$(BIN)/python $(CONFORMANCE_MODERN_DIR)/run.py --expect --revision 2025-11-25
+	set -e; for engine in $(CONFORMANCE_ENGINES); do \
+		$(BIN)/python $(CONFORMANCE_MODERN_DIR)/run.py --expect --revision 2026-07-28 --engine $$engine; \
+		$(BIN)/python $(CONFORMANCE_MODERN_DIR)/run.py --expect --revision 2025-11-25 --engine $$engine; \
+	done
 
 # The config's JSON Schema, generated from the config Structs: committed as
 # config/gateway.schema.json and packaged beside the default config. A test

@@ -46,11 +46,15 @@ def bench_backend(name: str, tools: int = 1, **env: str) -> dict[str, Any]:
 
 @contextmanager
 def running_gateway(
-    backends: Sequence[dict[str, Any]], **sections: Any
+    backends: Sequence[dict[str, Any]], engine: str = "h11", **sections: Any
 ) -> Iterator[tuple[str, subprocess.Popen[bytes], float]]:
-    """Run ``mcp-gateway serve`` in a child; yields (url, process, seconds to ready)."""
+    """Run ``mcp-gateway serve`` in a child; yields (url, process, seconds to ready).
+
+    ``engine`` is ``server.engine`` (h11, the default, or hypercorn).
+    """
     port = free_port()
-    config = {"server": {"host": "127.0.0.1", "port": port}, "backends": list(backends)}
+    server = {"host": "127.0.0.1", "port": port, "engine": engine}
+    config = {"server": server, "backends": list(backends)}
     config["logging"] = {"level": "warning", "format": "json"}
     config.update(sections)
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as handle:

@@ -156,7 +156,12 @@ def _sdk_backend(name: str) -> dict[str, Any]:
 
 
 def section_calls(args: argparse.Namespace) -> dict[str, Any]:
-    """Throughput, latency and gateway CPU of tools/call at each concurrency."""
+    """Throughput, latency and gateway CPU of tools/call at each concurrency, per engine.
+
+    Every engine in ``--engines`` gets its own gateway process in the same
+    run; the direct figures are measured once per backend and concurrency
+    and every engine's row is a ratio to them.
+    """
     servers = [("bench", BENCH_SERVER, bench_backend("bench"))]
     if not args.no_sdk:
         servers.append(("sdk", SDK_SERVER, _sdk_backend("sdk")))
@@ -164,104 +169,118 @@ def section_calls(args: argparse.Namespace) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     runs: list[dict[str, Any]] = []
     notes: list[str] = []
-    with running_gateway([cfg for _, _, cfg in servers]) as (url, proc, _ready):
-        conn = HttpConnection(url)
-        sessions = [conn.open_session() for _ in range(top)]
-        for name, argv, _cfg in servers:
-            tool = f"{name}__echo"
-            echoed = conn.call(sessions[0], "tools/call", {"name": tool, "arguments": ECHO_ARGS})
-            assert echoed["content"][0]["text"] == "hello", echoed
-            for concurrency in args.concurrency:
-                direct, backend_cpu = lean.stdio_load(
-                    argv,
-                    concurrency,
-                    "tools/call",
-                    {"name": "echo", "arguments": ECHO_ARGS},
-                    warmup=args.warmup,
-                    duration=args.duration,
+    directs: dict[tuple[str, int], tuple[lean.LoadResult, float]] = {}
+    for engine in args.engines:
+        with running_gateway([cfg for _, _, cfg in servers], engine=engine) as (url, proc, _ready):
+            conn = HttpConnection(url)
+            sessions = [conn.open_session() for _ in range(top)]
+            for name, argv, _cfg in servers:
+                tool = f"{name}__echo"
+                echoed = conn.call(
+                    sessions[0], "tools/call", {"name": tool, "arguments": ECHO_ARGS}
                 )
-                gateway = lean.http_load(
-                    url,
-                    sessions[:concurrency],
-                    "tools/call",
-                    {"name": tool, "arguments": ECHO_ARGS},
-                    warmup=args.warmup,
-                    duration=args.duration,
-                    watch_pid=proc.pid,
-                )
-                g, d = gateway.summary(), direct.summary()
-                d["backend_cpu_us_per_call"] = backend_cpu / direct.calls * 1e6
-                runs.append({"backend": name, "gateway": g, "direct": d})
-                label = f"{name} c={concurrency}"
-                throughput = g["calls_per_s"] / d["calls_per_s"]
-                rows.append(
-                    _row(
-                        f"{label} calls/s",
-                        g["calls_per_s"],
-                        d["calls_per_s"],
-                        "calls/s",
-                        ratio=throughput,
-                        target=">= 0.85x direct",
-                        ok=throughput >= 0.85,
-                        note=f"({throughput:.3f}x)",
-                    )
-                )
-                extra = g["p50_ms"] - d["p50_ms"]
-                rows.append(
-                    _row(
-                        f"{label} p50",
-                        g["p50_ms"],
-                        d["p50_ms"],
-                        "ms",
-                        ratio=g["p50_ms"] / d["p50_ms"],
-                        target="<= direct + 0.3 ms",
-                        ok=extra <= 0.3,
-                        note=f"(+{extra:.2f} ms)",
-                    )
-                )
-                rows.append(
-                    _row(
-                        f"{label} p99",
-                        g["p99_ms"],
-                        d["p99_ms"],
-                        "ms",
-                        ratio=g["p99_ms"] / d["p99_ms"],
-                    )
-                )
-                cpu = g["target_cpu_us_per_call"]
-                rows.append(
-                    _row(
-                        f"{label} gateway CPU/call",
-                        cpu,
-                        None,
-                        "µs",
-                        target="<= 300 µs",
-                        ok=cpu <= 300,
-                        note=f"({cpu / 300:.1f}x the budget)",
-                    )
-                )
-                for what, result in (("gateway", gateway), ("direct", direct)):
-                    warning = _client_note(f"{label} {what}", result.client_cpu_share)
-                    if warning:
-                        notes.append(warning)
-                    if result.other_cores > NOISE_CORES:
-                        notes.append(
-                            f"NOISE: other processes used {result.other_cores:.2f} cores "
-                            f"during {label} {what}"
+                assert echoed["content"][0]["text"] == "hello", echoed
+                for concurrency in args.concurrency:
+                    if (name, concurrency) not in directs:
+                        directs[name, concurrency] = lean.stdio_load(
+                            argv,
+                            concurrency,
+                            "tools/call",
+                            {"name": "echo", "arguments": ECHO_ARGS},
+                            warmup=args.warmup,
+                            duration=args.duration,
                         )
-                if g["errors"] or d["errors"]:
-                    notes.append(f"{label}: errors gateway={g['errors']} direct={d['errors']}")
-                _progress(
-                    f"calls {label}: {g['calls_per_s']:.0f} vs {d['calls_per_s']:.0f}/s, "
-                    f"gateway {cpu:.0f} µs/call, other load {gateway.other_cores:.2f}"
-                    f"/{direct.other_cores:.2f} cores"
-                )
-        conn.close()
+                    direct, backend_cpu = directs[name, concurrency]
+                    gateway = lean.http_load(
+                        url,
+                        sessions[:concurrency],
+                        "tools/call",
+                        {"name": tool, "arguments": ECHO_ARGS},
+                        warmup=args.warmup,
+                        duration=args.duration,
+                        watch_pid=proc.pid,
+                    )
+                    label = f"{name} c={concurrency} [{engine}]"
+                    _call_rows(label, gateway, direct, backend_cpu, rows, runs, notes)
+                    runs[-1].update(backend=name, engine=engine, concurrency=concurrency)
+            conn.close()
     notes.append(
         "direct = the same server over stdio, requests pipelined with <concurrency> in flight; "
-        "gateway = one HTTP connection and MCP session per in-flight request"
+        "gateway = one HTTP connection and MCP session per in-flight request; [engine] is "
+        "server.engine; every engine's ratios are to the same direct figures"
     )
     return {"rows": rows, "runs": runs, "notes": notes}
+
+
+def _call_rows(
+    label: str,
+    gateway: lean.LoadResult,
+    direct: lean.LoadResult,
+    backend_cpu: float,
+    rows: list[dict[str, Any]],
+    runs: list[dict[str, Any]],
+    notes: list[str],
+) -> None:
+    """The rows, run record and notes of one gateway load against its direct figures."""
+    g, d = gateway.summary(), direct.summary()
+    d["backend_cpu_us_per_call"] = backend_cpu / direct.calls * 1e6
+    runs.append({"gateway": g, "direct": d})
+    throughput = g["calls_per_s"] / d["calls_per_s"]
+    rows.append(
+        _row(
+            f"{label} calls/s",
+            g["calls_per_s"],
+            d["calls_per_s"],
+            "calls/s",
+            ratio=throughput,
+            target=">= 0.85x direct",
+            ok=throughput >= 0.85,
+            note=f"({throughput:.3f}x)",
+        )
+    )
+    extra = g["p50_ms"] - d["p50_ms"]
+    rows.append(
+        _row(
+            f"{label} p50",
+            g["p50_ms"],
+            d["p50_ms"],
+            "ms",
+            ratio=g["p50_ms"] / d["p50_ms"],
+            target="<= direct + 0.3 ms",
+            ok=extra <= 0.3,
+            note=f"(+{extra:.2f} ms)",
+        )
+    )
+    rows.append(
+        _row(f"{label} p99", g["p99_ms"], d["p99_ms"], "ms", ratio=g["p99_ms"] / d["p99_ms"])
+    )
+    cpu = g["target_cpu_us_per_call"]
+    rows.append(
+        _row(
+            f"{label} gateway CPU/call",
+            cpu,
+            None,
+            "µs",
+            target="<= 300 µs",
+            ok=cpu <= 300,
+            note=f"({cpu / 300:.1f}x the budget)",
+        )
+    )
+    for what, result in (("gateway", gateway), ("direct", direct)):
+        warning = _client_note(f"{label} {what}", result.client_cpu_share)
+        if warning:
+            notes.append(warning)
+        if result.other_cores > NOISE_CORES:
+            notes.append(
+                f"NOISE: other processes used {result.other_cores:.2f} cores during {label} {what}"
+            )
+    if g["errors"] or d["errors"]:
+        notes.append(f"{label}: errors gateway={g['errors']} direct={d['errors']}")
+    _progress(
+        f"calls {label}: {g['calls_per_s']:.0f} vs {d['calls_per_s']:.0f}/s, "
+        f"gateway {cpu:.0f} µs/call, other load {gateway.other_cores:.2f}"
+        f"/{direct.other_cores:.2f} cores"
+    )
 
 
 # -- lists ---------------------------------------------------------------------
@@ -905,6 +924,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--warmup", type=float, help="seconds of warm-up per load run (1)")
     p.add_argument("--concurrency", help="comma list (1,8,64)")
     p.add_argument("--no-sdk", action="store_true", help="skip the official-SDK backend")
+    p.add_argument(
+        "--engines",
+        default="h11,hypercorn",
+        help="comma list of server.engine values the calls section runs on (h11,hypercorn)",
+    )
     p.add_argument("--list-shapes", help="backends x tools, comma list (10x50,50x20,50x200)")
     p.add_argument("--list-repeats", type=int, help="walks per shape (15)")
     p.add_argument("--startup-backends", help="comma list (10,50)")
@@ -942,6 +966,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         if getattr(args, name) is None:
             setattr(args, name, value)
     args.concurrency = [int(x) for x in str(args.concurrency).split(",")]
+    args.engines = [e.strip() for e in str(args.engines).split(",") if e.strip()]
     args.list_shapes = _shapes(args.list_shapes)
     args.startup_backends = [int(x) for x in str(args.startup_backends).split(",")]
     args.startup_big = None if args.startup_big == "none" else _shapes(args.startup_big)[0]

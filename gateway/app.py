@@ -1,7 +1,7 @@
-"""Composition root: config → metrics → pool → router → frontend → hypercorn.
+"""Composition root: config → metrics → pool → router → frontend → HTTP engine.
 
 Everything the gateway runs lives under the nursery of ``serve``: the
-backends (inside the pool), hypercorn, and housekeeping. Leaving it stops
+backends (inside the pool), the HTTP engine, and housekeeping. Leaving it stops
 all of them, backends last, so that no child process outlives the gateway.
 """
 
@@ -13,12 +13,10 @@ import os
 import signal
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
-import hypercorn.config
-import hypercorn.trio
+import msgspec
 import structlog
 import trio
 
@@ -29,9 +27,13 @@ from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
 from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.catalog.snapshot import Kind, Snapshot
+from gateway.config.schema import TlsConfig
 from gateway.frontend.asgi import GatewayApp, OperationsApp, operations_access
 from gateway.frontend.auth import RateLimiter
 from gateway.frontend.clients import ClientRegistry, ClientSession
+from gateway.frontend.engine import KEEP_ALIVE_TIMEOUT as KEEP_ALIVE_TIMEOUT
+from gateway.frontend.engine import LISTEN_BACKLOG as LISTEN_BACKLOG
+from gateway.frontend.engine import serve_http
 from gateway.frontend.legacy_sse import LegacySseEndpoint
 from gateway.frontend.list_changed import ListChangedCoalescer
 from gateway.frontend.origin import OriginPolicy
@@ -47,7 +49,6 @@ from gateway.router.profiles import budgets, profile_views, record_budgets, repo
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from hypercorn.typing import ASGIFramework
     from prometheus_client import CollectorRegistry
 
     from gateway.backends.channel import ChannelOpener
@@ -56,17 +57,6 @@ from gateway.errors import ConfigError
 
 logger = structlog.get_logger("gateway.app")
 
-# Idle HTTP connections are closed after this. Three things set it:
-# - longer than clients' own idle expiry (httpx, and so the official SDKs,
-#   use 5 s): a server that closes first races the client's next request on
-#   that connection and the request dies with a reset (seen in a 45-minute
-#   soak with 5 s here);
-# - short, because hypercorn's trio worker only lets go of a connection the
-#   host hung up when this runs out (measured: they sit in CLOSE-WAIT);
-# - at most 10 s, because it is also what cuts off headers trickled in
-#   (robustness A26).
-KEEP_ALIVE_TIMEOUT: Final = 8.0
-LISTEN_BACKLOG: Final = 1024
 # How often the event loop's lag is sampled.
 LAG_PROBE_INTERVAL: Final = 0.5
 # How often idle client sessions are looked for.
@@ -86,7 +76,7 @@ class Gateway:
     endpoint: McpEndpoint
     live: live_reload.Live | None = None
     draining: bool = False
-    # Set when shutdown starts: hypercorn's shutdown_trigger, so its
+    # Set when shutdown starts: the HTTP engine's shutdown trigger, so its
     # listeners close at once while requests in flight drain.
     stopping: trio.Event = field(default_factory=trio.Event)
 
@@ -254,29 +244,6 @@ async def open_gateway(
             housekeeping.cancel_scope.cancel()
 
 
-def _hypercorn_config(host: str, port: int, drain_timeout: float) -> hypercorn.config.Config:
-    hc = hypercorn.config.Config()
-    hc.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
-    hc.accesslog = None
-    # Off: the app answers and logs every exception itself (rejection.answer).
-    hc.errorlog = None
-    hc.keep_alive_timeout = KEEP_ALIVE_TIMEOUT
-    # Once shutdown is triggered, connections in flight get as long as the
-    # drain gives calls; the drain's own deadline then cancels the rest.
-    hc.graceful_timeout = drain_timeout
-    # h11 refuses header blocks past this size. No read_timeout: hypercorn
-    # applies it to every read, which would cut GET streams and long tool
-    # calls whose host sends nothing while it waits.
-    hc.h11_max_incomplete_size = 64 * 1024
-    # No Server header: it tells a scanner what to try and nobody else
-    # anything. (Date stays: RFC 9110 requires it of an origin server.)
-    hc.include_server_header = False
-    # A burst of hosts reconnecting at once must queue in the kernel and be
-    # answered (503 past max_sessions), not reset (robustness B15).
-    hc.backlog = LISTEN_BACKLOG
-    return hc
-
-
 async def _watch_loop_lag(metrics: Metrics) -> None:
     """Measure how late timers fire: a stalled event loop stalls every session."""
     while True:
@@ -311,30 +278,31 @@ async def serve(
         open_gateway(config, registry=registry, connect=connect) as gateway,
         trio.open_nursery() as nursery,
     ):
-        hc = _hypercorn_config(
-            config.server.host, config.server.port, config.shutdown.drain_timeout
-        )
-        # With a shutdown trigger hypercorn's graceful shutdown runs when the
-        # drain starts: it closes its listeners at once (a new connection is
-        # refused, not accepted and kept waiting) and lets requests in flight
-        # finish. Cancelling it instead would keep accepting until the end.
-        # The cast: the app takes plain mappings, hypercorn types its scopes as TypedDicts.
-        app = cast("ASGIFramework", gateway.app)
+        # The engine's graceful shutdown runs when the drain starts (stopping):
+        # it closes its listeners at once (a new connection is refused, not
+        # accepted and kept waiting) and lets requests in flight finish.
+        # Cancelling it instead would keep accepting until the end.
         binds: list[str] = await nursery.start(
-            partial(hypercorn.trio.serve, app, hc, shutdown_trigger=gateway.stopping.wait)
+            serve_http,
+            gateway.app,
+            config.server,
+            config.shutdown.drain_timeout,
+            gateway.stopping,
         )
         if config.metrics.port:
-            ops = OperationsApp(gateway.readiness, gateway.metrics)
-            ops_hc = _hypercorn_config(
-                config.metrics.host, config.metrics.port, config.shutdown.drain_timeout
+            # The operations listener: plain HTTP on the same engine, no TLS.
+            ops_server = msgspec.structs.replace(
+                config.server,
+                host=config.metrics.host,
+                port=config.metrics.port,
+                tls=TlsConfig(),
             )
             binds += await nursery.start(
-                partial(
-                    hypercorn.trio.serve,
-                    cast("ASGIFramework", ops),
-                    ops_hc,
-                    shutdown_trigger=gateway.stopping.wait,
-                )
+                serve_http,
+                OperationsApp(gateway.readiness, gateway.metrics),
+                ops_server,
+                config.shutdown.drain_timeout,
+                gateway.stopping,
             )
         nursery.start_soon(_expire_sessions, gateway)
         nursery.start_soon(_watch_loop_lag, gateway.metrics)
@@ -360,7 +328,7 @@ async def reload_config(gateway: Gateway, path: str) -> bool:
 async def drain(gateway: Gateway) -> int:
     """Refuse new work, then wait (up to ``shutdown.drain_timeout``) for calls to finish.
 
-    New connections are refused from here on (hypercorn's shutdown trigger);
+    New connections are refused from here on (the engine's shutdown trigger);
     a request on a connection already open is answered 503.
 
     Returns how many calls were still in flight when the time ran out.

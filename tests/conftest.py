@@ -7,6 +7,8 @@ from collections.abc import Iterator
 import pytest
 import structlog
 
+from tests import harness
+
 
 @pytest.fixture(autouse=True)
 def _reset_structlog() -> Iterator[None]:
@@ -14,3 +16,13 @@ def _reset_structlog() -> Iterator[None]:
     structlog.reset_defaults()
     yield
     structlog.reset_defaults()
+
+
+@pytest.fixture(params=harness.ENGINES)
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test once per HTTP engine (``server.engine``): everything that holds on
+    hypercorn must hold on the h11 engine. Modules opt in with
+    ``pytestmark = pytest.mark.usefixtures("engine")``."""
+    engine: str = request.param
+    monkeypatch.setattr(harness, "ENGINE", engine)
+    return engine

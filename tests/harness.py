@@ -26,6 +26,10 @@ from gateway.config import GatewayConfig, parse
 from tests.servers.paths import EVERYTHING_INSTALL_HINT, everything_command, python_server_command
 
 READY_TIMEOUT = 30.0
+# The HTTP engine ``gateway_config`` puts in ``server.engine``; the ``engine``
+# fixture (tests/conftest.py) runs a module on each.
+ENGINES = ("h11", "hypercorn")
+ENGINE = "h11"
 
 
 def stdio_backend(name: str, argv: Sequence[str], **extra: Any) -> dict[str, Any]:
@@ -51,7 +55,10 @@ def everything_backend(name: str = "everything", **extra: Any) -> dict[str, Any]
 
 def gateway_config(backends: list[dict[str, Any]], **sections: Any) -> GatewayConfig:
     """A config on 127.0.0.1:0 with these backends; extra top-level sections merge in."""
-    document: dict[str, Any] = {"server": {"host": "127.0.0.1", "port": 0}, "backends": backends}
+    document: dict[str, Any] = {
+        "server": {"host": "127.0.0.1", "port": 0, "engine": ENGINE},
+        "backends": backends,
+    }
     for key, value in sections.items():
         document[key] = {**document.get(key, {}), **value}
     return parse(json.dumps(document), env={})

@@ -812,3 +812,26 @@ def test_backend_protocol_rejects_unknown_values_and_modern_over_http_sse() -> N
     assert problems[1] == (
         "backends[1].protocol: the HTTP+SSE transport is handshake-era only: use auto or legacy"
     )
+
+
+# --- server.engine and server.tls ---------------------------------------------
+
+
+def test_the_engine_defaults_to_h11_and_takes_hypercorn() -> None:
+    """server.engine: h11 unless hypercorn is asked for; anything else is refused."""
+    assert parse_ok("").server.engine == "h11"
+    assert parse_ok("server: {engine: hypercorn}").server.engine == "hypercorn"
+    [problem] = problems_of("server: {engine: uvicorn}")
+    assert problem.startswith("server.engine"), problem
+
+
+def test_tls_needs_both_files_and_is_off_without_them() -> None:
+    """server.tls: off by default; a certificate without its key (or the reverse) is an
+    error at the missing one, not a silent plain-HTTP start."""
+    assert not parse_ok("").server.tls.enabled
+    tls = parse_ok("server: {tls: {cert_file: c.pem, key_file: k.pem}}").server.tls
+    assert tls.enabled and (tls.cert_file, tls.key_file) == ("c.pem", "k.pem")
+    [problem] = problems_of("server: {tls: {cert_file: c.pem}}")
+    assert problem.startswith("server.tls.key_file"), problem
+    [problem] = problems_of("server: {tls: {key_file: k.pem}}")
+    assert problem.startswith("server.tls.cert_file"), problem

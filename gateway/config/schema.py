@@ -43,6 +43,8 @@ __all__ = [
     "SessionMode",
     "LogLevel",
     "LogFormat",
+    "Engine",
+    "TlsConfig",
     "ServerConfig",
     "LimitsConfig",
     "NamingConfig",
@@ -141,6 +143,34 @@ class Base(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True
     """
 
 
+# Which HTTP server carries the frontend (docs/performance.md, "The h11 engine").
+Engine: TypeAlias = Literal["h11", "hypercorn"]
+
+
+class TlsConfig(Base, frozen=True, kw_only=True):
+    """HTTPS on the frontend: both files, or neither (plain HTTP).
+
+    Attributes:
+        cert_file: PEM certificate chain the gateway presents.
+        key_file: PEM private key of that certificate.
+    """
+
+    cert_file: str = ""
+    key_file: str = ""
+
+    def __post_init__(self) -> None:
+        # Half a pair is a typo, not a choice: serving plain HTTP when the
+        # operator asked for TLS would be the worse surprise.
+        if bool(self.cert_file) != bool(self.key_file):
+            missing = "key_file" if self.cert_file else "cert_file"
+            raise Invalid((missing, "is required when the other TLS file is given"))
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the frontend speaks HTTPS."""
+        return bool(self.cert_file)
+
+
 class ServerConfig(Base, frozen=True, kw_only=True):
     """Where and how the frontend listens for hosts.
 
@@ -162,6 +192,9 @@ class ServerConfig(Base, frozen=True, kw_only=True):
         public_url: the gateway's MCP URL as hosts reach it (through a proxy,
             say): the resource identifier of RFC 8707/9728 and the default
             JWT audience. Empty: ``http://{host}:{port}{path}``.
+        engine: the HTTP server: ``h11`` (the gateway's own HTTP/1.1 loop,
+            the fast default) or ``hypercorn`` (HTTP/2-capable, the cross-check).
+        tls: certificate and key for HTTPS, on either engine.
     """
 
     host: str = "127.0.0.1"
@@ -173,6 +206,8 @@ class ServerConfig(Base, frozen=True, kw_only=True):
     session_idle_timeout: Positive = 3600.0
     max_sessions: PositiveInt = 10000
     public_url: str = ""
+    engine: Engine = "h11"
+    tls: TlsConfig = TlsConfig()
 
     def __post_init__(self) -> None:
         # A rule, not a pattern bound, so that a file whose port is already

@@ -61,11 +61,8 @@ def _text(value: bytes | None) -> str | None:
 
 
 def _params(message: Request | Notification) -> object:
-    """The params as an object, or None: only to tell the era (eras.py)."""
-    try:
-        return mcp.decode_params(message.params)
-    except LocalProtocolError:
-        return None
+    """The params' ``_meta`` as an object, or None: only to tell the era (eras.py)."""
+    return mcp.decode_meta(message.params)
 
 
 def _decode_error_id(exc: LocalProtocolError) -> jsonrpc.RequestId | None:

@@ -44,6 +44,31 @@ def decode_params(params: msgspec.Raw | None) -> dict[str, Any]:
         raise LocalProtocolError("invalid params: expected a JSON object", INVALID_PARAMS) from None
 
 
+class _MetaOnly(msgspec.Struct):
+    """Request params read for their ``_meta`` alone: the rest is skipped, not built."""
+
+    meta: Any = msgspec.field(default=None, name="_meta")
+
+
+_meta_decoder: Final = msgspec.json.Decoder(_MetaOnly)
+
+
+def decode_meta(params: msgspec.Raw | None) -> dict[str, Any] | None:
+    """Request params reduced to their ``_meta`` (``{}`` without one), or None when not an object.
+
+    Telling a request's era needs only ``_meta``; a ``tools/call``'s
+    arguments can be megabytes the router decodes once, later, and this
+    does not decode them a second time.
+    """
+    if params is None:
+        return {}
+    try:
+        meta = _meta_decoder.decode(params).meta
+    except msgspec.DecodeError:
+        return None
+    return {} if meta is None else {"_meta": meta}
+
+
 def decode_object(raw: msgspec.Raw) -> dict[str, Any] | None:
     """Decode a result object; None when it is not one, or not decodable.
 

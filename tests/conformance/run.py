@@ -95,8 +95,11 @@ def check_installed(*, gateway: bool) -> None:
         sys.exit(f"{NODE} is {version}; the conformance suite needs Node {MIN_NODE_MAJOR}+")
 
 
-def gateway_config(port: int) -> dict[str, Any]:
-    """Gateway config: the conformance backend unprefixed, plus alpha and everything."""
+def gateway_config(port: int, engine: str = "h11") -> dict[str, Any]:
+    """Gateway config: the conformance backend unprefixed, plus alpha and everything.
+
+    ``engine`` is ``server.engine``: the suite runs on each in ``make test``.
+    """
 
     def stdio(name: str, prefix: str | None, argv: list[str]) -> dict[str, Any]:
         entry: dict[str, Any] = {
@@ -112,7 +115,7 @@ def gateway_config(port: int) -> dict[str, Any]:
         return entry
 
     return {
-        "server": {"host": "127.0.0.1", "port": port, "path": "/mcp"},
+        "server": {"host": "127.0.0.1", "port": port, "path": "/mcp", "engine": engine},
         "logging": {"level": "info", "format": "json"},
         "backends": [
             stdio("conformance", "", [sys.executable, str(BACKEND)]),
@@ -275,10 +278,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenario", help="run one scenario instead of the suite")
     parser.add_argument("--suite", default="all", help="suite to run (default: all)")
     parser.add_argument("--strict", action="store_true", help="count warnings as failures")
+    parser.add_argument(
+        "--engine",
+        choices=("h11", "hypercorn"),
+        default="h11",
+        help="the gateway's HTTP engine, server.engine (default: h11)",
+    )
     args = parser.parse_args(argv)
 
     check_installed(gateway=not args.direct)
-    mode = "direct" if args.direct else "gateway"
+    mode = "direct" if args.direct else f"gateway-{args.engine}"
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = RESULTS / f"{mode}-{stamp}"
     (out / "checks").mkdir(parents=True)
@@ -291,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         ready_url = url
     else:
         config = out / "gateway.json"  # JSON is YAML
-        config.write_text(json.dumps(gateway_config(port), indent=2))
+        config.write_text(json.dumps(gateway_config(port, args.engine), indent=2))
         argv_server = [sys.executable, "-m", "gateway", "serve", "-c", str(config)]
         log = out / "gateway.log"
         ready_url = f"http://127.0.0.1:{port}/readyz"

@@ -90,11 +90,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--expect", action="store_true", help="pass iff expected-<revision>.txt all pass"
     )
+    parser.add_argument(
+        "--engine",
+        choices=("h11", "hypercorn"),
+        default="h11",
+        help="the gateway's HTTP engine, server.engine (default: h11)",
+    )
     args = parser.parse_args(argv)
     if not SUITE.is_file():
         sys.exit(f"missing {SUITE}; install with: npm ci --prefix tests/conformance_modern")
     base.check_installed(gateway=not args.direct)
-    mode = "direct" if args.direct else "gateway"
+    mode = "direct" if args.direct else f"gateway-{args.engine}"
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = RESULTS / f"{mode}-{args.revision}-{stamp}"
     (out / "checks").mkdir(parents=True)
@@ -105,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         log, ready_url = out / "backend.log", url
     else:
         config = out / "gateway.json"
-        config.write_text(json.dumps(base.gateway_config(port), indent=2))
+        config.write_text(json.dumps(base.gateway_config(port, args.engine), indent=2))
         argv_server = [sys.executable, "-m", "gateway", "serve", "-c", str(config)]
         log, ready_url = out / "gateway.log", f"http://127.0.0.1:{port}/readyz"
     print(f"[{mode} {args.revision}] results in {out}", flush=True)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import sys
 
+import pytest
 import trio
 from mcp import ClientSession
 from mcp.client.sse import sse_client
 from mcp.types import TextContent
 
 from tests.harness import gateway_config, sdk_backend, start_gateway, stdio_backend
+
+pytestmark = pytest.mark.usefixtures("engine")
 
 
 async def test_an_old_host_on_http_sse_lists_and_calls_through_the_gateway(

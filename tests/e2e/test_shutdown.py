@@ -405,6 +405,7 @@ class GatedBackend:
         await channel.send(json.dumps(reply).encode())
 
 
+@pytest.mark.usefixtures("engine")
 async def test_once_the_drain_starts_new_connections_are_refused_and_the_call_in_flight_completes(
     nursery: trio.Nursery,
 ) -> None:

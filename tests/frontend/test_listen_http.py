@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
     from pathlib import Path
 
+
+pytestmark = pytest.mark.usefixtures("engine")
+
 SUB_ID: Final = "io.modelcontextprotocol/subscriptionId"
 WAIT: Final = 15.0
 

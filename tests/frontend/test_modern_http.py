@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
     from pathlib import Path
 
+
+pytestmark = pytest.mark.usefixtures("engine")
+
 MODERN: Final = "2026-07-28"
 HEADERS: Final = sdk_backend("headers")
 CAPS: Final[dict[str, Any]] = {}

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 
     import httpx
 
+
+pytestmark = pytest.mark.usefixtures("engine")
+
 ELICIT_CAPS: Final[dict[str, Any]] = {"elicitation": {"form": {}}}
 
 

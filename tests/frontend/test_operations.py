@@ -6,14 +6,20 @@ import base64
 import hashlib
 import hmac
 import json
+import ssl
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import trio
 
 from tests.harness import Running, gateway_config, start_gateway, stdio_backend
+from tests.transports.tls_certs import make_pki
+
+pytestmark = pytest.mark.usefixtures("engine")
 
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 TOKEN = "s3cret-token-for-tests"
@@ -210,3 +216,28 @@ async def test_each_routed_request_is_one_log_line_without_secrets(nursery: trio
     assert isinstance(line["duration_ms"], float)
     assert TOKEN not in repr(logs)
     assert session_id not in repr(logs)
+
+
+async def test_tls_serves_https_and_refuses_plain_http(
+    nursery: trio.Nursery, tmp_path: Path, engine: str
+) -> None:
+    """server.tls: the frontend speaks HTTPS with the configured certificate (h11 through
+    trio.SSLStream, hypercorn natively); a host verifying against the CA initializes and
+    calls, and plain HTTP on that port gets no answer."""
+    pki = make_pki(tmp_path)
+    config = gateway_config(
+        [_toolbox()], server={"tls": {"cert_file": pki.server_cert, "key_file": pki.server_key}}
+    )
+    running = await start_gateway(nursery, config)
+    assert running.base_url.startswith("https://127.0.0.1:"), running.base_url
+    async with httpx.AsyncClient(verify=ssl.create_default_context(cafile=pki.ca_cert)) as c:
+        health = await c.get(running.base_url + "/healthz")
+        assert (health.status_code, health.json()) == (200, {"status": "ok"})
+        answer = await c.post(running.url, content=_initialize(), headers=HEADERS)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["result"]["protocolVersion"] == "2025-11-25"
+        assert answer.headers["mcp-session-id"]
+    plain = running.base_url.replace("https://", "http://")
+    async with httpx.AsyncClient() as c:
+        with pytest.raises(httpx.HTTPError):
+            await c.get(plain + "/healthz", timeout=5)

@@ -26,6 +26,9 @@ from tests.harness import Running, gateway_config, start_gateway, stdio_backend
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
+
+pytestmark = pytest.mark.usefixtures("engine")
+
 MCP: Final = "/mcp"
 LATEST: Final = "2025-11-25"
 ACCEPT_BOTH: Final = "application/json, text/event-stream"

@@ -314,3 +314,16 @@ def test_decode_object_of_a_non_object_is_none() -> None:
 def test_encode_produces_raw_json() -> None:
     """Gateway choice: a patched payload is re-encoded to Raw."""
     assert bytes(mcp.encode({"a": [1, None]})) == b'{"a":[1,null]}'
+
+
+def test_decode_meta_reads_only_meta_and_tells_objects_from_the_rest() -> None:
+    """The era check reads ``_meta`` alone: other params are skipped (not returned),
+    absent or null ``_meta`` is ``{}``, and params that are not an object are None."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+    raw = msgspec.json.encode({"_meta": meta, "arguments": {"big": list(range(100))}})
+    assert mcp.decode_meta(msgspec.Raw(raw)) == {"_meta": meta}
+    assert mcp.decode_meta(msgspec.Raw(b'{"name": "x"}')) == {}
+    assert mcp.decode_meta(msgspec.Raw(b'{"_meta": null}')) == {}
+    assert mcp.decode_meta(None) == {}
+    assert mcp.decode_meta(msgspec.Raw(b"[1, 2]")) is None
+    assert mcp.decode_meta(msgspec.Raw(b'"text"')) is None

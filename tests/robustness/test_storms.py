@@ -14,10 +14,13 @@ from pathlib import Path
 from typing import Final
 
 import httpx
+import pytest
 import trio
 
 from tests.harness import gateway_config, start_gateway
 from tests.robustness.support import ACCEPT_BOTH, LATEST, misbehaving
+
+pytestmark = pytest.mark.usefixtures("engine")
 
 CLIENTS: Final = 500
 MAX_SESSIONS: Final = 100

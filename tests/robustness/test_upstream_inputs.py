@@ -9,7 +9,9 @@ minutes of a GET stream in milliseconds.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 import socket
 import struct
 from pathlib import Path
@@ -40,6 +42,8 @@ from tests.robustness.support import (
     wait_until,
 )
 from tests.transports.fake_http import FakeHttpBackend, Recorded, json_reply, result_of, serve_fake
+
+pytestmark = pytest.mark.usefixtures("engine")
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
@@ -387,6 +391,95 @@ async def test_headers_trickled_a_byte_at_a_time_are_cut_off_at_the_header_timeo
     assert closed_after <= min(KEEP_ALIVE_TIMEOUT + 1, 10), closed_after
     async with open_host(plain) as host:
         assert (await host.ping()).answer["result"] == {}
+
+
+# -- A50-A52: the HTTP connection itself ------------------------------------------------------
+
+
+async def _read_until_closed(stream: trio.SocketStream, limit: float = 5.0) -> bytes:
+    data = b""
+    with trio.fail_after(limit):
+        while chunk := await stream.receive_some():
+            data += chunk
+    return data
+
+
+def _port(running: Running) -> int:
+    return int(running.base_url.rsplit(":", 1)[1])
+
+
+async def test_an_oversized_header_block_is_refused_and_the_gateway_keeps_answering(
+    plain: Running, engine: str
+) -> None:
+    """A50: a 100 KiB header block. The h11 engine answers 431 and closes; hypercorn
+    (whose h11 limit applies only to a head still incomplete) serves it. Either way the
+    gateway keeps answering everyone else."""
+    stream = await trio.open_tcp_stream("127.0.0.1", _port(plain))
+    async with stream:
+        big = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 100_000
+        with contextlib.suppress(trio.BrokenResourceError):
+            await stream.send_all(big + b"\r\n\r\n")
+        raw = await _read_until_closed(stream) if engine == "h11" else await stream.receive_some()
+    status = raw.split(b" ", 2)[1] if raw.startswith(b"HTTP/1.1 ") else raw[:40]
+    assert status == (b"431" if engine == "h11" else b"200"), raw[:200]
+    async with open_host(plain) as host:
+        assert (await host.ping()).answer["result"] == {}
+
+
+async def test_pipelined_requests_are_answered_in_order(plain: Running) -> None:
+    """A51: three requests in one write, the second a POST with a body: three answers,
+    in order, on the one connection."""
+    body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    post = (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s"
+    ) % (len(body), body)
+    get = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    last = b"GET /nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    stream = await trio.open_tcp_stream("127.0.0.1", _port(plain))
+    async with stream:
+        await stream.send_all(get + post + last)
+        raw = await _read_until_closed(stream)
+    statuses = re.findall(rb"HTTP/1\.1 (\d{3}) ", raw)
+    # The ping has no session: 400. What matters is one answer per request, in order.
+    assert statuses == [b"200", b"400", b"404"], raw[:400]
+
+
+async def test_a_host_that_half_closes_after_its_request_still_gets_the_answer(
+    plain: Running,
+) -> None:
+    """A52: a host that shuts its sending side right after an initialize still reads the
+    answer (and its session id), on both engines."""
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "half", "version": "1"},
+            },
+        }
+    ).encode()
+    head = (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n"
+    ) % len(body)
+    stream = await trio.open_tcp_stream("127.0.0.1", _port(plain))
+    async with stream:
+        await stream.send_all(head + body)
+        await stream.send_eof()
+        raw = b""
+        with trio.fail_after(10):
+            while b"\r\n\r\n" not in raw or not raw.rstrip().endswith(b"}"):
+                chunk = await stream.receive_some()
+                if not chunk:
+                    break
+                raw += chunk
+    assert raw.startswith(b"HTTP/1.1 200"), raw[:200]
+    assert b"mcp-session-id: " in raw.lower()
+    assert b'"protocolVersion":"2025-06-18"' in raw
 
 
 # -- B8: hosts that go away mid-call --------------------------------------------------------
