@@ -99,9 +99,8 @@ async def _walk(client: Client, run: Run, rng: random.Random) -> tuple[str, str]
         cursor = page.next_cursor
         if not cursor:
             break
-    if run.expected is not None and (
-        sorted(seen) != sorted(run.expected) or len(seen) != len(set(seen))
-    ):
+    twice = len(seen) - len(set(seen))
+    if run.expected is not None and (set(seen) != run.expected or twice):
         missing = sorted(run.expected - set(seen))
         extra = sorted(set(seen) - run.expected)
         return "wrong", f"missing={missing[:5]} extra={extra[:5]} dup={twice}"
