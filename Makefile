@@ -21,7 +21,7 @@ FLAKE8_ASYNC_ARGS := \
 
 SDK2_VENV := .venv-sdk2
 
-.PHONY: run test install install-dev schema node-deps sdk2-venv conformance-deps conformance conformance-modern lint typecheck pytest bench clean
+.PHONY: run test install install-dev schema node-deps sdk2-venv haproxy conformance-deps conformance conformance-modern lint typecheck pytest bench clean
 
 $(BIN)/mcp-gateway: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,11 @@ $(SDK2_VENV)/.installed:
 	@touch $@
 
 sdk2-venv: $(SDK2_VENV)/.installed
+
+# HAProxy (the Debian package) for the replica run (tests/e2e/test_replicas.py,
+# benchmarks/replicas.py): three gateways behind it with no stickiness.
+haproxy:
+	@command -v haproxy >/dev/null || { apt-get update -qq && apt-get install -y -qq haproxy >/dev/null; }
 
 # The conformance suite and the Node.js 22+ it needs (the npm package `node`),
 # both pinned in tests/conformance and installed there, never globally.
@@ -112,7 +117,7 @@ typecheck: install-dev
 
 # Under coverage, child processes included (pyproject [tool.coverage]); the
 # floor (fail_under) applies to the whole suite, not to a PYTEST_ARGS subset.
-pytest: install-dev node-deps sdk2-venv
+pytest: install-dev node-deps sdk2-venv haproxy
 	$(BIN)/coverage erase
 	$(BIN)/coverage run -m pytest -q $(PYTEST_ARGS)
 	$(BIN)/coverage combine --quiet
