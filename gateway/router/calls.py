@@ -288,6 +288,7 @@ class Forwarder:
             return mcp.encode(
                 modern_backend.seal_for_host(
                     self._held.sealer,
+                    now=self._held.wall_clock(),
                     lifetime=self._held.lifetime,
                     backend=backend,
                     request=client,

@@ -41,6 +41,7 @@ import hashlib
 import itertools
 import math
 import secrets
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -252,13 +253,12 @@ class HeldCall:
     def _input_required(self, msg_id: RequestId, asks: dict[str, _Ask]) -> bytes:
         self.round += 1
         self.awaiting_retry = True
-        now = trio.current_time()
-        self.expiry.deadline = now + self._table.lifetime
+        self.expiry.deadline = trio.current_time() + self._table.lifetime
         state = self._table.sealer.seal(
             purpose=REQUEST_STATE,
             backend=self.backend or "",
             principal=self.request.principal,
-            now=now,
+            now=self._table.wall_clock(),
             ttl=self._table.lifetime,
             method=self.method,
             params=self.params,
@@ -286,6 +286,10 @@ class HeldCalls:
         sealer: seals and checks ``requestState``.
         max_held: calls that may wait for a retry at once.
         lifetime: seconds a round's ``requestState`` and held call live.
+        wall_clock: the clock a sealed ``requestState``'s expiry is read on.
+            Wall time, not trio's clock: trio's clock starts at a random
+            offset in every process, and a modern backend's state is opened by
+            whichever replica the retry reaches (tests pass their virtual clock).
     """
 
     def __init__(
@@ -295,7 +299,9 @@ class HeldCalls:
         *,
         max_held: int = DEFAULT_MAX_HELD,
         lifetime: float = DEFAULT_LIFETIME,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
+        self.wall_clock = wall_clock
         self.sealer = sealer
         self.max_held = max_held
         self.lifetime = lifetime
@@ -338,7 +344,7 @@ class HeldCalls:
             state,
             purpose=REQUEST_STATE,
             principal=request.principal,
-            now=trio.current_time(),
+            now=self.wall_clock(),
             method=message.method,
             params=params,
         )

@@ -72,6 +72,7 @@ def restore(sealed_state: bytes) -> tuple[bool, str | None]:
 def seal_for_host(
     sealer: Sealer,
     *,
+    now: float,
     lifetime: float,
     backend: str,
     request: ModernRequest,
@@ -93,8 +94,8 @@ def seal_for_host(
     token = sealer.seal(
         purpose=REQUEST_STATE,
         backend=backend,
-        principal=None,
-        now=trio.current_time(),
+        principal=request.principal,
+        now=now,
         ttl=lifetime,
         method=held.method,
         params=held.params,

@@ -17,9 +17,9 @@ from trio.testing import MockClock
 from gateway.errors import LocalProtocolError
 from gateway.protocol import mcp
 from gateway.protocol.envelope import Envelope
-from gateway.protocol.modern_errors import ModernProtocolError
+from gateway.protocol.modern_errors import InvalidSealedToken, ModernProtocolError
 from gateway.protocol.mrtr import MalformedInputRequired
-from gateway.protocol.sealed import REQUEST_STATE
+from gateway.protocol.sealed import REQUEST_STATE, Sealed
 from gateway.router import modern_backend
 from gateway.router.held import sealer_for
 from gateway.router.modern import ModernRequest
@@ -187,6 +187,7 @@ async def test_a_sealed_state_carries_the_backends_bytes_and_names_the_backend(
     params = {"name": "b__t", "arguments": {"x": 1}}
     out = modern_backend.seal_for_host(
         sealer,
+        now=trio.current_time(),
         lifetime=60,
         backend="b",
         request=_request(params),
@@ -205,6 +206,38 @@ async def test_a_sealed_state_carries_the_backends_bytes_and_names_the_backend(
     )
     assert sealed.backend == "b"
     assert modern_backend.restore(sealed.state) == (True, "own-ü")
+
+
+async def test_a_backends_state_is_sealed_for_the_principal_that_got_it() -> None:
+    """Issue 16 item 5 with step 4: another credential's retry does not verify (-32602)."""
+    sealer = sealer_for("secret")
+    params = {"name": "b__t", "arguments": {"x": 1}}
+    request = _request(params)
+    request.principal = "token:alice"
+    out = modern_backend.seal_for_host(
+        sealer,
+        now=1000.0,
+        lifetime=60,
+        backend="b",
+        request=request,
+        method="tools/call",
+        body=asking(ELICIT, state="own"),
+    )
+
+    def unseal(principal: str | None) -> Sealed:
+        return sealer.unseal(
+            out["requestState"],
+            purpose=REQUEST_STATE,
+            principal=principal,
+            now=1001.0,
+            method="tools/call",
+            params=params,
+        )
+
+    assert modern_backend.restore(unseal("token:alice").state) == (True, "own")
+    for other in (None, "token:bob"):
+        with pytest.raises(InvalidSealedToken):
+            unseal(other)
 
 
 async def test_a_restored_state_goes_only_to_the_backend_it_was_sealed_for() -> None:
