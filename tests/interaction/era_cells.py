@@ -156,13 +156,14 @@ async def legacy_list_changed(running: Running, era: str, tmp_path: Path) -> Non
             heard.set()
 
     async with open_client(running.url, message_handler=on_message) as session:
-        assert _call_text(await session.call_tool("b__grow", {})) == "grown_1"
+        grown = _call_text(await session.call_tool("b__grow", {}))
+        assert grown.startswith("grown_")
         with trio.move_on_after(HEARD_WAIT):
             await heard.wait()
         names = {tool.name for tool in (await session.list_tools()).tools}
     if not heard.is_set():
         raise ListChangedNotHeard(f"no tools list_changed within {HEARD_WAIT} s")
-    assert "b__grown_1" in names
+    assert f"b__{grown}" in names
 
 
 async def legacy_elicitation(running: Running, era: str, tmp_path: Path) -> None:
@@ -289,8 +290,9 @@ async def modern_list_changed(running: Running, era: str, tmp_path: Path) -> Non
     ):
         ack = await stream.next()
         assert ack["method"] == "notifications/subscriptions/acknowledged"
-        grown = await modern_call(running, 2, "tools/call", {"name": "b__grow", "arguments": {}})
-        assert text_of(grown["result"]) == "grown_1"
+        answer = await modern_call(running, 2, "tools/call", {"name": "b__grow", "arguments": {}})
+        grown = text_of(answer["result"])
+        assert grown.startswith("grown_")
         changed: dict[str, Any] = {}
         with trio.move_on_after(HEARD_WAIT):
             changed = await stream.next()
@@ -299,7 +301,7 @@ async def modern_list_changed(running: Running, era: str, tmp_path: Path) -> Non
     assert changed["method"] == "notifications/tools/list_changed"
     assert changed["params"]["_meta"] == {SUB_ID: "L1"}
     listed = (await modern_call(running, 3, "tools/list", {}))["result"]
-    assert "b__grown_1" in {tool["name"] for tool in listed["tools"]}
+    assert f"b__{grown}" in {tool["name"] for tool in listed["tools"]}
 
 
 async def _mrtr(

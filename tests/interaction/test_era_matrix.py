@@ -5,7 +5,9 @@ Each cell starts one gateway in front of one real backend named ``b``:
 * **legacy backend**: ``tests/servers/era_legacy.py`` (official SDK 1.x,
   handshake era: the gateway sends ``initialize``);
 * **modern backend**: ``tests/servers/modern_sdk2.py`` on the official SDK 2.x
-  (the gateway's probe finds 2026-07-28 and speaks it).
+  (the gateway's probe finds 2026-07-28 and speaks it), over stdio
+  (``modern``) and over Streamable HTTP (``modern_http``: one process for the
+  module, since a trio test's own nursery cannot outlive it).
 
 Both have tools of the same contract (``add``, progress, ``wait_forever``,
 ``ask_name``, ``ask_sample``, ``grow``), so one assertion reads both. Hosts:
@@ -58,7 +60,9 @@ from tests.interaction.test_beside_a_call import messages_of
 from tests.subprocess_servers import RunningServer, free_port, run_server
 
 HOSTS: Final = ("legacy", "modern")
-BACKENDS: Final = ("legacy", "modern")
+# ``modern_http``: the same SDK 2.x peer over Streamable HTTP (one process for the
+# module): the backend leg's other transport (headers, cancel by closing the stream).
+BACKENDS: Final = ("legacy", "modern", "modern_http")
 FEATURES: Final = (
     "list",
     "call",
@@ -80,9 +84,15 @@ NO_CAPABILITY_CHECK: Final = (
     "the SDK 2.x peer asks although the envelope the gateway sent it declared none)"
 )
 GAPS: Final[dict[tuple[str, str, str], tuple[str, type[GapSeen]]]] = {
-    ("legacy", "modern", "list_changed"): (NO_LISTEN, ListChangedNotHeard),
-    ("modern", "modern", "list_changed"): (NO_LISTEN, ListChangedNotHeard),
-    ("modern", "modern", "undeclared"): (NO_CAPABILITY_CHECK, UndeclaredAskPassedOn),
+    **{
+        (host, modern, "list_changed"): (NO_LISTEN, ListChangedNotHeard)
+        for host in HOSTS
+        for modern in ("modern", "modern_http")
+    },
+    **{
+        ("modern", modern, "undeclared"): (NO_CAPABILITY_CHECK, UndeclaredAskPassedOn)
+        for modern in ("modern", "modern_http")
+    },
 }
 
 
@@ -102,27 +112,43 @@ def _cells() -> list[Any]:
     return cells
 
 
-def _backend(era: str) -> dict[str, Any]:
-    return sdk_backend("era_legacy", "b") if era == "legacy" else sdk2_stdio("b")
+def _sdk2_over_http() -> Iterator[RunningServer]:
+    port = free_port()
+    with run_server([str(SDK2_PYTHON), str(SERVER), "http", str(port)], port) as server:
+        yield server
+
+
+sdk2_shared = pytest.fixture(scope="module", name="sdk2_shared")(_sdk2_over_http)
+"""The SDK 2.x peer over HTTP for the ``modern_http`` cells (its tools grow as they run)."""
+sdk2_direct = pytest.fixture(name="sdk2_direct")(_sdk2_over_http)
+"""A fresh SDK 2.x peer over HTTP for the control test."""
+
+
+def _backend(backend: str, request: pytest.FixtureRequest) -> dict[str, Any]:
+    if backend == "legacy":
+        return sdk_backend("era_legacy", "b")
+    if backend == "modern":
+        return sdk2_stdio("b")
+    shared: RunningServer = request.getfixturevalue("sdk2_shared")  # only the cells using it
+    return {"name": "b", "transport": "http", "url": shared.url("/mcp")}
 
 
 @pytest.mark.parametrize(("host", "backend", "feature"), _cells())
 async def test_era_matrix(
-    nursery: trio.Nursery, tmp_path: Path, host: str, backend: str, feature: str
+    nursery: trio.Nursery,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    host: str,
+    backend: str,
+    feature: str,
 ) -> None:
     """One cell: ``host`` era x ``backend`` era x ``feature``, observed at both ends."""
-    running = await start_gateway(nursery, gateway_config([_backend(backend)]))
+    running = await start_gateway(nursery, gateway_config([_backend(backend, request)]))
+    era = "legacy" if backend == "legacy" else "modern"
     info = running.gateway.pool.backends["b"].info
-    assert info is not None and info.modern is (backend == "modern")
-    await CELLS[host, feature](running, backend, tmp_path)
+    assert info is not None and info.modern is (era == "modern")
+    await CELLS[host, feature](running, era, tmp_path)
     nursery.cancel_scope.cancel()
-
-
-@pytest.fixture(name="sdk2_direct")
-def _sdk2_direct() -> Iterator[RunningServer]:
-    port = free_port()
-    with run_server([str(SDK2_PYTHON), str(SERVER), "http", str(port)], port) as server:
-        yield server
 
 
 async def test_control_the_modern_backend_announces_its_change_on_its_own_listen_stream(
