@@ -173,10 +173,16 @@ class Authenticator:
         try:
             try:
                 claims = tokens.verify(text, self.keys, self.rules, when)
-            except tokens.UnknownKey:
-                # Key rotation: the IdP may have published the key since.
+            except tokens.UnknownKey as unknown:
+                # Key rotation: the IdP may have published the key since. The
+                # refresh awaits, so it runs outside the except block (a
+                # cancellation there would discard the exception: ASYNC120).
+                missing: tokens.UnknownKey | None = unknown
+            else:
+                missing = None
+            if missing is not None:
                 if self._jwks is None or not await self._jwks.refresh_for_unknown_kid():
-                    raise
+                    raise missing
                 claims = tokens.verify(text, self.keys, self.rules, when)
         except tokens.TokenRejected as exc:
             raise Unauthenticated(str(exc), token_sent=True) from None
