@@ -193,15 +193,19 @@ class ToolIndex:
             profile: the profile's name; its rows are seen only by a search
                 with ``scope=profile``.
             overridden: (catalog name, the profile's entry) per tool the
-                profile overrides. The name column holds the profile's name
-                when it renames the tool (the backend's original otherwise),
-                the prefix column the catalog name's prefix.
+                profile overrides. When the profile renames the tool, the
+                name column holds its new name (less a prefix it shows) and
+                the prefix column the prefix only if the new name shows it:
+                the row holds what the profile's host reads.
         """
         rows = []
         for catalog, entry in overridden:
-            head, sep, _ = catalog.partition(self._separator)
-            prefix = head if sep and catalog != entry.original else ""
-            named = entry.original if entry.key == catalog else entry.key
+            # The prefix only if the profile's name shows it (a rename may drop it).
+            prefix = _prefix_of(entry, self._separator)
+            if entry.key == catalog:
+                named = entry.original
+            else:
+                named = entry.key[len(prefix) + len(self._separator) :] if prefix else entry.key
             rows.append((entry, named, prefix))
         self._replace((profile, ""), rows)
 
