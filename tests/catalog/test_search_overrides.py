@@ -150,3 +150,44 @@ def test_override_rows_follow_the_view_and_rewrite_only_what_changed(
     assert search(index, without, "relocate a document") == []
     sync_overrides(index, "desk", restrict(build_snapshot((), RULES), PROFILE))
     assert index.overrides("desk") == {}
+
+
+def test_an_override_not_applied_leaves_the_catalogs_row_in_use(shared: Snapshot) -> None:
+    """A rename onto a name the profile shows is refused (profiles rule 7): nothing changes."""
+    taken = Profile(
+        "desk",
+        mode=SEARCH,
+        overrides={Kind.TOOLS: {"notes__add_note": Override("notes__delete_note", "Jot down.")}},
+    )
+    view = restrict(shared, taken)
+    assert view.overridden_tools == {}
+    assert view.problems
+    index = index_snapshot(shared)
+    sync_overrides(index, "desk", view)
+    assert index.overrides("desk") == {}
+    assert search(index, view, "store something new") == ["notes__add_note"]
+    assert search(index, view, "jot down") == []
+    index.close()
+
+
+def test_override_rows_updated_step_by_step_score_as_rows_written_afresh(shared: Snapshot) -> None:
+    """Rule 2 holds for a profile's rows too: the same hits and scores either way."""
+    stepped = index_snapshot(shared)
+    for description in ("First words.", "Jot down a reminder for later.", "Second words."):
+        redescribed = Profile(
+            "desk",
+            mode=SEARCH,
+            overrides={Kind.TOOLS: {"notes__add_note": Override(description=description)}},
+        )
+        sync_overrides(stepped, "desk", restrict(shared, redescribed))
+    sync_overrides(stepped, "desk", restrict(shared, PROFILE))
+    fresh = index_snapshot(shared)
+    sync_overrides(fresh, "desk", restrict(shared, PROFILE))
+    view = restrict(shared, PROFILE)
+    for query in ("jot down a reminder", "relocate a document", "note", "read the file"):
+        a = stepped.search(query, 8, within=_Shown(view), scope="desk")
+        b = fresh.search(query, 8, within=_Shown(view), scope="desk")
+        assert [(h.name, round(h.score, 9)) for h in a] == [(h.name, round(h.score, 9)) for h in b]
+        assert a  # every query matches something
+    stepped.close()
+    fresh.close()
