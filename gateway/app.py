@@ -204,10 +204,15 @@ async def open_gateway(
         shown = [pool.snapshot]
 
         def catalog_changed(snapshot: Snapshot, kinds: frozenset[Kind]) -> None:
-            """Tell each profile's hosts what changed in their view (coalesced); refresh gauges."""
+            """Tell each profile's hosts what changed in their view (coalesced); refresh gauges.
+
+            The search index follows here, where the snapshot swaps, so no
+            search pays for indexing (only the changed backends are rewritten).
+            """
             for profile, changed in views.refresh(shown[0], snapshot).items():
                 coalescer.add(changed, profile)
             shown[0] = snapshot
+            router.search.follow(snapshot)
             for kind in Kind:
                 counts = collections.Counter(e.backend for e in snapshot.view(kind).entries)
                 for name in pool.backends:
@@ -235,6 +240,7 @@ async def open_gateway(
             ]
         )
         pool.on_catalog_change(catalog_changed)
+        router.search.follow(pool.snapshot)  # tools listed before the hook was in place
         pool.on_state_change(track_state)
         try:
             yield gateway

@@ -153,7 +153,12 @@ EVERYTHING: Final = Profile(DEFAULT_PROFILE)
 
 
 def _restrict_view(
-    view: KindView, kind: Kind, profile: Profile, problems: list[str], aliases: dict[str, str]
+    view: KindView,
+    kind: Kind,
+    profile: Profile,
+    problems: list[str],
+    aliases: dict[str, str],
+    applied: dict[str, str],
 ) -> KindView:
     table = profile.overrides.get(kind)
     if profile.backends.everything and profile.names(kind).everything and not table:
@@ -170,7 +175,7 @@ def _restrict_view(
     # The same decision as ``Profile.admits``, with each backend's part asked once.
     entries = tuple(e for e in view.entries if admitted(e))
     if table:
-        entries = _overridden(entries, kind, table, problems, aliases)
+        entries = _overridden(entries, kind, table, problems, aliases, applied)
     keys = tuple(e.key for e in entries)
     return KindView(entries, keys, {e.key: e for e in entries})
 
@@ -181,8 +186,12 @@ def _overridden(
     table: Mapping[str, Override],
     problems: list[str],
     aliases: dict[str, str],
+    applied: dict[str, str],
 ) -> tuple[Entry, ...]:
-    """Rule 7: the overridden entries re-encoded, the rest shared; sorted by new key."""
+    """Rule 7: the overridden entries re-encoded, the rest shared; sorted by new key.
+
+    ``aliases`` gets old -> new name per rename, ``applied`` per override applied.
+    """
     taken = {e.key for e in entries if e.key not in table or table[e.key].name is None}
     out: list[Entry] = []
     for entry in entries:
@@ -204,6 +213,7 @@ def _overridden(
         if override.description is not None:
             item["description"] = override.description
         out.append(Entry(key, entry.backend, entry.original, _encoder.encode(item)))
+        applied[entry.key] = key
         if key != entry.key:
             aliases[entry.key] = key
     out.sort(key=lambda e: e.key)
@@ -235,9 +245,15 @@ def restrict(snapshot: Snapshot, profile: Profile, separator: str = "__") -> Sna
         return snapshot
     problems: list[str] = []
     aliases: dict[str, str] = {}
+    applied: dict[str, str] = {}
     views = {
         kind: _restrict_view(
-            snapshot.view(kind), kind, profile, problems, aliases if kind is Kind.TOOLS else {}
+            snapshot.view(kind),
+            kind,
+            profile,
+            problems,
+            aliases if kind is Kind.TOOLS else {},
+            applied if kind is Kind.TOOLS else {},
         )
         for kind in Kind
     }
@@ -258,6 +274,7 @@ def restrict(snapshot: Snapshot, profile: Profile, separator: str = "__") -> Sna
         unprefixed=unprefixed,
         problems=(*snapshot.problems, *problems),
         renamed_tools=aliases,
+        overridden_tools=applied,
         admits_uri=admits_uri,
         listed_tools=listed,
     )

@@ -15,11 +15,20 @@ Rules:
    and the order does not depend on the order rows were written in.
 4. Rows hold the public item's encoded JSON, shared with the snapshot
    rather than copied; a hit is decoded only when it is returned.
+5. A profile that overrides a tool's name or description (catalog.profiles
+   rule 7) gets rows of its own for those tools, indexed with the text it
+   shows (``replace_overrides``); its search reads them with ``scope`` and
+   leaves the catalog's rows of the same tools out through ``within``, so a
+   tool is found by the words its host sees, never by the replaced ones.
+   The override rows count in BM25's statistics (row count, average
+   lengths) for every profile: a handful of rows beside thousands, which
+   shifts scores by a fraction of a percent and never the set matched.
 
 Theory of operation: the gateway keeps one ``ToolIndex`` next to the
 catalog and calls ``sync_index(index, old, new)`` after each snapshot swap;
 only the backends whose tools changed are touched. A profile restricts
-results with ``within`` instead of owning an index of its own.
+results with ``within`` instead of owning an index of its own, and
+``sync_overrides`` keeps its override rows in step with its view.
 
 Why FTS5 and not a Python BM25 library (measured with ``benchmarks/search.py``
 and the relevance set, 10,000 tools): ``sqlite3`` ships with CPython and
@@ -137,8 +146,10 @@ class ToolIndex:
             "WHERE tools MATCH ? ORDER BY score DESC"
         )
         self._weights = (w.name, w.title, w.description, w.params, w.backend)
-        self._rows: dict[str, dict[str, _Row]] = {}
-        self._names: dict[int, tuple[str, bytes]] = {}
+        # Rows by (scope, backend): scope "" holds the catalog's tools, a
+        # profile's name its overridden ones (backend "").
+        self._rows: dict[tuple[str, str], dict[str, _Row]] = {}
+        self._names: dict[int, tuple[str, str, bytes]] = {}
         self._next_rowid = 1
 
     def __len__(self) -> int:
@@ -147,7 +158,12 @@ class ToolIndex:
 
     def backends(self) -> frozenset[str]:
         """The backends with at least one indexed tool."""
-        return frozenset(self._rows)
+        return frozenset(backend for scope, backend in self._rows if not scope)
+
+    def overrides(self, profile: str) -> dict[str, bytes]:
+        """The profile's own rows: its public name -> the tool JSON indexed."""
+        rows = self._rows.get((profile, ""), {})
+        return {key: row.encoded for key, row in rows.items()}
 
     def close(self) -> None:
         """Free the in-memory database; the index is unusable afterwards."""
@@ -161,22 +177,53 @@ class ToolIndex:
             entries: its public tools as the snapshot holds them (each
                 ``Entry.encoded`` is the public tool JSON).
         """
-        old = self._rows.get(backend, {})
+        self._replace(
+            ("", backend),
+            ((e, e.original, _prefix_of(e, self._separator)) for e in entries),
+        )
+
+    def remove_backend(self, backend: str) -> None:
+        """Drop every tool of ``backend`` (it went down or left the config)."""
+        self.replace_backend(backend, ())
+
+    def replace_overrides(self, profile: str, overridden: Iterable[tuple[str, Entry]]) -> None:
+        """Make ``overridden`` the profile's own rows (rule 5), rewriting only what changed.
+
+        Args:
+            profile: the profile's name; its rows are seen only by a search
+                with ``scope=profile``.
+            overridden: (catalog name, the profile's entry) per tool the
+                profile overrides. When the profile renames the tool, the
+                name column holds its new name (less a prefix it shows) and
+                the prefix column the prefix only if the new name shows it:
+                the row holds what the profile's host reads.
+        """
+        rows = []
+        for catalog, entry in overridden:
+            # The prefix only if the profile's name shows it (a rename may drop it).
+            prefix = _prefix_of(entry, self._separator)
+            if entry.key == catalog:
+                named = entry.original
+            else:
+                named = entry.key[len(prefix) + len(self._separator) :] if prefix else entry.key
+            rows.append((entry, named, prefix))
+        self._replace((profile, ""), rows)
+
+    def _replace(self, group: tuple[str, str], rows: Iterable[tuple[Entry, str, str]]) -> None:
+        """Make ``rows`` (entry, name column, prefix column) the group's rows."""
+        scope = group[0]
+        old = self._rows.get(group, {})
         new: dict[str, _Row] = {}
         stale: list[int] = []
         inserts: list[tuple[Any, ...]] = []
-        for entry in entries:
+        for entry, named, prefix in rows:
             kept = old.get(entry.key)
             if kept is not None and kept.encoded == entry.encoded:
                 new[entry.key] = kept
                 continue
             if kept is not None:
                 stale.append(kept.rowid)
-            text = tool_text(
-                _decoder.decode(entry.encoded),
-                original=entry.original,
-                prefix=_prefix_of(entry, self._separator),
-            )
+            text = tool_text(_decoder.decode(entry.encoded), original=named, prefix=prefix)
             rowid = self._next_rowid
             self._next_rowid += 1
             new[entry.key] = _Row(rowid, entry.encoded)
@@ -195,15 +242,11 @@ class ToolIndex:
         for rowid in stale:
             del self._names[rowid]
         for key, row in new.items():
-            self._names[row.rowid] = (key, row.encoded)
+            self._names[row.rowid] = (scope, key, row.encoded)
         if new:
-            self._rows[backend] = new
+            self._rows[group] = new
         else:
-            self._rows.pop(backend, None)
-
-    def remove_backend(self, backend: str) -> None:
-        """Drop every tool of ``backend`` (it went down or left the config)."""
-        self.replace_backend(backend, ())
+            self._rows.pop(group, None)
 
     def _write(self, stale: list[int], inserts: list[tuple[Any, ...]]) -> None:
         if not stale and not inserts:
@@ -223,6 +266,7 @@ class ToolIndex:
         limit: int = DEFAULT_LIMIT,
         *,
         within: Container[str] | None = None,
+        scope: str = "",
     ) -> list[SearchHit]:
         """The tools that best match a natural-language request, best first.
 
@@ -230,8 +274,12 @@ class ToolIndex:
             query: the request as a user or model wrote it; any text is
                 accepted and none of it is FTS5 syntax.
             limit: how many hits at most, forced into ``1..50``.
-            within: when given, only tools whose public name is in it (a
-                profile's view) are returned.
+            within: when given, only catalog tools whose public name is in
+                it (a profile's view, less the tools it overrides) are
+                returned.
+            scope: a profile whose own rows (``replace_overrides``) are
+                searched too, whatever ``within`` says; other profiles'
+                rows are never returned.
 
         Returns:
             Up to ``limit`` hits; none for a request with no words or no match.
@@ -245,8 +293,11 @@ class ToolIndex:
         for rowid, score in self._ranked(expression, wanted + _TIE_SLACK):
             if len(found) >= wanted and score < boundary:
                 break
-            key, encoded = self._names[rowid]
-            if within is not None and key not in within:
+            row_scope, key, encoded = self._names[rowid]
+            if row_scope:
+                if row_scope != scope:
+                    continue  # another profile's override (rule 5)
+            elif within is not None and key not in within:
                 continue
             found.append((score, key, encoded))
             if len(found) == wanted:
@@ -306,6 +357,21 @@ def sync_index(index: ToolIndex, old: Snapshot, new: Snapshot) -> frozenset[str]
     for backend, entries in changed.items():
         index.replace_backend(backend, entries)
     return frozenset(changed)
+
+
+def overridden_entries(view: Snapshot) -> list[tuple[str, Entry]]:
+    """(catalog name, the profile's entry) per tool a profile view overrides."""
+    tools = view.view(Kind.TOOLS).by_key
+    return [
+        (catalog, tools[public])
+        for catalog, public in view.overridden_tools.items()
+        if public in tools
+    ]
+
+
+def sync_overrides(index: ToolIndex, profile: str, view: Snapshot) -> None:
+    """Bring a profile's own rows up to its view, rewriting only overrides whose JSON changed."""
+    index.replace_overrides(profile, overridden_entries(view))
 
 
 def index_snapshot(

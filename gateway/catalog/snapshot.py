@@ -164,6 +164,10 @@ class Snapshot:
     # A profile's tool overrides: the catalog's public name -> the profile's
     # (the search index knows tools by the former).
     renamed_tools: Mapping[str, str] = field(default_factory=dict)
+    # Every tool override applied in a profile's view (renamed or only
+    # redescribed): the catalog's public name -> the profile's. The search
+    # index keeps the profile's text for these (catalog.search rule 5).
+    overridden_tools: Mapping[str, str] = field(default_factory=dict)
 
     def view(self, kind: Kind) -> KindView:
         """The sorted view of one kind: every item a request may name."""

@@ -209,4 +209,7 @@ def resolve(
         problems.add(place, message)
     if problems.items:
         return None
-    return msgspec.structs.replace(config, backends=every)
+    merged = msgspec.structs.replace(config, backends=every)
+    for place, message in merged.profile_problems():
+        problems.add(place, message)
+    return None if problems.items else merged

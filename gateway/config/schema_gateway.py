@@ -128,12 +128,17 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
             for position, backend in enumerate(self.backends)
         )
         problems = backend_problems(identities, self.naming)
-        prefixes = {b.name: b.prefix if b.prefix is not None else b.name for b in self.backends}
-        problems += profile_problems(
-            self.profiles, prefixes, self.naming.separator, self.server.path
-        )
+        # With host files the backends are not all known yet: the profiles
+        # are checked once those are read (config.backends_from.resolve).
+        if not self.backends_from:
+            problems += self.profile_problems()
         if problems:
             raise Invalid(*problems)
+
+    def profile_problems(self) -> list[tuple[str, str]]:
+        """The profiles checked against every backend (``schema_profiles.profile_problems``)."""
+        prefixes = {b.name: b.prefix if b.prefix is not None else b.name for b in self.backends}
+        return profile_problems(self.profiles, prefixes, self.naming.separator, self.server.path)
 
 
 class BackendIdentity(NamedTuple):

@@ -166,24 +166,35 @@ class Authenticator:
         if not self._jwt_on or token.count(b".") != 2:
             raise Unauthenticated("unknown token", token_sent=True)
         when = time.time() if now is None else now
-        claims = self._remembered(token, when)
-        if claims is not None:
-            return self._jwt_principal(claims)
+        remembered = self._remembered(token, when)
+        if remembered is not None:
+            return self._jwt_principal(remembered)
         text = token.decode("ascii", "replace")
         try:
-            try:
-                claims = tokens.verify(text, self.keys, self.rules, when)
-            except tokens.UnknownKey:
-                # Key rotation: the IdP may have published the key since.
-                if self._jwks is None or not await self._jwks.refresh_for_unknown_kid():
-                    raise
-                claims = tokens.verify(text, self.keys, self.rules, when)
+            claims = await self._verify(text, when)
         except tokens.TokenRejected as exc:
             raise Unauthenticated(str(exc), token_sent=True) from None
         if len(self._verified) >= VERIFIED_CACHE_SIZE:
             self._verified.clear()  # bounded memory beats exactness under a token flood
         self._verified[token] = (self.keys, claims)
         return self._jwt_principal(claims)
+
+    async def _verify(self, text: str, when: float) -> dict[str, Any]:
+        """The token's claims; on an unknown ``kid``, once more after a key refresh.
+
+        Raises:
+            tokens.TokenRejected: the token does not verify (after the refresh).
+        """
+        try:
+            return tokens.verify(text, self.keys, self.rules, when)
+        except tokens.UnknownKey as unknown:
+            # Key rotation: the IdP may have published the key since. The
+            # refresh awaits, so it runs after the except block (a cancellation
+            # inside it would discard the exception: ASYNC120).
+            missing = unknown
+        if self._jwks is None or not await self._jwks.refresh_for_unknown_kid():
+            raise missing
+        return tokens.verify(text, self.keys, self.rules, when)
 
     def _remembered(self, token: bytes, now: float) -> dict[str, Any] | None:
         """The claims of a token verified before with the key set still in force."""

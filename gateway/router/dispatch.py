@@ -130,7 +130,7 @@ class Router:
         forwarder = Forwarder(owners, wanted, self._held)
         calls = Calls(targets, forwarder, metrics)
         self._lists = Lists(pool, cursors, page_size, metrics)
-        self.search = SearchMode(lambda: pool.snapshot, calls.call_tool, separator)
+        self.search = SearchMode(lambda: pool.snapshot, calls.call_tool, separator, self.profiles)
         self._levels = Levels(pool, wanted)
         self._wanted = wanted
         self._subscriptions = SubscriptionRelay(pool, subscriptions, targets, forwarder)

@@ -83,9 +83,14 @@ def seal_for_host(
 
     Raises:
         MalformedInputRequired: the backend's result breaks the shape rules.
+        MissingClientCapability: -32021, the backend asks for a capability the
+            host's request did not declare.
         ModernProtocolError: -32603 when the call is not one a host may retry.
     """
     parsed = mrtr.parse_input_required(method, body)
+    # The host must not be asked for what its request did not declare
+    # (mrtr.mdx: servers MUST NOT send such inputRequests), whoever asks.
+    mrtr.require_capabilities(parsed.input_requests, request.capabilities)
     held = request.held
     if held is None:  # pragma: no cover - every MRTR method runs as a held call
         raise ModernProtocolError("input_required outside a held call", INTERNAL_ERROR)

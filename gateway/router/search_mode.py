@@ -6,10 +6,14 @@ Rules:
    has ``listed_tools``); anywhere else their names are unknown tools, like
    any name no backend offers (the prefix ``gateway`` is reserved).
 2. ``search_tools`` ranks with the one shared ``ToolIndex`` and keeps only
-   the profile's tools (``within``). The index is brought up to the current
-   snapshot before each search, rewriting only the backends whose tools
-   changed since the last one (``catalog.search.sync_index``): nothing is
-   indexed until a search-mode profile is first searched.
+   the profile's tools (``within``), with the profile's overridden tools
+   indexed under the text the profile shows (``catalog.search`` rule 5).
+   The gateway calls :meth:`SearchMode.follow` from its catalog-changed
+   hook, where snapshots swap, so the index is rewritten there (only the
+   backends whose tools changed, ``catalog.search.sync_index``) and never
+   on a search. A search checks, by identity, that the index follows its
+   snapshot and syncs only if not (a router without the hook, as in unit
+   tests). Without a search-mode profile nothing is indexed.
 3. ``call_tool`` is ``tools/call`` with the name and arguments unwrapped:
    the same handler routes it, so progress (the request's ``_meta`` is
    kept), cancellation, MRTR and a backend's errors behave exactly as on a
@@ -29,7 +33,15 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from gateway.catalog.search import MAX_LIMIT, MIN_LIMIT, SearchHit, ToolIndex, sync_index
+from gateway.catalog.profiles import SEARCH
+from gateway.catalog.search import (
+    MAX_LIMIT,
+    MIN_LIMIT,
+    SearchHit,
+    ToolIndex,
+    sync_index,
+    sync_overrides,
+)
 from gateway.catalog.search_tools import (
     CALL_TOOL_NAME,
     SEARCH_TOOLS_NAME,
@@ -44,6 +56,7 @@ from gateway.router.calls import downgraded
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping
 
+    from gateway.catalog.profiles import ProfileViews
     from gateway.catalog.snapshot import Snapshot
     from gateway.router.calls import Call
 
@@ -52,19 +65,18 @@ _SEARCH_HINT: Final = "Use {search} to find the tools this endpoint offers."
 
 
 class _Within:
-    """The catalog names of a profile's tools, renamed ones under their old name."""
+    """The catalog names of a profile's tools it shows as the catalog does.
 
-    def __init__(self, tools: Mapping[str, object], renamed: Mapping[str, str]) -> None:
+    An overridden tool is left out: the profile's own row (indexed with its
+    text) stands for it, so the replaced name and description match nothing.
+    """
+
+    def __init__(self, tools: Mapping[str, object], overridden: Mapping[str, str]) -> None:
         self._tools = tools
-        self._renamed = renamed
-        self._new_names = frozenset(renamed.values())
+        self._overridden = overridden
 
     def __contains__(self, name: object) -> bool:
-        if not isinstance(name, str):
-            return False
-        if name in self._renamed:
-            return True
-        return name in self._tools and name not in self._new_names
+        return isinstance(name, str) and name in self._tools and name not in self._overridden
 
 
 def _tool_error(text: str) -> msgspec.Raw:
@@ -78,6 +90,8 @@ class SearchMode:
         current: returns the current shared snapshot (what the index follows).
         call_tool: the ordinary ``tools/call`` handler.
         separator: the naming separator (``gateway{sep}search_tools``).
+        profiles: the served profiles, whose search-mode views
+            :meth:`follow` indexes the overrides of; none when not given.
     """
 
     def __init__(
@@ -85,30 +99,64 @@ class SearchMode:
         current: Callable[[], Snapshot],
         call_tool: Callable[[Call, dict[str, Any]], Awaitable[msgspec.Raw]],
         separator: str,
+        profiles: ProfileViews | None = None,
     ) -> None:
         self._current = current
+        self._profiles = profiles
         self._call_tool = call_tool
         self._separator = separator
         self.search_name = gateway_tool_name(SEARCH_TOOLS_NAME, separator)
         self.call_name = gateway_tool_name(CALL_TOOL_NAME, separator)
         self._index: ToolIndex | None = None
         self._indexed: Snapshot = EMPTY_SNAPSHOT
+        # Per profile, the view whose overrides the index holds.
+        self._views: dict[str, Snapshot] = {}
+
+    @property
+    def indexed(self) -> Snapshot:
+        """The shared snapshot the index holds the tools of."""
+        return self._indexed
+
+    def follow(self, snapshot: Snapshot) -> None:
+        """Bring the index up to a snapshot just swapped in (rule 2).
+
+        Only the backends whose tools changed, and each search-mode
+        profile's overrides whose JSON changed, are rewritten. Nothing is
+        indexed while no profile is in search mode.
+        """
+        profiles = self._profiles
+        if profiles is None or not profiles.searching:
+            return
+        index = self._sync(snapshot)
+        for name in profiles.names:
+            selected = profiles.profile(name)
+            if selected is not None and selected.mode == SEARCH:
+                self._sync_profile(index, name, profiles.view(name, snapshot))
 
     def index(self) -> ToolIndex:
-        """The shared index, brought up to the current snapshot (rule 2)."""
+        """The shared index, brought up to the current snapshot if the hook has not yet."""
+        return self._sync(self._current())
+
+    def _sync(self, snapshot: Snapshot) -> ToolIndex:
         if self._index is None:
             self._index = ToolIndex(separator=self._separator)
-        current = self._current()
-        if current is not self._indexed:
-            sync_index(self._index, self._indexed, current)
-            self._indexed = current
+        if snapshot is not self._indexed:
+            sync_index(self._index, self._indexed, snapshot)
+            self._indexed = snapshot
         return self._index
+
+    def _sync_profile(self, index: ToolIndex, profile: str, view: Snapshot) -> None:
+        if self._views.get(profile) is not view:
+            sync_overrides(index, profile, view)
+            self._views[profile] = view
 
     def close(self) -> None:
         """Free the index (the router is going away)."""
         if self._index is not None:
             self._index.close()
             self._index = None
+            self._indexed = EMPTY_SNAPSHOT
+            self._views = {}
 
     async def call_tool(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
         """``tools/call``: a gateway tool in search mode, else the ordinary handler."""
@@ -136,16 +184,18 @@ class SearchMode:
                 f"{self.search_name}: 'limit' must be between {MIN_LIMIT} and {MAX_LIMIT}"
             )
         view = call.snapshot
+        profile = call.client.profile
         tools = view.view(Kind.TOOLS).by_key
-        renamed = view.renamed_tools
-        # The index knows tools by their catalog names; a profile's override
-        # renames some (catalog.profiles rule 7): search under the old name,
-        # answer with the profile's entry (its name, its description).
-        within = _Within(tools, renamed)
+        index = self.index()
+        self._sync_profile(index, profile, view)
+        # Catalog rows of the tools the profile shows unchanged, and the
+        # profile's own rows for the ones it overrides (catalog.search rule 5);
+        # each hit is answered with the view's entry (its name, its text).
+        within = _Within(tools, view.overridden_tools)
         hits = [
-            SearchHit(key, hit.score, _decoder.decode(tools[key].encoded))
-            for hit in self.index().search(query, limit, within=within)
-            for key in (renamed.get(hit.name, hit.name),)
+            SearchHit(hit.name, hit.score, _decoder.decode(entry.encoded))
+            for hit in index.search(query, limit, within=within, scope=profile)
+            if (entry := tools.get(hit.name)) is not None
         ]
         result = mcp.encode(search_tools_result(hits))
         return downgraded(result, call.client.protocol_version, revisions.call_result)

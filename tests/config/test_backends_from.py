@@ -349,3 +349,24 @@ async def test_reload_rereads_the_host_files(autojump_clock: MockClock, tmp_path
             host.write_text("{")
             assert await reload_config(gateway, str(path)) is False
         assert list(gateway.pool.backends) == ["alpha", "beta"]
+
+
+def test_a_profile_may_name_a_backend_that_comes_from_a_host_file(tmp_path: Path) -> None:
+    """Issues 15 and 19 together: profiles are checked against every backend, host files
+    included, so a literal name from a host file is known and a typo is still reported."""
+    shutil.copytree(HOSTS, tmp_path / "hosts", dirs_exist_ok=True)
+    path = tmp_path / "gateway.yaml"
+    host = {"path": "hosts/claude_desktop_config.json"}
+
+    def write(include: str) -> None:
+        profile = {"name": "coding", "backends": {"include": [include]}}
+        path.write_text(json.dumps({"backends_from": [host], "profiles": [profile]}))
+
+    write("github-tools")
+    assert load(path, env=ENV).profiles[0].backends.include == ["github-tools"]
+    write("github-tool")
+    with pytest.raises(ConfigError) as caught:
+        load(path, env=ENV)
+    assert caught.value.problems == [
+        "profiles[0].backends.include[0]: no backend is named 'github-tool'"
+    ]

@@ -36,7 +36,13 @@ SEARCH: Final = {
     "backends": {"include": ["everything", "files", "alpha"]},
     "tools": {"exclude": ["alpha__fail"]},
     "pinned": ["alpha__echo"],
-    "overrides": {"tools": {"alpha__add": {"name": "sum_numbers"}}},
+    "overrides": {
+        "tools": {
+            "alpha__add": {"name": "sum_numbers"},
+            # alpha's own: "The process id of this server."
+            "alpha__pid": {"description": "Which operating-system worker answers, as a number."},
+        }
+    },
 }
 
 
@@ -188,3 +194,24 @@ async def test_search_finds_an_overridden_tool_under_its_new_name(
     assert "sum_numbers" in names and "alpha__add" not in names
     assert (called.isError, _text(called)) == (False, "42")
     assert old.isError is True
+
+
+async def test_search_ranks_an_override_by_the_text_the_profile_shows(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """Issue 15 follow-up: found by the override's words, not by the replaced description."""
+    running = await _start(nursery, tmp_path)
+    search = running.gateway.router.search
+    # Indexed when the snapshot swapped, before any search (no search pays a build).
+    assert search.indexed is running.gateway.pool.snapshot
+    assert "alpha__pid" in search.index().overrides("find")
+    async with open_client(running.url + "/find") as client:
+        await client.list_tools()
+        found = await _search(client, "which operating-system worker answers", limit=3)
+        replaced = await _search(client, "process id of this server", limit=50)
+    assert found.structuredContent is not None
+    tools = found.structuredContent["tools"]
+    assert tools[0]["name"] == "alpha__pid"
+    assert tools[0]["description"] == "Which operating-system worker answers, as a number."
+    assert replaced.structuredContent is not None
+    assert "alpha__pid" not in [t["name"] for t in replaced.structuredContent["tools"]]

@@ -54,12 +54,13 @@ async def _oidc_provider(port: int, resource: str = RESOURCE) -> AsyncIterator[d
                 buffer += chunk
         yield json.loads(buffer.split(b"\n", 1)[0])
     finally:
-        process.terminate()
-        with trio.move_on_after(5):
-            await process.wait()
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+        with trio.CancelScope(shield=True, deadline=trio.current_time() + 10):
+            process.terminate()
+            with trio.move_on_after(5):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
 
 
 async def _token(port: int, scope: str) -> str:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 import msgspec
+import pytest
 
 from gateway.catalog.naming import NamingRules
-from gateway.catalog.profiles import SEARCH, Profile, ProfileViews
-from gateway.catalog.snapshot import BackendListing, Catalog
+from gateway.catalog.profiles import SEARCH, Override, Profile, ProfileViews
+from gateway.catalog.snapshot import BackendListing, Catalog, Kind
 from gateway.protocol import mcp
 from gateway.router.calls import Call
 from gateway.router.search_mode import SearchMode
@@ -102,3 +103,68 @@ async def test_outside_search_mode_every_call_goes_to_the_ordinary_handler() -> 
     call = Call(FakeClient("c"), catalog.snapshot)
     await mode.call_tool(call, {"name": "gateway__search_tools", "arguments": {"query": "x"}})
     assert recorder.params == [{"name": "gateway__search_tools", "arguments": {"query": "x"}}]
+
+
+async def test_follow_brings_the_index_up_to_a_new_snapshot_before_any_search(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 15 follow-up: the catalog-changed hook indexes, so no search pays a build."""
+    catalog = Catalog(NamingRules())
+    profile = Profile(
+        "find",
+        mode=SEARCH,
+        overrides={Kind.TOOLS: {"files__read_file": Override("cat", "Print a document.")}},
+    )
+    views = ProfileViews([profile])
+    mode = SearchMode(lambda: catalog.snapshot, Recorder(), "__", views)
+    catalog.publish(
+        BackendListing(
+            backend="files",
+            prefix="files",
+            tools=({"name": "read_file", "description": "Read a file from disk."},),
+        )
+    )
+    mode.follow(catalog.snapshot)
+    index = mode.index()
+    assert mode.indexed is catalog.snapshot
+    assert index.backends() == {"files"}
+    assert set(index.overrides("find")) == {"cat"}
+    catalog.publish(
+        BackendListing(
+            backend="weather",
+            prefix="weather",
+            tools=({"name": "get_forecast", "description": "The weather forecast for a city."},),
+        )
+    )
+    mode.follow(catalog.snapshot)
+    assert mode.indexed is catalog.snapshot
+    assert index.backends() == {"files", "weather"}
+
+    def no_sync(*args: object) -> NoReturn:
+        raise AssertionError("a search rebuilt the index")
+
+    # A search now finds everything without indexing anything itself.
+    monkeypatch.setattr("gateway.router.search_mode.sync_index", no_sync)
+    monkeypatch.setattr("gateway.router.search_mode.sync_overrides", no_sync)
+    call = Call(FakeClient("c", profile="find"), views.view("find", catalog.snapshot))
+
+    async def search(query: str) -> list[str]:
+        result = _decoded(
+            await mode.call_tool(
+                call, {"name": "gateway__search_tools", "arguments": {"query": query}}
+            )
+        )
+        return [tool["name"] for tool in result["structuredContent"]["tools"]]
+
+    assert await search("weather forecast") == ["weather__get_forecast"]
+    assert await search("print a document") == ["cat"]
+    assert await search("disk") == []  # only the replaced description said it
+    mode.close()
+
+
+def test_follow_indexes_nothing_without_a_search_mode_profile() -> None:
+    """No profile in search mode: the hook costs nothing and builds no index."""
+    catalog, _, _, recorder = _setup()
+    mode = SearchMode(lambda: catalog.snapshot, recorder, "__", ProfileViews([Profile("p")]))
+    mode.follow(catalog.snapshot)
+    assert mode.indexed is not catalog.snapshot
