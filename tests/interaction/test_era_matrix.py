@@ -54,7 +54,6 @@ from tests.interaction.era_cells import (
     WAIT,
     GapSeen,
     ListChangedNotHeard,
-    UndeclaredAskPassedOn,
 )
 from tests.interaction.test_beside_a_call import messages_of
 from tests.subprocess_servers import RunningServer, free_port, run_server
@@ -77,20 +76,10 @@ NO_LISTEN: Final = (
     "gap: the gateway opens no subscriptions/listen stream to a 2026-07-28 backend, "
     "so its tools list_changed is not followed (docs/eras.md, backend leg, 'Not yet')"
 )
-NO_CAPABILITY_CHECK: Final = (
-    "gap: a 2026-07-28 backend's input_required passes to a modern host unchecked; "
-    "inputRequests needing a capability the request did not declare should be -32021 "
-    "(S/basic/patterns/mrtr.mdx: the server MUST NOT request an undeclared capability; "
-    "the SDK 2.x peer asks although the envelope the gateway sent it declared none)"
-)
 GAPS: Final[dict[tuple[str, str, str], tuple[str, type[GapSeen]]]] = {
     **{
         (host, modern, "list_changed"): (NO_LISTEN, ListChangedNotHeard)
         for host in HOSTS
-        for modern in ("modern", "modern_http")
-    },
-    **{
-        ("modern", modern, "undeclared"): (NO_CAPABILITY_CHECK, UndeclaredAskPassedOn)
         for modern in ("modern", "modern_http")
     },
 }
