@@ -157,6 +157,29 @@ async def ask_sample(ctx: Context) -> Any:
     return json.dumps({"state": ctx.request_state, "answer": dumped})
 
 
+_grown: list[str] = []
+
+
+def _grown_tool() -> str:
+    """A tool ``grow`` added; it only says so."""
+    return "grown"
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Add a tool ``grown_<n>`` and publish tools list_changed to listen streams.
+
+    On 2026-07-28 the only way a server tells a client its list changed is a
+    ``subscriptions/listen`` stream, so the era matrix
+    (``tests/interaction/test_era_matrix.py``) sees whether the gateway follows it.
+    """
+    name = f"grown_{len(_grown) + 1}"
+    _grown.append(name)
+    server.add_tool(_grown_tool, name=name)
+    await ctx.notify_tools_changed()
+    return name
+
+
 @server.resource("sdk2://note")
 def note() -> str:
     """A fixed text resource."""
