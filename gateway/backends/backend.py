@@ -57,6 +57,7 @@ from gateway.errors import (
     TransportError,
 )
 from gateway.protocol.caching import NO_CACHE, CacheHint
+from gateway.protocol.listen import ACKNOWLEDGED
 
 if TYPE_CHECKING:
     import collections
@@ -357,6 +358,11 @@ class Backend:
     def _handle_notification(
         self, method: str, params: msgspec.Raw | None, *, client: str | None = None
     ) -> None:
+        if method == ACKNOWLEDGED:
+            listen = self._supervisor.upstream_listen
+            if client is None and listen is not None:
+                listen.acknowledged()
+            return  # the gateway's own listen: nothing for the clients
         kinds = Kind.changed_by(method)
         if kinds:
             if client is None:  # the catalog follows the shared session only
