@@ -155,6 +155,7 @@ class Peer:
         progress_token: RequestId | None = None,
         on_progress: ProgressHandler | None = None,
         standing: bool = False,
+        on_sent: Callable[[RequestId], None] | None = None,
     ) -> msgspec.Raw:
         """Send a request and wait for its result.
 
@@ -168,6 +169,8 @@ class Peer:
             on_progress: called with each progress notification's params.
             standing: the request stays open by design (``subscriptions/listen``)
                 and does not count in ``in_flight``.
+            on_sent: told the request's id as it goes out (a listen stream's
+                notifications carry it as their subscription id).
 
         Raises:
             RemoteProtocolError: the peer answered with an error.
@@ -184,6 +187,8 @@ class Peer:
             self._progress[progress_token] = pending
         self._standing += standing
         try:
+            if on_sent is not None:
+                on_sent(msg_id)
             await self._channel.send(jsonrpc.encode_request(msg_id, method, params))
             await pending.done.wait()
         except trio.Cancelled:

@@ -47,6 +47,7 @@ from gateway.backends.supervisor import (
     BackendState,
     Supervisor,
 )
+from gateway.backends.upstream_listen import BRIDGED
 from gateway.catalog.snapshot import Kind
 from gateway.errors import (
     METHOD_NOT_FOUND,
@@ -321,9 +322,19 @@ class Backend:
                     on_progress(body)
 
             try:
-                result = await peer.request(
-                    method, params, progress_token=progress_token, on_progress=handler
-                )
+                listen = self._supervisor.upstream_listen
+                if (
+                    method in BRIDGED
+                    and listen is not None
+                    and peer is self._supervisor.peer
+                    and peer.modern
+                ):
+                    # 2026-07-28 has no resources/subscribe: the standing listen does it.
+                    result = await listen.bridge(method, params)
+                else:
+                    result = await peer.request(
+                        method, params, progress_token=progress_token, on_progress=handler
+                    )
                 self._supervisor.note_answer()
                 return result
             except TransportError as exc:
@@ -361,7 +372,7 @@ class Backend:
         if method == ACKNOWLEDGED:
             listen = self._supervisor.upstream_listen
             if client is None and listen is not None:
-                listen.acknowledged()
+                listen.acknowledged(params)
             return  # the gateway's own listen: nothing for the clients
         kinds = Kind.changed_by(method)
         if kinds:

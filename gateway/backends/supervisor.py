@@ -149,8 +149,10 @@ class Supervisor:
         self._eject = trio.Event()
         self._dirty: set[Kind] = set()
         self._dirty_event = trio.Event()
-        # The standing listen of a modern session (None otherwise).
+        # The standing listen of a modern session (None otherwise), and the
+        # backend-side URIs it subscribes, kept across sessions.
         self.upstream_listen: UpstreamListen | None = None
+        self.listened_uris: set[str] = set()
 
     # -- the one place the state changes -------------------------------------
 
@@ -338,7 +340,7 @@ class Supervisor:
         most the initialize timeout, after which the listing goes ahead.
         """
         listen = self.upstream_listen = UpstreamListen(
-            info.capabilities, self.mark_changed, self._log, self._rng
+            info.capabilities, self.listened_uris, self.mark_changed, self._log, self._rng
         )
         if not listen.wanted:
             return
