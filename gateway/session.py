@@ -114,6 +114,9 @@ class Peer:
         self._ids = itertools.count(1)
         self._pending: dict[RequestId, _Pending] = {}
         self._progress: dict[RequestId, _Pending] = {}
+        # Requests meant to stay open for the session's life (a 2026-07-28
+        # listen stream): not "in flight" for liveness purposes.
+        self._standing = 0
         self._log = logger.bind(peer=name)
         self.name = name
         self.closed = trio.Event()
@@ -127,8 +130,12 @@ class Peer:
 
     @property
     def in_flight(self) -> int:
-        """Requests sent and not yet answered."""
-        return len(self._pending)
+        """Requests sent and not yet answered, standing ones not counted.
+
+        A peer with a call in flight is busy rather than silent; a standing
+        listen request is neither, so it must not stop the liveness pings.
+        """
+        return len(self._pending) - self._standing
 
     async def send_raw(self, message: bytes) -> None:
         """Send an already-encoded message (the router forwards bytes)."""
@@ -147,6 +154,8 @@ class Peer:
         *,
         progress_token: RequestId | None = None,
         on_progress: ProgressHandler | None = None,
+        standing: bool = False,
+        on_sent: Callable[[RequestId], None] | None = None,
     ) -> msgspec.Raw:
         """Send a request and wait for its result.
 
@@ -158,6 +167,10 @@ class Peer:
                 until the answer arrives. The caller guarantees it is unique
                 on this link.
             on_progress: called with each progress notification's params.
+            standing: the request stays open by design (``subscriptions/listen``)
+                and does not count in ``in_flight``.
+            on_sent: told the request's id as it goes out (a listen stream's
+                notifications carry it as their subscription id).
 
         Raises:
             RemoteProtocolError: the peer answered with an error.
@@ -172,7 +185,10 @@ class Peer:
         self._pending[msg_id] = pending
         if progress_token is not None and on_progress is not None:
             self._progress[progress_token] = pending
+        self._standing += standing
         try:
+            if on_sent is not None:
+                on_sent(msg_id)
             await self._channel.send(jsonrpc.encode_request(msg_id, method, params))
             await pending.done.wait()
         except trio.Cancelled:
@@ -181,6 +197,7 @@ class Peer:
                 self._nursery.start_soon(self._send_cancelled, msg_id)
             raise
         finally:
+            self._standing -= standing
             self._pending.pop(msg_id, None)
             if progress_token is not None:
                 self._progress.pop(progress_token, None)

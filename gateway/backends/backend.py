@@ -47,6 +47,7 @@ from gateway.backends.supervisor import (
     BackendState,
     Supervisor,
 )
+from gateway.backends.upstream_listen import BRIDGED
 from gateway.catalog.snapshot import Kind
 from gateway.errors import (
     METHOD_NOT_FOUND,
@@ -57,6 +58,7 @@ from gateway.errors import (
     TransportError,
 )
 from gateway.protocol.caching import NO_CACHE, CacheHint
+from gateway.protocol.listen import ACKNOWLEDGED
 
 if TYPE_CHECKING:
     import collections
@@ -320,9 +322,19 @@ class Backend:
                     on_progress(body)
 
             try:
-                result = await peer.request(
-                    method, params, progress_token=progress_token, on_progress=handler
-                )
+                listen = self._supervisor.upstream_listen
+                if (
+                    method in BRIDGED
+                    and listen is not None
+                    and peer is self._supervisor.peer
+                    and peer.modern
+                ):
+                    # 2026-07-28 has no resources/subscribe: the standing listen does it.
+                    result = await listen.bridge(method, params)
+                else:
+                    result = await peer.request(
+                        method, params, progress_token=progress_token, on_progress=handler
+                    )
                 self._supervisor.note_answer()
                 return result
             except TransportError as exc:
@@ -357,6 +369,11 @@ class Backend:
     def _handle_notification(
         self, method: str, params: msgspec.Raw | None, *, client: str | None = None
     ) -> None:
+        if method == ACKNOWLEDGED:
+            listen = self._supervisor.upstream_listen
+            if client is None and listen is not None:
+                listen.acknowledged(params)
+            return  # the gateway's own listen: nothing for the clients
         kinds = Kind.changed_by(method)
         if kinds:
             if client is None:  # the catalog follows the shared session only

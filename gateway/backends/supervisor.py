@@ -48,6 +48,7 @@ from gateway.backends import listing
 from gateway.backends.backoff import Backoff
 from gateway.backends.failures import EXPECTED, describe, first_leaf
 from gateway.backends.handshake import IncompatibleBackend, effective_protocol
+from gateway.backends.upstream_listen import UpstreamListen
 from gateway.catalog.snapshot import Kind
 from gateway.errors import (
     GatewayError,
@@ -148,6 +149,10 @@ class Supervisor:
         self._eject = trio.Event()
         self._dirty: set[Kind] = set()
         self._dirty_event = trio.Event()
+        # The standing listen of a modern session (None otherwise), and the
+        # backend-side URIs it subscribes, kept across sessions.
+        self.upstream_listen: UpstreamListen | None = None
+        self.listened_uris: set[str] = set()
 
     # -- the one place the state changes -------------------------------------
 
@@ -288,6 +293,8 @@ class Supervisor:
                 self.info = info = await self._handshake(peer, effective_protocol(self._config))
             if not info.modern:
                 await peer.notify("notifications/initialized")
+            else:
+                await self._listen_upstream(peer, info, nursery)
             fresh = await self._list_all(peer, set(Kind))
             self.peer = peer
             self.listing = fresh
@@ -324,6 +331,22 @@ class Supervisor:
                 self.peer = None
                 self._links.close_all()
                 nursery.cancel_scope.cancel()
+
+    async def _listen_upstream(self, peer: Peer, info: ServerInfo, nursery: trio.Nursery) -> None:
+        """Open the modern session's standing listen; wait (bounded) for its ack.
+
+        Before the first listing, so that a change made in between is heard
+        (``upstream_listen`` rule 3); a backend slow to acknowledge costs at
+        most the initialize timeout, after which the listing goes ahead.
+        """
+        listen = self.upstream_listen = UpstreamListen(
+            info.capabilities, self.listened_uris, self.mark_changed, self._log, self._rng
+        )
+        if not listen.wanted:
+            return
+        nursery.start_soon(listen.run, peer)
+        with trio.move_on_after(self._config.timeouts.initialize):
+            await listen.ready.wait()
 
     async def _ejector(self) -> None:
         """End the session once too many requests in a row timed out (B12)."""

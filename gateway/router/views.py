@@ -213,11 +213,11 @@ class PoolView(Protocol):
 
 
 def subscribable(backend: BackendView) -> bool:
-    """Whether a backend takes ``resources/subscribe`` (declared, and handshake era)."""
+    """Whether a backend takes ``resources/subscribe`` (declared, either era)."""
     info = backend.info
-    if info is None or info.modern:
-        # 2026-07-28 has no resources/subscribe; its listen stream is not
-        # bridged yet (issue 14, step 5 leaves it for later).
+    if info is None:
         return False
+    # A 2026-07-28 backend declares the same flag; its subscriptions ride on
+    # the gateway's standing listen (backends/upstream_listen.py).
     resources = info.capabilities.get("resources")
     return isinstance(resources, dict) and resources.get("subscribe") is True

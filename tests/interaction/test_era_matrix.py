@@ -53,7 +53,6 @@ from tests.interaction.era_cells import (
     CELLS,
     WAIT,
     GapSeen,
-    ListChangedNotHeard,
 )
 from tests.interaction.test_beside_a_call import messages_of
 from tests.subprocess_servers import RunningServer, free_port, run_server
@@ -72,17 +71,10 @@ FEATURES: Final = (
     "sampling",
     "undeclared",
 )
-NO_LISTEN: Final = (
-    "gap: the gateway opens no subscriptions/listen stream to a 2026-07-28 backend, "
-    "so its tools list_changed is not followed (docs/eras.md, backend leg, 'Not yet')"
-)
-GAPS: Final[dict[tuple[str, str, str], tuple[str, type[GapSeen]]]] = {
-    **{
-        (host, modern, "list_changed"): (NO_LISTEN, ListChangedNotHeard)
-        for host in HOSTS
-        for modern in ("modern", "modern_http")
-    },
-}
+# (host, backend, feature) -> (the gap, the GapSeen it raises). Empty: every
+# cell passes. The gateway's standing listen towards 2026-07-28 backends
+# (gateway/backends/upstream_listen.py) closed the last gap, list_changed.
+GAPS: Final[dict[tuple[str, str, str], tuple[str, type[GapSeen]]]] = {}
 
 
 def _cells() -> list[Any]:
@@ -143,8 +135,9 @@ async def test_era_matrix(
 async def test_control_the_modern_backend_announces_its_change_on_its_own_listen_stream(
     sdk2_direct: RunningServer,
 ) -> None:
-    """The xfail cells fail for the gateway's gap, not the peer: spoken to directly
-    (no gateway), the SDK 2.x backend's ``grow`` reaches a listen stream."""
+    """The peer itself: spoken to directly (no gateway), the SDK 2.x backend's
+    ``grow`` reaches a listen stream, and only there (what the gateway's own
+    standing listen relies on)."""
     base = sdk2_direct.url("")
     async with (
         httpx.AsyncClient(base_url=base, trust_env=False, timeout=WAIT) as client,

@@ -186,6 +186,17 @@ def note() -> str:
     return "a note from sdk2"
 
 
+@server.tool()
+async def touch_note(ctx: Context) -> str:
+    """Publish ``resources/updated`` for ``sdk2://note`` to the listen streams that asked.
+
+    On 2026-07-28 a resource subscription is a URI in a listen stream's
+    ``resourceSubscriptions``; the gateway holds that stream for its clients.
+    """
+    await ctx.notify_resource_updated("sdk2://note")
+    return "touched"
+
+
 @server.prompt()
 def greet(name: str) -> str:
     """A one-message prompt."""
