@@ -244,7 +244,7 @@ async def test_the_listen_ends_with_its_session(autojump_clock: MockClock) -> No
             trio.open_nursery() as nursery,
             open_session(backend, on_notification=_acking(listen)) as peer,
         ):
-            nursery.start_soon(listen.run, peer)
+            nursery.start_soon(listen.run, peer)  # noqa: ASYNC111 - the session must close first
             await listen.ready.wait()
         # The session is closed: the listen's waiter fails with TransportClosed
         # and the task returns instead of sleeping towards a re-listen.
