@@ -132,6 +132,7 @@ async def open_gateway(
             log_requests=config.logging.requests,
             held=held,
             profiles=views,
+            tasks=config.tasks,
         )
 
         def opened(session: ClientSession) -> None:

@@ -76,7 +76,7 @@ class Live:
         set_debounce: changes the list_changed coalescing window.
         cursors: the cursor codec (key ring).
         held: the held calls (their ``requestState`` sealer).
-        router: the page size.
+        router: the page size, the tasks' bounds.
         pool: the backends.
         clients: open sessions (closed when their static token is removed).
         nursery: where a retired secret's expiry waits.
@@ -223,6 +223,12 @@ async def apply(live: Live, old: GatewayConfig, new: GatewayConfig) -> list[str]
         live.held.max_held = new.mrtr.max_held_calls
         live.held.lifetime = new.mrtr.held_call_lifetime
         changed.append("mrtr")
+    if old.tasks != new.tasks:
+        limits = new.tasks
+        live.router.tasks.configure(
+            max_tasks=limits.max_tasks, ttl=limits.ttl, poll_interval=limits.poll_interval
+        )
+        changed.append("tasks")
     if old.backends != new.backends:
         changed.append("backends")
     await live.pool.reload(new.backends, new.shutdown.drain_timeout)

@@ -72,6 +72,26 @@ class MrtrConfig(Base, frozen=True, kw_only=True):
     state_secret: str = ""
 
 
+class TasksConfig(Base, frozen=True, kw_only=True):
+    """Tasks the gateway runs for 2026-07-28 hosts (the tasks extension).
+
+    A ``tools/call`` of a tool its backend marks ``execution.taskSupport``
+    becomes a task when the request declares ``io.modelcontextprotocol/tasks``.
+    Tasks live in one replica's memory (docs/eras.md).
+
+    Attributes:
+        max_tasks: tasks kept at once, running and finished; a new task
+            beyond it is refused (-32603).
+        ttl: seconds a finished task stays readable with ``tasks/get``.
+        poll_interval: seconds between polls suggested to clients
+            (``pollIntervalMs``).
+    """
+
+    max_tasks: PositiveInt = 1024
+    ttl: Positive = 300.0
+    poll_interval: Positive = 1.0
+
+
 class MetricsListenerConfig(Base, frozen=True, kw_only=True):
     """A separate listener for ``/metrics``, ``/readyz`` and ``/healthz``.
 
@@ -100,6 +120,7 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
         limits: request rate limits.
         notifications: fan-out to hosts.
         mrtr: legacy backends' requests held for modern clients.
+        tasks: tasks the gateway runs for modern clients.
         metrics: the separate operations listener.
         backends: the MCP servers behind the gateway, in file order.
         profiles: named subsets of the catalog, each on its own path
@@ -117,6 +138,7 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
     limits: LimitsConfig = msgspec.field(default_factory=LimitsConfig)
     notifications: NotificationsConfig = msgspec.field(default_factory=NotificationsConfig)
     mrtr: MrtrConfig = msgspec.field(default_factory=MrtrConfig)
+    tasks: TasksConfig = msgspec.field(default_factory=TasksConfig)
     metrics: MetricsListenerConfig = msgspec.field(default_factory=MetricsListenerConfig)
     backends: list[BackendConfig] = msgspec.field(default_factory=list)
     profiles: list[ProfileConfig] = msgspec.field(default_factory=list)

@@ -126,6 +126,8 @@ def finish_result(
     out = dict(result)
     out.setdefault("resultType", COMPLETE)
     kind = result_type(out)
+    if kind == "task":
+        return out  # its ttlMs is the task's lifetime, not a cache hint
     if kind != COMPLETE:
         out.pop("ttlMs", None)
         out.pop("cacheScope", None)

@@ -78,6 +78,9 @@ MODERN_METHODS: Final = frozenset(
         "resources/read",
         "completion/complete",
         "subscriptions/listen",
+        "tasks/get",
+        "tasks/update",
+        "tasks/cancel",
     }
 )
 # Methods of the handshake era that 2026-07-28 removed (S/changelog.mdx).
@@ -88,10 +91,8 @@ REMOVED_METHODS: Final = frozenset(
         "logging/setLevel",
         "resources/subscribe",
         "resources/unsubscribe",
-        "tasks/get",
         "tasks/result",
         "tasks/list",
-        "tasks/cancel",
     }
 )
 SERVED_VERSIONS: Final = MODERN_VERSIONS + tuple(reversed(SUPPORTED_VERSIONS))

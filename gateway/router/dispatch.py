@@ -34,6 +34,7 @@ import trio
 
 from gateway.backends.backend import BackendState
 from gateway.catalog.profiles import DEFAULT_PROFILE, ProfileViews
+from gateway.config.schema_gateway import TasksConfig
 from gateway.errors import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
@@ -47,6 +48,8 @@ from gateway.errors import (
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.modern_errors import ModernProtocolError
 from gateway.protocol.tables import LogLevels, Owners, Subscriptions
+from gateway.protocol.tasks import EXTENSION as TASKS_EXTENSION
+from gateway.protocol.tasks import TASK_METHODS, starts_task
 from gateway.router import initialize, modern
 from gateway.router.calls import Call, Calls, Forwarder, Targets
 from gateway.router.held import HeldCalls, holdable, sealer_for
@@ -55,6 +58,7 @@ from gateway.router.lists import Lists
 from gateway.router.metrics import NO_METRICS
 from gateway.router.search_mode import SearchMode
 from gateway.router.subscriptions import SubscriptionRelay
+from gateway.router.tasks import TaskRunner
 from gateway.router.to_clients import ToClients
 
 if TYPE_CHECKING:
@@ -102,6 +106,7 @@ class Router:
         profiles: the profiles served; each request is routed through its
             client's profile view of the snapshot (``catalog.profiles``).
             Only ``default``, selecting everything, when none is given.
+        tasks: bounds of the tasks the gateway runs for modern hosts.
     """
 
     def __init__(
@@ -116,6 +121,7 @@ class Router:
         log_requests: bool = False,
         held: HeldCalls | None = None,
         profiles: ProfileViews | None = None,
+        tasks: TasksConfig | None = None,
     ) -> None:
         self._pool = pool
         self.profiles = profiles if profiles is not None else ProfileViews(separator=separator)
@@ -136,6 +142,14 @@ class Router:
         self._subscriptions = SubscriptionRelay(pool, subscriptions, targets, forwarder)
         self._to_clients = ToClients(owners, subscriptions, wanted)
         self._up: set[str] = set()
+        limits = tasks if tasks is not None else TasksConfig()
+        self.tasks = TaskRunner(
+            nursery,
+            self._run_modern,
+            max_tasks=limits.max_tasks,
+            ttl=limits.ttl,
+            poll_interval=limits.poll_interval,
+        )
         self._handlers: dict[str, Handler] = {
             "ping": calls.ping,
             "tools/list": self._lists.list_tools,
@@ -216,7 +230,12 @@ class Router:
 
     def discover_result(self, profile: str = DEFAULT_PROFILE) -> dict[str, Any]:
         """The gateway's ``server/discover`` answer (``modern.discover``)."""
-        return modern.discover(self._pool, self._shows(profile))
+        result = modern.discover(self._pool, self._shows(profile))
+        if self.tasks.offered(profile, self.view(profile)):
+            capabilities = result["capabilities"]
+            extensions = capabilities.setdefault("extensions", {})
+            extensions[TASKS_EXTENSION] = {}
+        return result
 
     def public_tool_schema(self, name: object, profile: str = DEFAULT_PROFILE) -> object:
         """The public tool's ``inputSchema`` (for ``Mcp-Param-*``), or None.
@@ -236,6 +255,16 @@ class Router:
         (``router/held``); a retry's ``requestState`` that does not verify
         is -32602.
         """
+        if message.method in TASK_METHODS or starts_task(message.method, params):
+            assert isinstance(params, dict)
+            try:
+                answer = await self.tasks.serve(
+                    request, message, params, self.view(request.profile)
+                )
+            except (ModernProtocolError, LocalProtocolError) as exc:
+                return jsonrpc.encode_error(message.id, exc.code, exc.message, exc.data)
+            if answer is not None:
+                return answer
         if holdable(message.method, params):
             assert isinstance(params, dict)
             try:

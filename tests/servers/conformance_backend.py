@@ -43,6 +43,7 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.session import ServerSession
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
+from mcp.shared.exceptions import McpError
 from mcp.shared.message import ServerMessageMetadata
 from pydantic import AnyUrl
 
@@ -574,6 +575,101 @@ async def _streaming_elicitation(_: dict[str, Any]) -> list[types.ContentBlock]:
     return _text(f"Hello, {_field(answer, 'name')}!")
 
 
+# The tasks extension's fixtures (scenarios tasks-*): the gateway runs the
+# tasks (gateway/router/tasks.py); this backend only marks which tools may be
+# one and answers them as ordinary calls.
+TASK_OPTIONAL = types.ToolExecution(taskSupport="optional")
+
+
+def task_tool(
+    name: str, description: str, input_schema: dict[str, Any] | None = None
+) -> Callable[[Callable[[dict[str, Any]], Any]], Callable[[dict[str, Any]], Any]]:
+    def register(fn: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
+        TOOLS[name] = ToolDef(
+            types.Tool(
+                name=name,
+                description=description,
+                inputSchema=input_schema or NO_ARGS,
+                execution=TASK_OPTIONAL,
+            ),
+            fn,
+        )
+        return fn
+
+    return register
+
+
+@tool(
+    "greet",
+    "Say hello (sync only).",
+    {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+)
+async def greet(arguments: dict[str, Any]) -> Any:
+    return _text(f"Hello, {arguments.get('name', 'World')}!")
+
+
+@task_tool(
+    "slow_compute",
+    "Sleep `seconds`, then answer (may run as a task).",
+    {
+        "type": "object",
+        "properties": {"seconds": {"type": "number"}, "label": {"type": "string"}},
+    },
+)
+async def slow_compute(arguments: dict[str, Any]) -> Any:
+    seconds = float(arguments.get("seconds", 0))
+    await anyio.sleep(min(seconds, 120))
+    return _text(f"computed {arguments.get('label', '')} after {seconds:g} s")
+
+
+CONFIRM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean"}, "name": {"type": "string"}},
+}
+
+
+@task_tool(
+    "confirm_delete",
+    "Ask (elicitation/create) whether to delete `filename`, then answer (may run as a task).",
+    {"type": "object", "properties": {"filename": {"type": "string"}}},
+)
+async def confirm_delete(arguments: dict[str, Any]) -> Any:
+    return await _elicit(f"Delete {arguments.get('filename', 'it')}?", CONFIRM_SCHEMA, "Answer")
+
+
+@task_tool("multi_input", "Ask two questions at once, then answer (may run as a task).")
+async def multi_input(arguments: dict[str, Any]) -> Any:
+    answers: list[str] = []
+
+    async def ask(question: str) -> None:
+        blocks = await _elicit(question, CONFIRM_SCHEMA, question)
+        answers.extend(b.text for b in blocks if isinstance(b, types.TextContent))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(ask, "First?")
+        group.start_soon(ask, "Second?")
+    return _text(" | ".join(sorted(answers)))
+
+
+def task_required(fn: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
+    """Mark a task tool ``taskSupport: required`` (tasks-required-task-error)."""
+    name = fn.__name__
+    TOOLS[name].tool.execution = types.ToolExecution(taskSupport="required")
+    return fn
+
+
+@task_required
+@task_tool("failing_job", "A tool error after about a second (always runs as a task).")
+async def failing_job(arguments: dict[str, Any]) -> Any:
+    await anyio.sleep(1)
+    raise ValueError("failing_job failed, as it always does")
+
+
+@task_tool("protocol_error_job", "A protocol error (may run as a task).")
+async def protocol_error_job(arguments: dict[str, Any]) -> Any:
+    raise AssertionError("answered by _call_tool_or_protocol_error before it gets here")
+
+
 @server.list_tools()
 async def list_tools() -> list[types.Tool]:
     return [definition.tool for definition in TOOLS.values()]
@@ -585,6 +681,26 @@ async def call_tool(name: str, arguments: dict[str, Any]) -> Any:
     if definition is None:
         raise ValueError(f"Unknown tool: {name}")
     return await definition.run(arguments)
+
+
+_call_tool_handler = server.request_handlers[types.CallToolRequest]
+
+
+async def _call_tool_or_protocol_error(request: Any) -> Any:
+    """``protocol_error_job`` answers a JSON-RPC error, not a tool error.
+
+    The SDK turns any exception of a tool into ``isError: true``; only an
+    ``McpError`` raised from the request handler itself becomes an error
+    response, which is what the tasks scenarios call a protocol error.
+    """
+    if request.params.name == "protocol_error_job":
+        raise McpError(
+            types.ErrorData(code=types.INTERNAL_ERROR, message="protocol_error_job broke")
+        )
+    return await _call_tool_handler(request)
+
+
+server.request_handlers[types.CallToolRequest] = _call_tool_or_protocol_error
 
 
 # --------------------------------------------------------------------------
