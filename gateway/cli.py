@@ -6,7 +6,7 @@ refuses to touch, 1 for anything else.
 
 The commands that set a gateway up live in :mod:`gateway.cli_setup`
 (``init``, ``schema``, which config file) and :mod:`gateway.cli_hosts`
-(``import``, ``connect``).
+(``import``, ``connect``); ``status`` is :mod:`gateway.cli_status`.
 """
 
 from __future__ import annotations
@@ -94,6 +94,15 @@ def _parser() -> argparse.ArgumentParser:
     init_.add_argument("path", nargs="?", default="gateway.yaml")
     init_.add_argument("--force", action="store_true", help="overwrite an existing file")
     commands.add_parser("schema", help="print the config's JSON Schema")
+    status = commands.add_parser(
+        "status",
+        help="a running gateway's backends and sessions (exit 0 ready, 1 not, 2 unreachable)",
+    )
+    where = status.add_mutually_exclusive_group()
+    where.add_argument("-c", "--config", help=CONFIG_HELP)
+    where.add_argument("--url", help="ask the gateway at this URL (http://HOST:PORT)")
+    status.add_argument("--token", help="admin token (default: $MCP_GATEWAY_ADMIN_TOKEN, config)")
+    status.add_argument("--json", action="store_true", help="print the /readyz JSON")
     return parser
 
 
@@ -220,6 +229,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.command == "schema":
         sys.stdout.write(schema_text())
         return
+    if args.command == "status":
+        from gateway.cli_status import run_status
+
+        config = None if args.url else _load_or_exit(choose_config(args.config).path)
+        raise SystemExit(run_status(config, args.url, args.token, as_json=args.json))
     choice = choose_config(args.config)
     config = _load_or_exit(choice.path)
     if args.command == "check":

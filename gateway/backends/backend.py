@@ -173,6 +173,16 @@ class Backend:
         return self._supervisor.restarts
 
     @property
+    def up_since(self) -> float | None:
+        """When its current session came up (trio clock); None unless up."""
+        return self._supervisor.up_since
+
+    @property
+    def last_error(self) -> tuple[str, float] | None:
+        """The last failure that took it down, with its wall-clock time (``/readyz``)."""
+        return self._supervisor.last_error
+
+    @property
     def initializations(self) -> int:
         """Initialize answers received, shared and per-client sessions alike (a metric)."""
         return self._handshake.count
