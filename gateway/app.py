@@ -81,14 +81,11 @@ class Gateway:
     # listeners close at once while requests in flight drain.
     stopping: trio.Event = field(default_factory=trio.Event)
 
-    # When serving began (trio clock): the overview's uptime.
-    started: float = field(default_factory=trio.current_time)
+    started: float = field(default_factory=trio.current_time)  # the overview's uptime
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
-        """(ready, details) for ``/readyz`` (``gateway.status``)."""
-        ready, details = status.readiness(
-            self.pool.backends.values(), self.clients, started=self.started, draining=self.draining
-        )
+        """(ready, details) for ``/readyz`` (``gateway.status``); keeps mcp_gateway_ready."""
+        ready, details = status.readiness(self.pool, self.clients, self.started, self.draining)
         self.metrics.ready.set(1 if ready else 0)
         return ready, details
 

@@ -12,6 +12,7 @@ The commands that set a gateway up live in :mod:`gateway.cli_setup`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 import msgspec
 import structlog
 
-from gateway import __version__
+from gateway import __version__, tracing
 from gateway.cli_hosts import (
     CONNECT_HOSTS,
     connect_entry,
@@ -38,7 +39,7 @@ from gateway.errors import ConfigError
 from gateway.observability import configure_logging
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
 EXIT_CONFIG: Final = 2
 CONFIG_HELP: Final = (
@@ -250,7 +251,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         _log_choice(choice)
         from gateway.app import run_stdio
 
-        run_stdio(config, choice.path, args.profile)
+        with _tracing(config):
+            run_stdio(config, choice.path, args.profile)
         return
     if args.command == "catalog":
         configure_logging("warning", "json", sys.stderr)
@@ -272,7 +274,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     _log_choice(choice)
     from gateway.app import run  # hypercorn and trio load only for serving
 
-    run(config, choice.path)
+    with _tracing(config):
+        run(config, choice.path)
+
+
+@contextlib.contextmanager
+def _tracing(config: GatewayConfig) -> Iterator[None]:
+    """Install the tracer for the process's life (off: nothing is imported); flush at exit."""
+    try:
+        tracing.configure(config.tracing)
+    except ConfigError as exc:
+        print(format_problems(exc), file=sys.stderr)
+        raise SystemExit(EXIT_CONFIG) from None
+    try:
+        yield
+    finally:
+        tracing.shutdown()
 
 
 def _log_choice(choice: ConfigChoice) -> None:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from gateway.backends.backend import Backend
+    from gateway.backends.pool import Pool
     from gateway.frontend.clients import ClientSession
 
 
@@ -58,11 +59,7 @@ def session_groups(sessions: Iterable[ClientSession]) -> list[SessionGroup]:
 
 
 def readiness(
-    backends: Iterable[Backend],
-    sessions: Iterable[ClientSession],
-    *,
-    started: float,
-    draining: bool,
+    pool: Pool, sessions: Iterable[ClientSession], started: float, draining: bool
 ) -> tuple[bool, dict[str, Any]]:
     """(ready, details) for ``/readyz``.
 
@@ -72,13 +69,15 @@ def readiness(
     (:class:`~gateway.status_model.Overview`).
 
     Args:
-        backends: every configured backend.
+        pool: the backends.
         sessions: the open client sessions.
         started: when the gateway started serving (trio clock).
         draining: whether shutdown has begun.
     """
     now = trio.current_time()
-    rows = sorted((backend_status(b, now) for b in backends), key=lambda row: row.name)
+    rows = sorted(
+        (backend_status(b, now) for b in pool.backends.values()), key=lambda row: row.name
+    )
     sessions = list(sessions)
     down = [row.name for row in rows if row.state != BackendState.UP.value]
     required_down = [row.name for row in rows if row.required and row.name in down]

@@ -34,7 +34,7 @@ class BackendStatus(msgspec.Struct, frozen=True, kw_only=True):
 
     Args:
         name: the configured name.
-        transport: ``stdio``, ``streamable_http``, ``sse`` or ``websocket``.
+        transport: ``stdio``, ``http`` (Streamable HTTP), ``sse`` or ``websocket``.
         state: ``starting``, ``up``, ``down``, ``incompatible`` or ``stopped``.
         reason: why it is in that state (human text).
         required: whether the gateway is not ready while it is not up.

@@ -252,7 +252,7 @@ def test_on_a_terminal_the_state_is_coloured_and_a_long_error_is_cut() -> None:
     """Gateway choice: colour only on a TTY; one line per backend, whatever the error."""
     row = BackendStatus(
         name="notes",
-        transport="streamable_http",
+        transport="http",
         state="down",
         reason="connect failed",
         required=False,

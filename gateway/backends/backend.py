@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import structlog
 import trio
 
+from gateway import tracing
 from gateway.backends.channel import ChannelOpener, open_channel
 from gateway.backends.gate import Gate
 from gateway.backends.handshake import (
@@ -287,6 +288,25 @@ class Backend:
                 (``notifications/cancelled``).
             RemoteProtocolError: the backend answered with an error.
         """
+        tracer = tracing.active
+        if tracer is not None:  # the only cost when tracing is off (tracing rule 1)
+            version = None if self.info is None else self.info.protocol_version
+
+            async def send(traced: msgspec.Raw | None) -> msgspec.Raw:
+                """The same call, with the span's trace context in ``_meta``."""
+                return await self._admitted(method, traced, client, progress_token, on_progress)
+
+            return await tracing.traced(tracer, self.name, method, params, version, send)
+        return await self._admitted(method, params, client, progress_token, on_progress)
+
+    async def _admitted(
+        self,
+        method: str,
+        params: msgspec.Raw | None,
+        client: str | None,
+        progress_token: RequestId | None,
+        on_progress: ProgressHandler | None,
+    ) -> msgspec.Raw:
         async with self._gate.admit():
             peer: Peer | None = None
             try:

@@ -33,6 +33,7 @@ from gateway.config.schema_auth import AuthConfig
 from gateway.config.schema_backends import BackendConfig
 from gateway.config.schema_hosts import BackendsFrom
 from gateway.config.schema_profiles import RESERVED_PREFIX, ProfileConfig, profile_problems
+from gateway.config.schema_tracing import TracingConfig
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -101,6 +102,7 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
         notifications: fan-out to hosts.
         mrtr: legacy backends' requests held for modern clients.
         metrics: the separate operations listener.
+        tracing: OpenTelemetry traces (``gateway.config.schema_tracing``).
         backends: the MCP servers behind the gateway, in file order.
         profiles: named subsets of the catalog, each on its own path
             (``gateway.config.schema_profiles``).
@@ -118,6 +120,7 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
     notifications: NotificationsConfig = msgspec.field(default_factory=NotificationsConfig)
     mrtr: MrtrConfig = msgspec.field(default_factory=MrtrConfig)
     metrics: MetricsListenerConfig = msgspec.field(default_factory=MetricsListenerConfig)
+    tracing: TracingConfig = msgspec.field(default_factory=TracingConfig)
     backends: list[BackendConfig] = msgspec.field(default_factory=list)
     profiles: list[ProfileConfig] = msgspec.field(default_factory=list)
     backends_from: list[BackendsFrom] = msgspec.field(default_factory=list)

@@ -1,0 +1,306 @@
+"""OpenTelemetry traces across the hop (issue 18 item 2; gateway/tracing.py).
+
+A real gateway with real backends (the official SDK's FastMCP peer
+tests/servers/traced.py, over stdio and Streamable HTTP) and the official
+SDK client as the host; spans land in the SDK's in-memory exporter. The
+backend tells which ``traceparent`` it received, so the chain is proved on
+the wire as well as in the exported spans.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any, Final
+
+import msgspec
+import pytest
+import trio
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+from gateway import tracing
+from gateway.config import TracingConfig
+from gateway.errors import ConfigError
+from tests.harness import gateway_config, start_gateway, stdio_backend
+from tests.servers.paths import SERVERS_DIR
+from tests.subprocess_servers import free_port, run_server
+
+TRACED: Final = [sys.executable, str(SERVERS_DIR / "traced.py"), "stdio"]
+# A host's trace: W3C Trace Context version 00, sampled.
+HOST_TRACE_ID: Final = "4bf92f3577b34da6a3ce929d0e0e4736"
+HOST_SPAN_ID: Final = "00f067aa0ba902b7"
+HOST_TRACEPARENT: Final = f"00-{HOST_TRACE_ID}-{HOST_SPAN_ID}-01"
+META_TRACE_ID: Final = "0af7651916cd43dd8448eb211c80319c"
+META_TRACEPARENT: Final = f"00-{META_TRACE_ID}-b7ad6b7169203331-01"
+
+
+@pytest.fixture(name="spans")
+def _spans() -> Iterator[InMemorySpanExporter]:
+    """Tracing on, exporting to memory, for this test only (the tracer is process-wide)."""
+    exporter = InMemorySpanExporter()
+    tracing.configure(TracingConfig(enabled=True), exporter)
+    yield exporter
+    tracing.shutdown()
+
+
+@asynccontextmanager
+async def host(url: str, headers: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
+    """The official SDK client over Streamable HTTP, sending ``headers`` on every request."""
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        streamable_http_client(url, http_client=http) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def _received(result: Any) -> dict[str, str | None]:
+    """What tests/servers/traced.py says it received."""
+    decoded: dict[str, str | None] = json.loads(result.content[0].text)
+    return decoded
+
+
+def _traceparent(span: ReadableSpan) -> str:
+    context = span.get_span_context()
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
+
+
+def _one(spans: list[ReadableSpan], kind: SpanKind, name: str) -> ReadableSpan:
+    found = [s for s in spans if s.kind is kind and s.name == name]
+    assert len(found) == 1, [(s.kind, s.name) for s in spans]
+    return found[0]
+
+
+async def test_a_stdio_hop_is_a_server_span_with_a_client_child_continuing_the_http_trace(
+    nursery: trio.Nursery, spans: InMemorySpanExporter
+) -> None:
+    """Issue 18: host -> gateway SERVER span -> backend CLIENT span, one trace: the host's
+    traceparent header is continued, and the stdio backend gets the client span's
+    context in _meta.traceparent (SEP-414)."""
+    running = await start_gateway(nursery, gateway_config([stdio_backend("traced", TRACED)]))
+    async with host(running.url, {"traceparent": HOST_TRACEPARENT}) as session:
+        received = _received(await session.call_tool("traced__trace_context", {}))
+    finished = list(spans.get_finished_spans())
+    server = _one(finished, SpanKind.SERVER, "tools/call traced__trace_context")
+    client = _one(finished, SpanKind.CLIENT, "tools/call trace_context")
+    assert f"{server.context.trace_id:032x}" == HOST_TRACE_ID
+    assert server.parent is not None and f"{server.parent.span_id:016x}" == HOST_SPAN_ID
+    assert client.context.trace_id == server.context.trace_id
+    assert client.parent is not None and client.parent.span_id == server.context.span_id
+    assert received == {"meta": _traceparent(client), "header": None}
+    assert dict(server.attributes or {}) == {
+        "mcp.method.name": "tools/call",
+        "gen_ai.tool.name": "traced__trace_context",
+        "gen_ai.operation.name": "execute_tool",
+        "mcp.protocol.version": "2025-11-25",
+        "mcp_gateway.era": "legacy",
+        "mcp_gateway.profile": "default",
+        "mcp_gateway.outcome": "ok",
+        "mcp_gateway.backend": "traced",
+    }
+    assert dict(client.attributes or {}) == {
+        "mcp.method.name": "tools/call",
+        "gen_ai.tool.name": "trace_context",
+        "gen_ai.operation.name": "execute_tool",
+        "mcp.protocol.version": "2025-11-25",
+        "mcp_gateway.era": "legacy",
+        "mcp_gateway.backend": "traced",
+        "mcp_gateway.outcome": "ok",
+    }
+    assert server.status.status_code is StatusCode.UNSET
+    assert server.resource.attributes["service.name"] == "mcp-gateway"
+
+
+async def test_an_http_backend_gets_the_client_span_as_traceparent_header_and_in_meta(
+    nursery: trio.Nursery, spans: InMemorySpanExporter
+) -> None:
+    """Issue 18: an HTTP backend receives the client span's traceparent header (and
+    _meta.traceparent): its own spans join the hop."""
+    port = free_port()
+    with run_server([*TRACED[:-1], str(port)], port):
+        backend = {"name": "web", "transport": "http", "url": f"http://127.0.0.1:{port}/mcp"}
+        running = await start_gateway(nursery, gateway_config([backend]))
+        async with host(running.url) as session:
+            received = _received(await session.call_tool("web__trace_context", {}))
+    finished = list(spans.get_finished_spans())
+    server = _one(finished, SpanKind.SERVER, "tools/call web__trace_context")
+    client = _one(finished, SpanKind.CLIENT, "tools/call trace_context")
+    assert server.parent is None  # no traceparent from the host: a new trace
+    assert client.parent is not None and client.parent.span_id == server.context.span_id
+    assert received == {"meta": _traceparent(client), "header": _traceparent(client)}
+    assert client.attributes is not None and client.attributes["mcp_gateway.backend"] == "web"
+
+
+async def test_a_traceparent_in_the_requests_meta_wins_over_the_http_header(
+    nursery: trio.Nursery, spans: InMemorySpanExporter
+) -> None:
+    """SEP-414: the request's own _meta.traceparent is its trace context; the HTTP
+    header is the fallback (gateway choice: the more specific of the two)."""
+    running = await start_gateway(nursery, gateway_config([stdio_backend("traced", TRACED)]))
+    async with host(running.url, {"traceparent": HOST_TRACEPARENT}) as session:
+        await session.call_tool("traced__trace_context", {}, meta={"traceparent": META_TRACEPARENT})
+    server = _one(
+        list(spans.get_finished_spans()), SpanKind.SERVER, "tools/call traced__trace_context"
+    )
+    assert f"{server.context.trace_id:032x}" == META_TRACE_ID
+
+
+async def test_failures_are_recorded_with_their_kind_and_code(
+    nursery: trio.Nursery, spans: InMemorySpanExporter
+) -> None:
+    """Semantic conventions for MCP: a tool's isError is error.type tool_error on the
+    client span; a JSON-RPC error carries rpc.response.status_code on the server span."""
+    running = await start_gateway(nursery, gateway_config([stdio_backend("traced", TRACED)]))
+    async with host(running.url) as session:
+        failed = await session.call_tool("traced__fail", {})
+        assert failed.isError is True
+        with pytest.raises(Exception, match=r"nope__nothing|[Uu]nknown"):
+            await session.call_tool("nope__nothing", {})
+    finished = list(spans.get_finished_spans())
+    client = _one(finished, SpanKind.CLIENT, "tools/call fail")
+    assert client.attributes is not None
+    assert client.attributes["error.type"] == "tool_error"
+    assert client.attributes["mcp_gateway.outcome"] == "tool_error"
+    assert client.status.status_code is StatusCode.ERROR
+    unknown = _one(finished, SpanKind.SERVER, "tools/call nope__nothing")
+    assert unknown.attributes is not None
+    assert unknown.attributes["mcp_gateway.outcome"] == "error"
+    assert unknown.attributes["rpc.response.status_code"] == "-32602"
+    assert unknown.attributes["error.type"] == "-32602"
+    assert unknown.status.status_code is StatusCode.ERROR
+    assert not [s for s in finished if s.kind is SpanKind.CLIENT and s.name.endswith("nothing")]
+
+
+async def test_a_modern_request_continues_its_meta_traceparent(
+    nursery: trio.Nursery, spans: InMemorySpanExporter
+) -> None:
+    """2026-07-28 (RequestMetaObject, SEP-414): a stateless request's _meta.traceparent
+    is continued, and the span says era modern."""
+    import httpx
+
+    running = await start_gateway(nursery, gateway_config([stdio_backend("traced", TRACED)]))
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "traced__trace_context",
+            "arguments": {},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "traceparent": META_TRACEPARENT,
+            },
+        },
+    }
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": "traced__trace_context",
+    }
+    async with httpx.AsyncClient() as http:
+        response = await http.post(running.url, json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    result = msgspec.json.decode(response.content)["result"]
+    finished = list(spans.get_finished_spans())
+    server = _one(finished, SpanKind.SERVER, "tools/call traced__trace_context")
+    client = _one(finished, SpanKind.CLIENT, "tools/call trace_context")
+    assert f"{server.context.trace_id:032x}" == META_TRACE_ID
+    assert server.attributes is not None
+    assert server.attributes["mcp_gateway.era"] == "modern"
+    assert server.attributes["mcp.protocol.version"] == "2026-07-28"
+    assert json.loads(result["content"][0]["text"])["meta"] == _traceparent(client)
+
+
+async def test_sample_ratio_zero_keeps_no_new_trace_but_follows_a_sampled_host(
+    nursery: trio.Nursery,
+) -> None:
+    """Gateway choice: sample_ratio applies to traces the gateway starts; a host's
+    sampled traceparent is followed (ParentBased), so its trace is never cut."""
+    exporter = InMemorySpanExporter()
+    tracing.configure(TracingConfig(enabled=True, sample_ratio=0.0), exporter)
+    try:
+        running = await start_gateway(nursery, gateway_config([stdio_backend("traced", TRACED)]))
+        async with host(running.url) as session:
+            unsampled = _received(await session.call_tool("traced__trace_context", {}))
+        assert exporter.get_finished_spans() == ()
+        # The context still travels (flags 00: not sampled), so the backend may decide alike.
+        assert unsampled["meta"] is not None
+        assert int(unsampled["meta"].rsplit("-", 1)[1], 16) & 1 == 0  # the sampled bit is off
+        async with host(running.url, {"traceparent": HOST_TRACEPARENT}) as session:
+            await session.call_tool("traced__trace_context", {})
+        kept = exporter.get_finished_spans()
+        _one(list(kept), SpanKind.SERVER, "tools/call traced__trace_context")
+        _one(list(kept), SpanKind.CLIENT, "tools/call trace_context")
+        assert {f"{s.context.trace_id:032x}" for s in kept} == {HOST_TRACE_ID}
+    finally:
+        tracing.shutdown()
+
+
+async def test_with_tracing_off_the_backend_gets_the_request_untouched(
+    nursery: trio.Nursery,
+) -> None:
+    """Issue 18: off by default; nothing is added to what a backend receives (the
+    host's own _meta.traceparent still passes through, docs/eras.md)."""
+    assert tracing.active is None
+    running = await start_gateway(nursery, gateway_config([stdio_backend("traced", TRACED)]))
+    async with host(running.url, {"traceparent": HOST_TRACEPARENT}) as session:
+        plain = _received(await session.call_tool("traced__trace_context", {}))
+        passed = _received(
+            await session.call_tool(
+                "traced__trace_context", {}, meta={"traceparent": META_TRACEPARENT}
+            )
+        )
+    assert plain == {"meta": None, "header": None}
+    assert passed == {"meta": META_TRACEPARENT, "header": None}
+
+
+def test_tracing_off_never_imports_opentelemetry() -> None:
+    """Issue 18: no cost when off, import time included: serving with tracing off loads
+    no opentelemetry module (a fresh interpreter, as the command starts)."""
+    probe = (
+        "import sys\n"
+        "from gateway import tracing\n"
+        "from gateway.app import open_gateway\n"
+        "from gateway.config import TracingConfig\n"
+        "tracing.configure(TracingConfig())\n"
+        "assert tracing.active is None\n"
+        "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "[]"
+
+
+def test_enabled_without_the_otel_extra_is_a_config_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Gateway choice: enabled but not installed refuses to start (exit 2), naming the
+    extra, rather than run untraced while the operator thinks it traces."""
+    import gateway
+
+    monkeypatch.setitem(sys.modules, "gateway.tracing_otel", None)  # as if never installed
+    monkeypatch.delattr(gateway, "tracing_otel", raising=False)
+    with pytest.raises(ConfigError, match=r"tracing\.enabled: .*mcp-gateway\[otel\]"):
+        tracing.configure(TracingConfig(enabled=True))
+    assert tracing.active is None
+
+
+def test_the_config_block_rejects_a_ratio_outside_zero_to_one() -> None:
+    """docs/configuration.md: sample_ratio is 0..1; exporter is otlp or console."""
+    with pytest.raises(ConfigError, match="sample_ratio"):
+        gateway_config([], tracing={"sample_ratio": 1.5})
+    with pytest.raises(ConfigError, match="exporter"):
+        gateway_config([], tracing={"exporter": "zipkin"})
+    assert gateway_config([]).tracing == TracingConfig()
