@@ -29,6 +29,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from gateway import tracing
 from gateway.config import TracingConfig
 from gateway.errors import ConfigError
+from gateway.reload import effective_config, restart_only_changes
 from tests.harness import gateway_config, start_gateway, stdio_backend
 from tests.servers.paths import SERVERS_DIR
 from tests.subprocess_servers import free_port, run_server
@@ -304,3 +305,12 @@ def test_the_config_block_rejects_a_ratio_outside_zero_to_one() -> None:
     with pytest.raises(ConfigError, match="exporter"):
         gateway_config([], tracing={"exporter": "zipkin"})
     assert gateway_config([]).tracing == TracingConfig()
+
+
+def test_a_reload_that_changes_tracing_says_it_needs_a_restart_and_keeps_the_old_block() -> None:
+    """Gateway choice: the tracer is installed once per process, so a reload reports
+    `tracing` under config.reload.needs_restart and the block in force stays the old one."""
+    old = gateway_config([])
+    new = gateway_config([], tracing={"enabled": True, "exporter": "console"})
+    assert restart_only_changes(old, new) == ["tracing"]
+    assert effective_config(old, new).tracing == old.tracing
