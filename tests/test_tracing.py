@@ -22,6 +22,7 @@ import trio
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import McpError
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
@@ -164,8 +165,9 @@ async def test_failures_are_recorded_with_their_kind_and_code(
     async with host(running.url) as session:
         failed = await session.call_tool("traced__fail", {})
         assert failed.isError is True
-        with pytest.raises(Exception, match=r"nope__nothing|[Uu]nknown"):
+        with pytest.raises(McpError) as refused:
             await session.call_tool("nope__nothing", {})
+        assert refused.value.error.code == -32602
     finished = list(spans.get_finished_spans())
     client = _one(finished, SpanKind.CLIENT, "tools/call fail")
     assert client.attributes is not None
