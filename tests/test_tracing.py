@@ -9,12 +9,14 @@ the wire as well as in the exported spans.
 
 from __future__ import annotations
 
+import http.server
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import msgspec
 import pytest
@@ -23,6 +25,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import McpError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
@@ -316,3 +319,67 @@ def test_a_reload_that_changes_tracing_says_it_needs_a_restart_and_keeps_the_old
     new = gateway_config([], tracing={"enabled": True, "exporter": "console"})
     assert restart_only_changes(old, new) == ["tracing"]
     assert effective_config(old, new).tracing == old.tracing
+
+
+class _Collector(http.server.BaseHTTPRequestHandler):
+    """An OTLP/HTTP collector that keeps what it is sent (path, headers, decoded body)."""
+
+    received: ClassVar[list[tuple[str, dict[str, str], ExportTraceServiceRequest]]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["content-length"]))
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self.received.append((self.path, headers, ExportTraceServiceRequest.FromString(body)))
+        self.send_response(200)
+        self.send_header("content-type", "application/x-protobuf")
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        """Quiet: the test reads ``received``."""
+
+
+@pytest.fixture(name="collector")
+def _collector() -> Iterator[str]:
+    """A collector on a free loopback port, in a thread; yields its traces URL."""
+    _Collector.received = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
+    server.shutdown()
+    thread.join(timeout=10)
+
+
+async def test_the_otlp_exporter_sends_the_spans_to_the_endpoint_with_the_headers(
+    nursery: trio.Nursery, collector: str
+) -> None:
+    """Issue 18 config: exporter otlp, endpoint, headers and service_name reach a
+    collector; spans are batched off the event loop and flushed when tracing stops."""
+    settings = TracingConfig(
+        enabled=True,
+        exporter="otlp",
+        endpoint=collector,
+        service_name="gw-under-test",
+        headers={"x-api-key": "collector-key"},
+    )
+    tracing.configure(settings)
+    try:
+        running = await start_gateway(nursery, gateway_config([stdio_backend("traced", TRACED)]))
+        async with host(running.url) as session:
+            await session.call_tool("traced__trace_context", {})
+    finally:
+        # The flush blocks on the exporter's HTTP POST: off the event loop here, as
+        # the command does it after trio.run has returned.
+        await trio.to_thread.run_sync(tracing.shutdown)
+    assert _Collector.received
+    names = set()
+    for path, headers, request in _Collector.received:
+        assert path == "/v1/traces"
+        assert headers["x-api-key"] == "collector-key"
+        assert headers["content-type"] == "application/x-protobuf"
+        for resource_spans in request.resource_spans:
+            attributes = {a.key: a.value.string_value for a in resource_spans.resource.attributes}
+            assert attributes["service.name"] == "gw-under-test"
+            names |= {s.name for scope in resource_spans.scope_spans for s in scope.spans}
+    assert {"tools/call traced__trace_context", "tools/call trace_context"} <= names
