@@ -34,6 +34,8 @@ from gateway import tracing
 from gateway.config import TracingConfig
 from gateway.errors import ConfigError
 from gateway.reload import effective_config, restart_only_changes
+from tests.frontend.test_stdio_modern import serve as serve_stdio
+from tests.frontend.test_streamable_http import initialize_request, request
 from tests.harness import gateway_config, start_gateway, stdio_backend
 from tests.servers.paths import SERVERS_DIR
 from tests.subprocess_servers import free_port, run_server
@@ -374,12 +376,36 @@ async def test_the_otlp_exporter_sends_the_spans_to_the_endpoint_with_the_header
         await trio.to_thread.run_sync(tracing.shutdown)
     assert _Collector.received
     names = set()
-    for path, headers, request in _Collector.received:
+    for path, headers, export in _Collector.received:
         assert path == "/v1/traces"
         assert headers["x-api-key"] == "collector-key"
         assert headers["content-type"] == "application/x-protobuf"
-        for resource_spans in request.resource_spans:
+        for resource_spans in export.resource_spans:
             attributes = {a.key: a.value.string_value for a in resource_spans.resource.attributes}
             assert attributes["service.name"] == "gw-under-test"
             names |= {s.name for scope in resource_spans.scope_spans for s in scope.spans}
     assert {"tools/call traced__trace_context", "tools/call trace_context"} <= names
+
+
+async def test_a_stdio_host_continues_its_trace_through_meta(
+    nursery: trio.Nursery, spans: InMemorySpanExporter
+) -> None:
+    """SEP-414: a stdio host has no HTTP header; its request's _meta.traceparent is
+    the trace the server span continues, and the stdio backend gets the client span's."""
+    running = await start_gateway(nursery, gateway_config([stdio_backend("traced", TRACED)]))
+    stdio_host = await serve_stdio(nursery, running)
+    assert "result" in await stdio_host.ask(initialize_request())
+    await stdio_host.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    params = {
+        "name": "traced__trace_context",
+        "arguments": {},
+        "_meta": {"traceparent": META_TRACEPARENT},
+    }
+    answer = await stdio_host.ask(request(7, "tools/call", params))
+    received = json.loads(answer["result"]["content"][0]["text"])
+    finished = list(spans.get_finished_spans())
+    server = _one(finished, SpanKind.SERVER, "tools/call traced__trace_context")
+    client = _one(finished, SpanKind.CLIENT, "tools/call trace_context")
+    assert f"{server.context.trace_id:032x}" == META_TRACE_ID
+    assert received == {"meta": _traceparent(client), "header": None}
+    await stdio_host.close()
