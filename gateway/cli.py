@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 import msgspec
-import structlog
 
 from gateway import __version__, tracing
 from gateway.cli_hosts import (
@@ -36,7 +35,6 @@ from gateway.cli_setup import ConfigChoice, choose_config, init, schema_text, se
 from gateway.config import GatewayConfig, format_problems, load
 from gateway.config.schema_hosts import HOST_FORMATS
 from gateway.errors import ConfigError
-from gateway.observability import configure_logging
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -245,6 +243,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     if args.command in ("stdio", "catalog"):
         _check_profile(config, args.profile)
+    # structlog and prometheus load here, not for `status`, which must be quick.
+    from gateway.observability import configure_logging
+
     if args.command == "stdio":
         # stdout belongs to MCP: logs always go to stderr, as JSON lines.
         configure_logging(config.logging.level, "json", sys.stderr)
@@ -294,4 +295,6 @@ def _tracing(config: GatewayConfig) -> Iterator[None]:
 
 def _log_choice(choice: ConfigChoice) -> None:
     """Say which config file runs, and why that one: without -c it may be a surprise."""
+    import structlog
+
     structlog.get_logger().info("config.file", path=choice.path, chosen_by=choice.chosen_by)
