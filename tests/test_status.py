@@ -5,15 +5,24 @@ from __future__ import annotations
 
 import time
 
+import msgspec
 import trio
 from trio.testing import MockClock
 
 from gateway.backends.backend import BackendState
+from gateway.backends.pool import open_pool
 from gateway.frontend.clients import ClientSession
 from gateway.protocol.versions import LATEST_VERSION
-from gateway.status import backend_status, session_groups
-from gateway.status_model import SessionGroup
-from tests.backends.test_supervision import Transitions, one_backend, running_backend
+from gateway.status import backend_status, readiness, session_groups
+from gateway.status_model import Overview, SessionGroup
+from tests.backends.test_supervision import (
+    RULES,
+    Transitions,
+    backend_entry,
+    make_config,
+    one_backend,
+    running_backend,
+)
 from tests.fakes.fake_server import FakeConnector, FakeMcpServer
 
 
@@ -81,3 +90,31 @@ def test_sessions_are_counted_by_revision_and_profile_once_initialized() -> None
         SessionGroup(era="legacy", protocol_version="2025-11-25", profile="default", count=2),
         SessionGroup(era="legacy", protocol_version="2025-11-25", profile="ops", count=1),
     ]
+
+
+async def test_readiness_needs_every_required_backend_up_and_no_drain(
+    autojump_clock: MockClock,
+) -> None:
+    """Gateway choice (/readyz): not ready while a required backend is not up or while
+    draining; the overview says which, with the uptime on the virtual clock."""
+    connector = FakeConnector({"must": FakeMcpServer("must"), "may": FakeMcpServer("may")})
+    connector.fail_connects("must")
+    config = make_config(backend_entry("must", required=True), backend_entry("may"))
+    async with open_pool(config.backends, RULES, connector) as pool:
+        await pool.settled()
+        ready, details = readiness(pool, [], 0.0, draining=False)
+        assert ready is False
+        assert (details["down"], details["required_down"]) == (["must"], ["must"])
+        overview = msgspec.convert(details["overview"], Overview)
+        assert overview.uptime_seconds == round(trio.current_time(), 3)
+        assert [(b.name, b.required) for b in overview.backends] == [
+            ("may", False),
+            ("must", True),
+        ]
+        connector.allow_connects("must")
+        with trio.fail_after(60):
+            while pool.backends["must"].state is not BackendState.UP:
+                await pool.state_changed.wait()
+        assert readiness(pool, [], 0.0, draining=False)[0] is True
+        ready, details = readiness(pool, [], 0.0, draining=True)
+        assert ready is False and details["overview"]["draining"] is True
