@@ -29,6 +29,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
+from pydantic import AnyUrl
 
 from gateway import tracing
 from gateway.config import TracingConfig
@@ -36,7 +37,7 @@ from gateway.errors import ConfigError
 from gateway.reload import effective_config, restart_only_changes
 from tests.frontend.test_stdio_modern import serve as serve_stdio
 from tests.frontend.test_streamable_http import initialize_request, request
-from tests.harness import gateway_config, start_gateway, stdio_backend
+from tests.harness import gateway_config, sdk_backend, start_gateway, stdio_backend
 from tests.servers.paths import SERVERS_DIR
 from tests.subprocess_servers import free_port, run_server
 
@@ -409,3 +410,33 @@ async def test_a_stdio_host_continues_its_trace_through_meta(
     assert f"{server.context.trace_id:032x}" == META_TRACE_ID
     assert received == {"meta": _traceparent(client), "header": None}
     await stdio_host.close()
+
+
+async def test_prompts_resources_and_lists_are_named_and_attributed_per_the_conventions(
+    nursery: trio.Nursery, spans: InMemorySpanExporter
+) -> None:
+    """Semantic conventions for MCP: prompts/get names its prompt (gen_ai.prompt.name);
+    resources/read carries mcp.resource.uri and keeps it out of the span name; a list
+    served from the catalog is a server span with no backend child."""
+    running = await start_gateway(nursery, gateway_config([sdk_backend("alpha")]))
+    async with host(running.url) as session:
+        await session.get_prompt("alpha__greet", {"name": "ada"})
+        await session.read_resource(AnyUrl("alpha+alpha://readme"))
+        await session.list_tools()
+    finished = list(spans.get_finished_spans())
+    prompt = _one(finished, SpanKind.SERVER, "prompts/get alpha__greet")
+    backend_prompt = _one(finished, SpanKind.CLIENT, "prompts/get greet")
+    assert prompt.attributes is not None and backend_prompt.attributes is not None
+    assert prompt.attributes["gen_ai.prompt.name"] == "alpha__greet"
+    assert backend_prompt.attributes["gen_ai.prompt.name"] == "greet"
+    read = _one(finished, SpanKind.SERVER, "resources/read")
+    backend_read = _one(finished, SpanKind.CLIENT, "resources/read")
+    assert read.attributes is not None and backend_read.attributes is not None
+    assert read.attributes["mcp.resource.uri"] == "alpha+alpha://readme"
+    assert backend_read.attributes["mcp.resource.uri"] == "alpha://readme"
+    assert backend_read.parent is not None
+    assert backend_read.parent.span_id == read.context.span_id
+    listed = _one(finished, SpanKind.SERVER, "tools/list")
+    assert listed.attributes is not None
+    assert "mcp_gateway.backend" not in listed.attributes
+    assert not [s for s in finished if s.kind is SpanKind.CLIENT and s.name == "tools/list"]
