@@ -440,3 +440,33 @@ async def test_prompts_resources_and_lists_are_named_and_attributed_per_the_conv
     assert listed.attributes is not None
     assert "mcp_gateway.backend" not in listed.attributes
     assert not [s for s in finished if s.kind is SpanKind.CLIENT and s.name == "tools/list"]
+
+
+@pytest.mark.parametrize(
+    "traceparent",
+    [
+        "not-a-traceparent",
+        f"ff-{HOST_TRACE_ID}-{HOST_SPAN_ID}-01",  # version ff is forbidden
+        f"00-{'0' * 32}-{HOST_SPAN_ID}-01",  # an all-zero trace id is invalid
+        f"00-{HOST_TRACE_ID}-{HOST_SPAN_ID}",  # no flags
+    ],
+)
+def test_a_malformed_traceparent_starts_a_new_trace_rather_than_failing_the_request(
+    spans: InMemorySpanExporter, traceparent: str
+) -> None:
+    """W3C Trace Context §4.3: a traceparent that does not parse is ignored; the
+    request is served under a new trace (gateway choice: never an error for it)."""
+    tracer = tracing.active
+    assert tracer is not None
+    for incoming, meta in (
+        ({"traceparent": traceparent}, {}),
+        (None, {"traceparent": traceparent}),
+    ):
+        span = tracer.server_span(
+            "ping", {"_meta": meta}, version="2025-11-25", profile="default", incoming=incoming
+        )
+        span.finish("ok", "", None)
+    finished = spans.get_finished_spans()
+    assert len(finished) == 2
+    assert all(s.parent is None for s in finished)
+    assert all(f"{s.context.trace_id:032x}" != HOST_TRACE_ID for s in finished)
