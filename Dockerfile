@@ -26,7 +26,9 @@ COPY pyproject.toml README.md ./
 COPY gateway ./gateway
 COPY mcp_gateway_demo ./mcp_gateway_demo
 # The demo extra: the shipped config's backends run on the official MCP SDK.
-RUN pip install ".[demo]"
+# The otel extra: `tracing: {enabled: true}` works in the image (off, it is
+# never imported).
+RUN pip install ".[demo,otel]"
 
 # ---- runtime: the virtualenv, the default config, a non-root user
 FROM python:3.11-slim

@@ -21,6 +21,7 @@ import structlog
 import trio
 
 from gateway import reload as live_reload
+from gateway import status
 from gateway.backends.backend import Backend, BackendState
 from gateway.backends.pool import Pool, open_pool
 from gateway.catalog.cursor import CursorCodec
@@ -80,14 +81,13 @@ class Gateway:
     # listeners close at once while requests in flight drain.
     stopping: trio.Event = field(default_factory=trio.Event)
 
+    started: float = field(default_factory=trio.current_time)  # the overview's uptime
+
     def readiness(self) -> tuple[bool, dict[str, Any]]:
-        """(ready, details) for ``/readyz``."""
-        states = {name: b.state.value for name, b in sorted(self.pool.backends.items())}
-        down = [name for name, state in states.items() if state != BackendState.UP.value]
-        required_down = [name for name in down if self.pool.backends[name].config.required]
-        ready = not required_down and not self.draining
+        """(ready, details) for ``/readyz`` (``gateway.status``); keeps mcp_gateway_ready."""
+        ready, details = status.readiness(self.pool, self.clients, self.started, self.draining)
         self.metrics.ready.set(1 if ready else 0)
-        return ready, {"backends": states, "down": down, "required_down": required_down}
+        return ready, details
 
     def calls_in_flight(self) -> int:
         """Host requests being handled right now, over every client session."""

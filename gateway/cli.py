@@ -6,12 +6,13 @@ refuses to touch, 1 for anything else.
 
 The commands that set a gateway up live in :mod:`gateway.cli_setup`
 (``init``, ``schema``, which config file) and :mod:`gateway.cli_hosts`
-(``import``, ``connect``).
+(``import``, ``connect``); ``status`` is :mod:`gateway.cli_status`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -20,9 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 import msgspec
-import structlog
 
-from gateway import __version__
+from gateway import __version__, tracing
 from gateway.cli_hosts import (
     CONNECT_HOSTS,
     connect_entry,
@@ -35,10 +35,9 @@ from gateway.cli_setup import ConfigChoice, choose_config, init, schema_text, se
 from gateway.config import GatewayConfig, format_problems, load
 from gateway.config.schema_hosts import HOST_FORMATS
 from gateway.errors import ConfigError
-from gateway.observability import configure_logging
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
 EXIT_CONFIG: Final = 2
 CONFIG_HELP: Final = (
@@ -94,6 +93,15 @@ def _parser() -> argparse.ArgumentParser:
     init_.add_argument("path", nargs="?", default="gateway.yaml")
     init_.add_argument("--force", action="store_true", help="overwrite an existing file")
     commands.add_parser("schema", help="print the config's JSON Schema")
+    status = commands.add_parser(
+        "status",
+        help="a running gateway's backends and sessions (exit 0 ready, 1 not, 2 unreachable)",
+    )
+    where = status.add_mutually_exclusive_group()
+    where.add_argument("-c", "--config", help=CONFIG_HELP)
+    where.add_argument("--url", help="ask the gateway at this URL (http://HOST:PORT)")
+    status.add_argument("--token", help="admin token (default: $MCP_GATEWAY_ADMIN_TOKEN, config)")
+    status.add_argument("--json", action="store_true", help="print the /readyz JSON")
     return parser
 
 
@@ -220,6 +228,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.command == "schema":
         sys.stdout.write(schema_text())
         return
+    if args.command == "status":
+        from gateway.cli_status import run_status
+
+        config = None if args.url else _load_or_exit(choose_config(args.config).path)
+        raise SystemExit(run_status(config, args.url, args.token, as_json=args.json))
     choice = choose_config(args.config)
     config = _load_or_exit(choice.path)
     if args.command == "check":
@@ -230,13 +243,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     if args.command in ("stdio", "catalog"):
         _check_profile(config, args.profile)
+    # structlog and prometheus load here, not for `status`, which must be quick.
+    from gateway.observability import configure_logging
+
     if args.command == "stdio":
         # stdout belongs to MCP: logs always go to stderr, as JSON lines.
         configure_logging(config.logging.level, "json", sys.stderr)
         _log_choice(choice)
         from gateway.app import run_stdio
 
-        run_stdio(config, choice.path, args.profile)
+        with _tracing(config):
+            run_stdio(config, choice.path, args.profile)
         return
     if args.command == "catalog":
         configure_logging("warning", "json", sys.stderr)
@@ -258,9 +275,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     _log_choice(choice)
     from gateway.app import run  # hypercorn and trio load only for serving
 
-    run(config, choice.path)
+    with _tracing(config):
+        run(config, choice.path)
+
+
+@contextlib.contextmanager
+def _tracing(config: GatewayConfig) -> Iterator[None]:
+    """Install the tracer for the process's life (off: nothing is imported); flush at exit."""
+    try:
+        tracing.configure(config.tracing)
+    except ConfigError as exc:
+        print(format_problems(exc), file=sys.stderr)
+        raise SystemExit(EXIT_CONFIG) from None
+    try:
+        yield
+    finally:
+        tracing.shutdown()
 
 
 def _log_choice(choice: ConfigChoice) -> None:
     """Say which config file runs, and why that one: without -c it may be a surprise."""
+    import structlog
+
     structlog.get_logger().info("config.file", path=choice.path, chosen_by=choice.chosen_by)

@@ -55,6 +55,7 @@ RESTART_ONLY: Final = (
     "naming",
     "profiles",
     "shutdown.pid_file",
+    "tracing",
 )
 
 
@@ -158,6 +159,7 @@ def effective_config(old: GatewayConfig, new: GatewayConfig) -> GatewayConfig:
         logging=replace(new.logging, format=old.logging.format, requests=old.logging.requests),
         naming=old.naming,
         shutdown=replace(new.shutdown, pid_file=old.shutdown.pid_file),
+        tracing=old.tracing,  # the tracer is installed once, by the command
     )
 
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import structlog
 import trio
 
+from gateway import tracing
 from gateway.backends.channel import ChannelOpener, open_channel
 from gateway.backends.gate import Gate
 from gateway.backends.handshake import (
@@ -175,6 +176,16 @@ class Backend:
         return self._supervisor.restarts
 
     @property
+    def up_since(self) -> float | None:
+        """When its current session came up (trio clock); None unless up."""
+        return self._supervisor.up_since
+
+    @property
+    def last_error(self) -> tuple[str, float] | None:
+        """The last failure that took it down, with its wall-clock time (``/readyz``)."""
+        return self._supervisor.last_error
+
+    @property
     def initializations(self) -> int:
         """Initialize answers received, shared and per-client sessions alike (a metric)."""
         return self._handshake.count
@@ -279,6 +290,25 @@ class Backend:
                 (``notifications/cancelled``).
             RemoteProtocolError: the backend answered with an error.
         """
+        tracer = tracing.active
+        if tracer is not None:  # the only cost when tracing is off (tracing rule 1)
+            version = None if self.info is None else self.info.protocol_version
+
+            async def send(traced: msgspec.Raw | None) -> msgspec.Raw:
+                """The same call, with the span's trace context in ``_meta``."""
+                return await self._admitted(method, traced, client, progress_token, on_progress)
+
+            return await tracing.traced(tracer, self.name, method, params, version, send)
+        return await self._admitted(method, params, client, progress_token, on_progress)
+
+    async def _admitted(
+        self,
+        method: str,
+        params: msgspec.Raw | None,
+        client: str | None,
+        progress_token: RequestId | None,
+        on_progress: ProgressHandler | None,
+    ) -> msgspec.Raw:
         async with self._gate.admit():
             peer: Peer | None = None
             try:

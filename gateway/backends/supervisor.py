@@ -40,6 +40,7 @@ from __future__ import annotations
 import collections
 import enum
 import math
+import time
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -137,6 +138,10 @@ class Supervisor:
         # backend's promise; a legacy backend's pages carry none: {0, private}).
         self.list_hints: dict[Kind, CacheHint] = {}
         self.restarts = 0
+        # The last failure that took the backend down or kept it from
+        # starting, with its wall-clock time: /readyz shows it after the
+        # backend is back up, when ``reason`` says "up" again.
+        self.last_error: tuple[str, float] | None = None
         # Times a listing was cut short by a guard, by reason (metric).
         self.list_guard_trips: collections.Counter[str] = collections.Counter()
         # Set once the first connect attempt has ended, either way.
@@ -165,6 +170,11 @@ class Supervisor:
     def reason(self) -> str:
         """Why it is in that state, as human text."""
         return self._reason
+
+    @property
+    def up_since(self) -> float | None:
+        """When the current session came up (trio clock), or None when not up."""
+        return self._up_since if self._state is BackendState.UP else None
 
     @property
     def cause(self) -> BaseException | None:
@@ -233,6 +243,7 @@ class Supervisor:
                 self.listing = None
                 self.info = None
                 self.list_hints = {}
+                self.last_error = (reason, time.time())
                 self._set_state(state, reason, cause)
                 if went_up:
                     self.restarts += 1

@@ -66,8 +66,10 @@ from gateway.config.schema_backends import (
 from gateway.config.schema_gateway import GatewayConfig
 from gateway.config.schema_hosts import HOST_FORMATS, BackendsFrom, HostFormat
 from gateway.config.schema_profiles import DEFAULT_PROFILE, ProfileConfig
+from gateway.config.schema_tracing import TracingConfig
 
 __all__ = [
+    "TracingConfig",
     "Base",
     "ServerConfig",
     "JwtConfig",

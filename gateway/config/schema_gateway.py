@@ -33,6 +33,7 @@ from gateway.config.schema_auth import AuthConfig
 from gateway.config.schema_backends import BackendConfig
 from gateway.config.schema_hosts import BackendsFrom
 from gateway.config.schema_profiles import RESERVED_PREFIX, ProfileConfig, profile_problems
+from gateway.config.schema_tracing import TracingConfig
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -122,6 +123,7 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
         mrtr: legacy backends' requests held for modern clients.
         tasks: tasks the gateway runs for modern clients.
         metrics: the separate operations listener.
+        tracing: OpenTelemetry traces (``gateway.config.schema_tracing``).
         backends: the MCP servers behind the gateway, in file order.
         profiles: named subsets of the catalog, each on its own path
             (``gateway.config.schema_profiles``).
@@ -140,6 +142,7 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
     mrtr: MrtrConfig = msgspec.field(default_factory=MrtrConfig)
     tasks: TasksConfig = msgspec.field(default_factory=TasksConfig)
     metrics: MetricsListenerConfig = msgspec.field(default_factory=MetricsListenerConfig)
+    tracing: TracingConfig = msgspec.field(default_factory=TracingConfig)
     backends: list[BackendConfig] = msgspec.field(default_factory=list)
     profiles: list[ProfileConfig] = msgspec.field(default_factory=list)
     backends_from: list[BackendsFrom] = msgspec.field(default_factory=list)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from gateway import tracing
 from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.frontend import http_util as h
 from gateway.frontend.origin import is_loopback_host
@@ -98,7 +99,11 @@ class GatewayApp:
             return
         if scope["type"] != "http":
             return
-        await answer(self._route, scope, receive, send, self._metrics)
+        if tracing.active is None:
+            await answer(self._route, scope, receive, send, self._metrics)
+            return
+        with tracing.incoming_http(scope["headers"]):  # a host's traceparent, continued
+            await answer(self._route, scope, receive, send, self._metrics)
 
     async def _route(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
         path = scope["path"].rstrip("/") or "/"

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 import trio
 
+from gateway import tracing
 from gateway.backends.backend import BackendState
 from gateway.catalog.profiles import DEFAULT_PROFILE, ProfileViews
 from gateway.config.schema_gateway import TasksConfig
@@ -86,6 +87,19 @@ def _timed_out(exc: RequestTimeout) -> LocalProtocolError:
         f"backend {exc.backend!r} did not answer within {exc.seconds:.3g} s",
         REQUEST_TIMEOUT_CODE,
         data={"reason": "timeout", "backend": exc.backend, "seconds": round(exc.seconds, 3)},
+    )
+
+
+def _server_span(
+    tracer: tracing.Tracer, client: ClientPeer, method: str, params: dict[str, Any]
+) -> tracing.ServerSpan:
+    """The host request's span (tracing on): continues the HTTP request's trace headers."""
+    return tracer.server_span(
+        method,
+        params,
+        version=client.protocol_version,
+        profile=client.profile,
+        incoming=tracing.incoming_headers(),
     )
 
 
@@ -348,15 +362,19 @@ class Router:
         handler = self._handlers.get(request.method)
         outcome = "ok"
         call = Call(client, self.view(client.profile), emit)
+        err: ProtocolError | None = None
+        span: tracing.ServerSpan | None = None
         try:
             if handler is None:
                 raise LocalProtocolError(f"method not found: {request.method}", METHOD_NOT_FOUND)
             params = mcp.decode_params(request.params)
+            if tracing.active is not None:  # the only cost when tracing is off (tracing rule 1)
+                span = _server_span(tracing.active, client, request.method, params)
             result = await handler(call, params)
             return jsonrpc.encode_response(request.id, result)
         except BackendUnavailable as exc:
             outcome = "unavailable"
-            err: ProtocolError = _unavailable(exc)
+            err = _unavailable(exc)
         except RequestTimeout as exc:
             outcome = "timeout"
             err = _timed_out(exc)
@@ -378,6 +396,8 @@ class Router:
             raise
         finally:
             elapsed = time.perf_counter() - started
+            if span is not None:
+                span.finish(outcome, call.backend, None if err is None else err.code)
             # Only methods the gateway knows become label values: a host
             # must not be able to mint time series (bounded labels).
             method = request.method if handler is not None else "other"
@@ -390,6 +410,7 @@ class Router:
                 outcome=outcome,
                 duration_ms=round(elapsed * 1000, 3),
             )
+        assert err is not None
         return jsonrpc.encode_error(request.id, err.code, err.message, err.data)
 
     # -- from backends ---------------------------------------------------

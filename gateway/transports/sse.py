@@ -28,6 +28,7 @@ import httpx
 import structlog
 import trio
 
+from gateway import tracing
 from gateway.errors import (
     ConnectError,
     SessionExpired,
@@ -118,6 +119,9 @@ class SseChannel:
         outgoing = Outgoing.of(message)
         headers = self._headers.copy()
         headers["content-type"] = JSON_MEDIA_TYPE
+        trace = tracing.outgoing_http_headers()  # None unless tracing is on
+        if trace is not None:
+            headers.update(trace)
         request = self._client.build_request(
             "POST", self.endpoint, content=message, headers=headers
         )

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Final
 import msgspec
 import trio
 
+from gateway import tracing
 from gateway.errors import ConnectError, LocalProtocolError, TransportClosed, TransportError
 from gateway.protocol import backend_leg, jsonrpc, mcp
 from gateway.transports.base import map_exceptions
@@ -92,6 +93,9 @@ async def post(session: HttpSession, message: bytes) -> Outgoing:
     headers = session.request_headers(POST_ACCEPT)
     headers.update(modern)
     headers["content-type"] = JSON_MEDIA_TYPE
+    trace = tracing.outgoing_http_headers()  # None unless tracing is on
+    if trace is not None:
+        headers.update(trace)
     if modern:
         outgoing = dataclasses.replace(outgoing, modern=True)
     request = session.client.build_request("POST", session.url, content=message, headers=headers)
