@@ -84,7 +84,7 @@ def test_tasks_get_inlines_the_outcome_of_each_status() -> None:
     asking.waits_for("2", {"method": "elicitation/create", "params": {}})
     assert asking.detailed()["status"] == INPUT_REQUIRED
     asking.answered("1")
-    assert list(asking.detailed()["inputRequests"]) == ["2"]  # partial fulfilment
+    assert list(asking.detailed()["inputRequests"]) == ["2"]  # partial fulfillment
     asking.answered("2")
     assert asking.status == WORKING and "inputRequests" not in asking.detailed()
 
