@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
     import msgspec
 
+    from gateway.backends.token_grants import CallerToken
+    from gateway.identity.principal import Principal
     from gateway.protocol.jsonrpc import RequestId
 
 # Messages kept for a GET stream that is slow or reconnecting. At ~200
@@ -205,6 +207,11 @@ class ClientRegistry:
         self._on_open = on_open
         self._on_close = on_close
         self.listeners = Listeners()
+        # The latest raw token each principal presented, for token exchange
+        # towards backends (never logged: CallerToken hides itself), and how
+        # many open sessions each principal has, to forget it with the last.
+        self._caller_tokens: dict[str, CallerToken] = {}
+        self._sessions_of: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -231,6 +238,8 @@ class ClientRegistry:
             principal=principal,
         )
         self._sessions[session.session_id] = session
+        if principal is not None:
+            self._sessions_of[principal] = self._sessions_of.get(principal, 0) + 1
         if self._on_open is not None:
             self._on_open(session)
         return session
@@ -248,10 +257,41 @@ class ClientRegistry:
         session.closed = True
         session.cancel_all()
         self._sessions.pop(session.session_id, None)
+        owner = session.principal
+        if owner is not None:
+            left = self._sessions_of.get(owner, 1) - 1
+            if left > 0:
+                self._sessions_of[owner] = left
+            else:
+                self._sessions_of.pop(owner, None)
+                self._caller_tokens.pop(owner, None)
         if self._on_close is not None:
             self._on_close(session)
         # Wake a GET stream waiting on the outbox so it notices the close.
         session.outbox.put_nowait(b"")
+
+    def note_caller(self, principal: Principal | None) -> None:
+        """Keep the token ``principal`` just authenticated with, as its latest.
+
+        A ``token_exchange`` backend exchanges it for the principal's client
+        sessions, so a host that refreshes its token keeps working. Tokens of
+        principals with no open session are forgotten once there are more
+        than ``max_sessions`` of them (bounded memory under a token flood).
+        """
+        if principal is None or principal.token is None:
+            return
+        self._caller_tokens.pop(principal.key, None)
+        self._caller_tokens[principal.key] = principal.token
+        if len(self._caller_tokens) > self.max_sessions:
+            for key in [k for k in self._caller_tokens if k not in self._sessions_of]:
+                del self._caller_tokens[key]
+
+    def subject_of(self, session_id: str) -> tuple[str, CallerToken] | None:
+        """The principal key and latest raw token of a session's owner; None without one."""
+        session = self._sessions.get(session_id)
+        owner = session.principal if session is not None else None
+        token = self._caller_tokens.get(owner) if owner is not None else None
+        return None if owner is None or token is None else (owner, token)
 
     def broadcast(self, message: bytes, profile: str | None = None) -> int:
         """Queue a message for every initialized session and listen stream; returns how many.

@@ -246,7 +246,9 @@ class SseChannel:
 
 
 @asynccontextmanager
-async def open_sse(cfg: SseBackend, *, backend: str = "") -> AsyncIterator[SseChannel]:
+async def open_sse(
+    cfg: SseBackend, *, backend: str = "", auth: httpx.Auth | None = None
+) -> AsyncIterator[SseChannel]:
     """Open the SSE stream of ``cfg.url`` and yield a channel once its endpoint is known.
 
     Waiting for the ``endpoint`` event is part of connecting, so it is
@@ -256,6 +258,7 @@ async def open_sse(cfg: SseBackend, *, backend: str = "") -> AsyncIterator[SseCh
     Args:
         cfg: the backend's config (URL, headers, TLS, connect timeout).
         backend: the backend's name, for logs.
+        auth: the backend's credential, when it has one.
 
     Raises:
         ConnectError: the stream could not be opened, or named no usable
@@ -263,7 +266,7 @@ async def open_sse(cfg: SseBackend, *, backend: str = "") -> AsyncIterator[SseCh
     """
     log = logger.bind(backend=backend or cfg.name)
     failure: ConnectError | None = None
-    async with open_client(cfg) as client, trio.open_nursery() as nursery:
+    async with open_client(cfg, auth) as client, trio.open_nursery() as nursery:
         channel = SseChannel(cfg, client, nursery, log)
         nursery.start_soon(channel.run_stream)
         with trio.move_on_after(cfg.timeouts.connect):
