@@ -255,14 +255,22 @@ class BackendCredentials:
         if self._auth.type != "token_exchange":
             return self.shared()
 
+        seen: list[str] = []  # the principal this session last exchanged for
+
         async def source() -> str:
             """The token exchanged for the client's caller (cached per principal)."""
             subject = self._subjects(client)
             if subject is None:
+                # The caller is gone (a modern request that ended, its
+                # session's DELETE still to send): its token, while fresh.
+                cached = self._cache.fresh(("exchange", seen[-1]), self._clock()) if seen else None
+                if cached is not None:
+                    return cached.access_token
                 raise CredentialUnavailable(
                     "no caller token to exchange (the client session is not authenticated)"
                 )
             principal, token = subject
+            seen[:] = [principal]
             return await self._token(
                 ("exchange", principal),
                 lambda secret: token_exchange_request(self._auth, secret, token),
@@ -270,9 +278,8 @@ class BackendCredentials:
             )
 
         def refused(token: str) -> None:
-            subject = self._subjects(client)
-            if subject is not None:
-                self._cache.invalidate(("exchange", subject[0]), token)
+            if seen:
+                self._cache.invalidate(("exchange", seen[-1]), token)
 
         return ChannelCredential(source, refused, retry=True)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import secrets
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -212,6 +213,8 @@ class ClientRegistry:
         # many open sessions each principal has, to forget it with the last.
         self._caller_tokens: dict[str, CallerToken] = {}
         self._sessions_of: dict[str, int] = {}
+        # The principal of each modern request being served, by its id.
+        self._modern: dict[str, str] = {}
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -286,10 +289,30 @@ class ClientRegistry:
             for key in [k for k in self._caller_tokens if k not in self._sessions_of]:
                 del self._caller_tokens[key]
 
+    @contextmanager
+    def modern_caller(self, request_id: str, principal: str | None) -> Iterator[None]:
+        """Name ``principal`` the caller of a modern request while it is served.
+
+        A modern (2026-07-28) request has no session, only an id of its own
+        for the router's tables (``ModernRequest.session_id``);
+        :meth:`subject_of` finds its caller through this.
+        """
+        if principal is None:
+            yield
+            return
+        self._modern[request_id] = principal
+        try:
+            yield
+        finally:
+            self._modern.pop(request_id, None)
+
     def subject_of(self, session_id: str) -> tuple[str, CallerToken] | None:
-        """The principal key and latest raw token of a session's owner; None without one."""
+        """The principal key and latest raw token of a session's owner; None without one.
+
+        ``session_id`` is a client session's, or a modern request's id.
+        """
         session = self._sessions.get(session_id)
-        owner = session.principal if session is not None else None
+        owner = session.principal if session is not None else self._modern.get(session_id)
         token = self._caller_tokens.get(owner) if owner is not None else None
         return None if owner is None or token is None else (owner, token)
 

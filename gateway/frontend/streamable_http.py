@@ -241,6 +241,7 @@ class McpEndpoint:
                 self._clients.listeners,
                 profile=profile,
                 principal=who,
+                callers=self._clients.modern_caller,
             )
         elif isinstance(message, Notification) and is_modern_notification(
             _params(message), session_id, version

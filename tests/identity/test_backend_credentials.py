@@ -28,6 +28,7 @@ from mcp.shared.exceptions import McpError
 from mcp.types import TextContent
 
 from gateway.backends.supervisor import BackendState
+from tests.frontend.test_modern_http import modern, send, sse_messages
 from tests.harness import Running, gateway_config, start_gateway
 from tests.identity.test_oidc_provider import RESOURCE, _free_port, _oidc_provider, _token
 from tests.servers.paths import SERVERS_DIR
@@ -255,10 +256,22 @@ async def test_token_exchange_gives_each_client_session_a_token_made_for_its_cal
             async with _client(running, caller) as session:
                 assert await _echo(session, "a") == (False, "bearer: a")
                 assert await _echo(session, "b") == (False, "bearer: b")
+            # A 2026-07-28 request has no session: its own backend session
+            # exchanges the same caller's token (cached for that principal).
+            call = modern(7, "tools/call", {"name": "bearer__echo", "arguments": {"text": "c"}})
+            async with httpx.AsyncClient(
+                base_url=running.base_url, trust_env=False, timeout=5.0
+            ) as http:
+                response = await send(http, call, Authorization=f"Bearer {caller}")
+            assert response.status_code == 200, response.text
+            event_stream = response.headers["content-type"].startswith("text/event-stream")
+            body = sse_messages(response)[-1] if event_stream else response.json()
+            assert body["result"]["content"][0]["text"] == "bearer: c"
             seen = _received(record)
             assert caller not in seen
+            assert "" not in seen  # every request carried a credential
             exchanged = set(seen) - catalog_tokens
-            assert len(exchanged) == 1  # cached for the principal across calls
+            assert len(exchanged) == 1  # cached for the principal across calls and eras
             claims = _claims(exchanged.pop())
             assert claims["subject_sub"] == _claims(caller)["sub"]
             assert claims["act"] == {"sub": "gateway"}
