@@ -286,8 +286,10 @@ class ClientRegistry:
         self._caller_tokens.pop(principal.key, None)
         self._caller_tokens[principal.key] = principal.token
         if len(self._caller_tokens) > self.max_sessions:
-            for key in [k for k in self._caller_tokens if k not in self._sessions_of]:
-                del self._caller_tokens[key]
+            idle = [k for k in self._caller_tokens if k not in self._sessions_of]
+            for key in idle:
+                if key != principal.key:  # the caller of the request at hand stays
+                    del self._caller_tokens[key]
 
     @contextmanager
     def modern_caller(self, request_id: str, principal: str | None) -> Iterator[None]:

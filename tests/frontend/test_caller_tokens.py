@@ -55,6 +55,8 @@ async def test_tokens_of_principals_without_sessions_are_bounded() -> None:
     clients.open("2025-11-25", {}, {}, principal=keeper.key)
     for n in range(10):
         clients.note_caller(_principal(f"p{n}", f"t{n}"))
+        # The caller at hand always keeps its token, however full the table.
+        assert f"jwt:https://idp|p{n}" in clients._caller_tokens
     assert len(clients._caller_tokens) <= 4
     assert keeper.key in clients._caller_tokens
 
