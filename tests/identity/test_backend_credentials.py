@@ -26,10 +26,19 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import McpError
 from mcp.types import TextContent
+from structlog.testing import capture_logs
 
+from gateway.app import reload_config
 from gateway.backends.supervisor import BackendState
 from tests.frontend.test_modern_http import modern, send, sse_messages
-from tests.harness import Running, gateway_config, start_gateway
+from tests.harness import (
+    ENGINE,
+    Running,
+    gateway_config,
+    open_client,
+    start_gateway,
+    wait_for_states,
+)
 from tests.identity.test_oidc_provider import RESOURCE, _free_port, _oidc_provider, _token
 from tests.servers.paths import SERVERS_DIR
 from tests.subprocess_servers import RunningServer, run_server
@@ -277,3 +286,44 @@ async def test_token_exchange_gives_each_client_session_a_token_made_for_its_cal
             assert claims["act"] == {"sub": "gateway"}
             assert claims["aud"] == url
             assert _token_requests(running, "token_exchange", "ok") == 1
+
+
+async def test_a_static_token_file_is_read_afresh_and_a_reload_moves_it(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """Secrets from files: a rotated token file is sent from the next request on; a reload that
+    points auth at another file restarts the backend with it and says what changed."""
+    record = tmp_path / "received.jsonl"
+    first, second = tmp_path / "token-1", tmp_path / "token-2"
+    first.write_text("static-one\n")
+    second.write_text("static-three\n")
+    with _bearer_backend(record) as backend:
+        entry = {
+            "name": "bearer",
+            "transport": "http",
+            "url": backend.url("/mcp"),
+            "auth": {"type": "static", "token_file": str(first)},
+        }
+        running = await start_gateway(nursery, gateway_config([entry]))
+        async with open_client(running.url) as session:
+            assert await _echo(session, "a") == (False, "bearer: a")
+            assert _received(record)[-1] == "static-one"
+            first.write_text("static-two\n")  # the mount rotates; no reload
+            assert await _echo(session, "b") == (False, "bearer: b")
+            assert _received(record)[-1] == "static-two"
+
+        path = tmp_path / "gateway.yaml"
+        moved = {**entry, "auth": {"type": "static", "token_file": str(second)}}
+        path.write_text(
+            json.dumps(
+                {"server": {"host": "127.0.0.1", "port": 0, "engine": ENGINE}, "backends": [moved]}
+            )
+        )
+        with capture_logs() as logs:
+            assert await reload_config(running.gateway, str(path)) is True
+        applied = [e for e in logs if e["event"] == "config.reload.applied" and "changed" in e]
+        assert "backends" in applied[0]["changed"]
+        await wait_for_states(running.gateway, {"bearer": BackendState.UP})
+        async with open_client(running.url) as session:
+            assert await _echo(session, "c") == (False, "bearer: c")
+        assert _received(record)[-1] == "static-three"
