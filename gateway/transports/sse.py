@@ -88,6 +88,7 @@ class SseChannel:
         log: structlog.typing.FilteringBoundLogger,
     ) -> None:
         self._sse_url = httpx.URL(cfg.url)
+        self._name = cfg.name
         self._headers = base_headers(cfg)
         self._client = client
         self._nursery = nursery
@@ -136,6 +137,9 @@ class SseChannel:
             self._break(SessionExpired("session expired (404)"))
             self._inbox.raise_if_ended()
         problem = describe_status(response)
+        if status == 401:
+            # After the credential's one retry with a fresh token (if it has one).
+            problem = f"backend {self._name!r} refused the gateway's credential: {problem}"
         if not outgoing.request_ids:
             await discard_body(response)
             self._log.warning("backend.sse.post.rejected", problem=problem)

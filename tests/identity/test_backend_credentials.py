@@ -47,9 +47,10 @@ BACKEND_SCRIPT: Final = SERVERS_DIR / "bearer_backend.py"
 
 
 @contextmanager
-def _bearer_backend(record: Path) -> Iterator[RunningServer]:
+def _bearer_backend(record: Path, transport: str = "streamable-http") -> Iterator[RunningServer]:
     port = _free_port()
-    with run_server([sys.executable, str(BACKEND_SCRIPT), str(port), str(record)], port) as server:
+    argv = [sys.executable, str(BACKEND_SCRIPT), str(port), str(record), transport]
+    with run_server(argv, port) as server:
         yield server
 
 
@@ -327,3 +328,47 @@ async def test_a_static_token_file_is_read_afresh_and_a_reload_moves_it(
         async with open_client(running.url) as session:
             assert await _echo(session, "c") == (False, "bearer: c")
         assert _received(record)[-1] == "static-three"
+
+
+async def test_a_legacy_sse_backend_gets_the_token_on_its_stream_and_posts_and_retries_a_401(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """The HTTP+SSE transport carries the same credential: GET stream and POSTs; a revoked
+    token on a POST is retried once with a new one; every token refused is an error naming the
+    backend."""
+    idp_port = _free_port()
+    idp = f"http://127.0.0.1:{idp_port}"
+    record = tmp_path / "received.jsonl"
+    with _bearer_backend(record, "sse") as backend:
+        url = backend.url("/sse")
+        async with _oidc_provider(idp_port, RESOURCE, "RS256", url):
+            config = _config(
+                idp,
+                {
+                    "name": "bearer",
+                    "transport": "sse",
+                    "url": url,
+                    "auth": {
+                        "type": "client_credentials",
+                        "token_url": f"{idp}/token",
+                        "client_id": "gateway",
+                        "client_secret": "gateway-secret",
+                        "resource": url,
+                    },
+                },
+            )
+            running = await start_gateway(nursery, config)
+            caller = await _token(idp_port, "mcp:tools")
+            async with _client(running, caller) as session:
+                assert await _echo(session, "one") == (False, "bearer: one")
+                seen = _received(record)
+                assert caller not in seen and "" not in seen
+                assert len(set(seen)) == 1
+                revoked = record.with_name(record.name + ".revoked")
+                revoked.write_text(seen[0] + "\n")
+                assert await _echo(session, "two") == (False, "bearer: two")
+                assert _token_requests(running, "client_credentials", "ok") == 2
+                revoked.write_text("*\n")
+                failed, text = await _echo(session, "three")
+                assert failed
+                assert "backend 'bearer' refused the gateway's credential: HTTP 401" in text

@@ -2,7 +2,10 @@
 
 Usage::
 
-    python tests/servers/bearer_backend.py PORT RECORD_FILE
+    python tests/servers/bearer_backend.py PORT RECORD_FILE [TRANSPORT]
+
+TRANSPORT is ``streamable-http`` (default, endpoint ``/mcp``) or ``sse``
+(the legacy HTTP+SSE transport: ``/sse``, posting to ``/messages/``).
 
 Every HTTP request's ``Authorization`` header is appended to RECORD_FILE,
 one JSON line each (``{"method": ..., "authorization": ...}``), before
@@ -28,7 +31,7 @@ from mcp.server.fastmcp import FastMCP
 Scope = dict[str, Any]
 
 
-def build(record: Path) -> Any:
+def build(record: Path, transport: str = "streamable-http") -> Any:
     """The SDK's Streamable HTTP app behind the recording, bearer-requiring middleware."""
     mcp = FastMCP("bearer", log_level="WARNING", stateless_http=False)
 
@@ -42,7 +45,7 @@ def build(record: Path) -> Any:
         """Add two integers."""
         return a + b
 
-    inner = mcp.streamable_http_app()
+    inner = mcp.sse_app() if transport == "sse" else mcp.streamable_http_app()
     revoked = record.with_name(record.name + ".revoked")
 
     async def app(scope: Scope, receive: Any, send: Any) -> None:
@@ -77,7 +80,8 @@ def main() -> None:
     """Serve on 127.0.0.1:PORT until terminated."""
     port = int(sys.argv[1])
     record = Path(sys.argv[2])
-    uvicorn.run(build(record), host="127.0.0.1", port=port, log_level="warning")
+    transport = sys.argv[3] if len(sys.argv) > 3 else "streamable-http"
+    uvicorn.run(build(record, transport), host="127.0.0.1", port=port, log_level="warning")
 
 
 if __name__ == "__main__":
