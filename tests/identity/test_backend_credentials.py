@@ -205,8 +205,13 @@ async def test_token_endpoint_refusal_is_a_clear_error_and_a_fixed_secret_file_i
                 first = _received(record)[0]
                 secret.write_text("a-wrong-secret")
                 record.with_name(record.name + ".revoked").write_text(first)
-                failed, text = await _echo(session, "x")
-                assert failed
+                try:
+                    await session.call_tool("bearer__echo", {"text": "x"})
+                except McpError as exc:
+                    text, data = exc.error.message, exc.error.data
+                else:  # pragma: no cover - the assertion below says why
+                    text, data = "", None
+                assert data == {"reason": "credential_unavailable", "backend": "bearer"}
                 assert "'bearer'" in text
                 assert "credential unavailable: token endpoint answered 401 invalid_client" in text
                 assert "a-wrong-secret" not in text
