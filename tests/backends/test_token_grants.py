@@ -216,3 +216,39 @@ def test_config_rules_name_the_field(settings: dict[str, Any], place: str) -> No
     with pytest.raises(Invalid) as caught:
         BackendAuth(**{k: BackendAuth(**v) if k == "catalog" else v for k, v in settings.items()})
     assert place in [where for where, _ in caught.value.problems]
+
+
+@pytest.mark.parametrize(
+    ("backend", "problem"),
+    [
+        (
+            {"headers": {"authorization": "Bearer x"}, "auth": {"type": "static", "token": "t"}},
+            "backends[0].headers: Authorization is set by auth: remove one of them",
+        ),
+        (
+            {
+                "session": "shared",
+                "auth": {
+                    "type": "token_exchange",
+                    "token_url": "https://idp/token",
+                    "client_id": "g",
+                },
+            },
+            "backends[0].session: token_exchange acts for each caller: use per_client (or auto)",
+        ),
+        (
+            {"auth": {"type": "client_credentials", "token_url": "ftp://x", "client_id": "g"}},
+            "backends[0].auth.token_url: must start with http:// or https:// (got 'ftp://x')",
+        ),
+    ],
+)
+def test_backend_auth_problems_are_placed_in_the_file(
+    backend: dict[str, Any], problem: str
+) -> None:
+    from gateway.config import parse
+    from gateway.errors import ConfigError
+
+    entry = {"name": "b", "transport": "http", "url": "http://b.test/mcp", **backend}
+    with pytest.raises(ConfigError) as caught:
+        parse(json.dumps({"backends": [entry]}), env={})
+    assert problem in str(caught.value)
