@@ -84,7 +84,8 @@ async def http_fetch(request: TokenRequest) -> TokenAnswer:
     """POST a token request with httpx (tests pass another fetcher of this shape).
 
     ``trust_env`` is off, as for backends: no proxy variable or ``.netrc``
-    entry changes what is sent where.
+    entry changes what is sent where. httpx's own timeouts are off: the
+    cancel scope here bounds the whole request (STYLE rule 3).
 
     Raises:
         CredentialUnavailable: the endpoint could not be reached, or did not
@@ -93,7 +94,9 @@ async def http_fetch(request: TokenRequest) -> TokenAnswer:
     try:
         with trio.fail_after(TOKEN_REQUEST_TIMEOUT):
             async with (
-                httpx.AsyncClient(trust_env=False, follow_redirects=False) as client,
+                httpx.AsyncClient(
+                    trust_env=False, follow_redirects=False, timeout=httpx.Timeout(None)
+                ) as client,
                 client.stream(
                     "POST", request.url, data=request.form, headers=request.headers
                 ) as response,

@@ -268,3 +268,36 @@ def test_read_secret_strips_the_newline_and_refuses_an_empty_file(tmp_path: Path
     path.write_text("\n")
     with pytest.raises(CredentialUnavailable, match="is empty"):
         read_secret("", str(path), "x")
+
+
+async def test_a_token_endpoint_that_never_answers_is_given_up_after_ten_seconds(
+    autojump_clock: MockClock,
+) -> None:
+    """A listening socket that accepts and says nothing: the token request ends at
+    TOKEN_REQUEST_TIMEOUT (virtual time) with a clear error, counted as unreachable."""
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    held: list[trio.SocketStream] = []
+
+    async def hold(stream: trio.SocketStream) -> None:
+        held.append(stream)  # read nothing, answer nothing
+        await trio.sleep_forever()
+
+    auth = BackendAuth(
+        type="client_credentials",
+        token_url=f"http://127.0.0.1:{port}/token",
+        client_id="gateway",
+        client_secret="s",
+    )
+    credentials = BackendCredentials("b", auth, subjects=lambda _client: None)
+    credential = credentials.shared()
+    assert credential is not None
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(trio.serve_listeners, hold, listeners)
+        started = trio.current_time()
+        with pytest.raises(CredentialUnavailable, match="did not answer within 10 s"):
+            await credential.bearer()
+        assert trio.current_time() - started == pytest.approx(10.0, abs=0.5)
+        nursery.cancel_scope.cancel()
+    assert held  # the request did reach the socket
+    assert credentials.requests == {("client_credentials", "unreachable"): 1}

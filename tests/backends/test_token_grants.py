@@ -8,6 +8,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gateway.backends.token_grants import (
     ACCESS_TOKEN_TYPE,
@@ -252,3 +254,36 @@ def test_backend_auth_problems_are_placed_in_the_file(
     with pytest.raises(ConfigError) as caught:
         parse(json.dumps({"backends": [entry]}), env={})
     assert problem in str(caught.value)
+
+
+@given(
+    status=st.integers(min_value=100, max_value=599),
+    body=st.one_of(
+        st.binary(max_size=300),
+        st.dictionaries(
+            st.sampled_from(
+                ["access_token", "token_type", "expires_in", "error", "error_description", "x"]
+            ),
+            st.one_of(
+                st.none(),
+                st.booleans(),
+                st.integers(),
+                st.floats(),
+                st.text(max_size=50),
+                st.lists(st.integers(), max_size=3),
+            ),
+        ).map(lambda d: json.dumps(d, allow_nan=True).encode()),
+    ),
+)
+def test_any_token_endpoint_answer_is_a_token_or_a_token_endpoint_error(
+    status: int, body: bytes
+) -> None:
+    """Whatever a token endpoint sends, the outcome is an IssuedToken with a sane refresh time
+    or TokenEndpointError; nothing else escapes."""
+    try:
+        issued = parse_token_response(status, body, 100.0, 30.0, 0.1)
+    except TokenEndpointError:
+        return
+    assert status == 200
+    assert issued.access_token
+    assert 100.0 <= issued.refresh_at <= issued.expires_at
