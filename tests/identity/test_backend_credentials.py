@@ -377,3 +377,29 @@ async def test_a_legacy_sse_backend_gets_the_token_on_its_stream_and_posts_and_r
                 failed, text = await _echo(session, "three")
                 assert failed
                 assert "backend 'bearer' refused the gateway's credential: HTTP 401" in text
+
+
+async def test_a_token_endpoint_down_at_start_keeps_the_backend_down_with_the_reason(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """The shared session cannot initialize without its token: the backend is down, its reason
+    names the credential (not the token), and it retries with backoff like any connect failure."""
+    record = tmp_path / "received.jsonl"
+    with _bearer_backend(record) as backend:
+        entry = {
+            "name": "bearer",
+            "transport": "http",
+            "url": backend.url("/mcp"),
+            "auth": {
+                "type": "client_credentials",
+                "token_url": f"http://127.0.0.1:{_free_port()}/token",  # nothing listens
+                "client_id": "gateway",
+                "client_secret": "gateway-secret",
+            },
+        }
+        running = await start_gateway(nursery, gateway_config([entry]), wait_up=[])
+        await wait_for_states(running.gateway, {"bearer": BackendState.DOWN})
+        down = running.gateway.pool.backends["bearer"]
+        assert down.reason == "token endpoint unreachable (ConnectError)"
+        assert "gateway-secret" not in down.reason
+        assert not record.exists() or _received(record) == []  # nothing sent without a token
