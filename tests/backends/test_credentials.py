@@ -301,3 +301,35 @@ async def test_a_token_endpoint_that_never_answers_is_given_up_after_ten_seconds
         nursery.cancel_scope.cancel()
     assert held  # the request did reach the socket
     assert credentials.requests == {("client_credentials", "unreachable"): 1}
+
+
+async def test_a_refused_exchanged_token_is_exchanged_again_once(
+    autojump_clock: MockClock,
+) -> None:
+    """Rule 3 for token exchange: the 401 drops that principal's token; the retry exchanges the
+    caller's token afresh; another principal's cached token is untouched."""
+    endpoint = FakeEndpoint(latency=0.0)
+    subjects = {
+        "a": ("jwt:iss|alice", CallerToken("alice-token")),
+        "b": ("jwt:iss|bob", CallerToken("bob-token")),
+    }
+    auth = BackendAuth(
+        type="token_exchange", token_url=TOKEN_URL, client_id="gateway", client_secret="s"
+    )
+    credentials = _credentials(auth, endpoint, subjects.get)
+    alice, bob = credentials.for_client("a"), credentials.for_client("b")
+    assert alice is not None and bob is not None
+    assert await bob.bearer() == "tok-1"
+    seen: list[str] = []
+    async with httpx.AsyncClient(
+        auth=alice.http_auth(), transport=_transport({"tok-2"}, seen)
+    ) as client:
+        assert (await client.post("http://backend.test/mcp")).status_code == 200
+    assert seen == ["tok-2", "tok-3"]
+    assert [r.form["subject_token"] for r in endpoint.requests] == [
+        "bob-token",
+        "alice-token",
+        "alice-token",
+    ]
+    assert await bob.bearer() == "tok-1"
+    assert credentials.requests == {("token_exchange", "ok"): 3}
