@@ -150,6 +150,7 @@ async def open_gateway(
             metrics.client_sessions_open.dec()
 
         clients = ClientRegistry(config.server.max_sessions, on_open=opened, on_close=closed)
+        pool.subjects = clients.subject_of  # token exchange: whose client session is it
         server = config.server
         gateway: Gateway
         principal_limiter = RateLimiter(config.limits.token_rate, config.limits.token_burst)
@@ -236,6 +237,7 @@ async def open_gateway(
                     b.restarts,
                     b.initializations,
                     dict(b.list_guard_trips),
+                    dict(b.credentials.requests) if b.credentials is not None else {},
                 )
                 for b in pool.backends.values()
             ]

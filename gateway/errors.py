@@ -10,6 +10,7 @@ them to a JSON-RPC error or an HTTP status)::
     ├── TransportError
     │   ├── ConnectError            could not reach or start the peer
     │   ├── TransportClosed         we closed it
+    │   ├── CredentialUnavailable   no token for the backend (its token endpoint failed)
     │   └── TransportBroken         the world broke it (EOF, reset, oversize line)
     │       └── SessionExpired      the server no longer knows our session
     ├── ProtocolError               abstract; carries a JSON-RPC ``code``
@@ -67,6 +68,17 @@ class ConnectError(TransportError):
 
 class TransportClosed(TransportError):
     """The link was closed by us; further use is a bug or a race."""
+
+
+class CredentialUnavailable(TransportError):
+    """No credential for a backend could be had: its token endpoint refused or failed.
+
+    A transport error because the message could not be sent, but neither a
+    broken link nor an unreachable peer: the backend is fine, so it is not
+    restarted for it; the request that needed the credential fails with
+    this (its message names the token endpoint's status and OAuth error,
+    never a secret).
+    """
 
 
 class TransportBroken(TransportError):

@@ -301,6 +301,7 @@ class BackendSample:
     restarts: int
     initializations: int
     list_guard_trips: Mapping[str, int] = field(default_factory=dict)
+    token_requests: Mapping[tuple[str, str], int] = field(default_factory=dict)
 
 
 class _BackendCollector(Collector):
@@ -333,7 +334,14 @@ class _BackendCollector(Collector):
             "Backend listings cut short by a guard (repeated cursor, max pages, max items).",
             labels=["backend", "reason"],
         )
+        tokens = CounterMetricFamily(
+            PREFIX + "backend_token_requests",
+            "Token requests for a backend's credential (auth:), by grant and outcome.",
+            labels=["backend", "grant", "outcome"],
+        )
         for backend in self._sample():
+            for (grant, outcome), count in backend.token_requests.items():
+                tokens.add_metric([backend.name, grant, outcome], count)
             for reason, count in backend.list_guard_trips.items():
                 guards.add_metric([backend.name, reason], count)
             for name in BACKEND_STATES:
@@ -341,4 +349,4 @@ class _BackendCollector(Collector):
             in_flight.add_metric([backend.name], backend.in_flight)
             restarts.add_metric([backend.name], backend.restarts)
             inits.add_metric([backend.name], backend.initializations)
-        yield from (state, in_flight, restarts, inits, guards)
+        yield from (state, in_flight, restarts, inits, guards, tokens)

@@ -34,6 +34,7 @@ import trio
 
 from gateway import tracing
 from gateway.backends.channel import ChannelOpener, open_channel
+from gateway.backends.credentials import BackendCredentials
 from gateway.backends.gate import Gate
 from gateway.backends.handshake import (
     CLIENT_CAPABILITIES,
@@ -50,9 +51,11 @@ from gateway.backends.supervisor import (
 )
 from gateway.backends.upstream_listen import BRIDGED
 from gateway.catalog.snapshot import Kind
+from gateway.config import NetworkBackend
 from gateway.errors import (
     METHOD_NOT_FOUND,
     BackendUnavailable,
+    CredentialUnavailable,
     LocalProtocolError,
     RequestTimeout,
     SessionExpired,
@@ -68,6 +71,7 @@ if TYPE_CHECKING:
 
     import msgspec
 
+    from gateway.backends.credentials import Subject
     from gateway.catalog.snapshot import BackendListing
     from gateway.config import BackendConfig
     from gateway.protocol.jsonrpc import RequestId
@@ -100,8 +104,11 @@ class Backend:
         on_notification: called for each notification the backend sends
             (other than progress, which the session routes itself).
         on_request: answers the backend's own requests (sampling, roots).
-        connect: opens the transport (tests pass in-memory fakes).
+        connect: opens the transport (tests pass in-memory fakes); without
+            it, ``open_channel`` with the backend's ``auth:`` credential.
         rng: the jitter's random source (tests seed it).
+        subjects: the caller (principal key and raw token) of a client
+            session, for a ``token_exchange`` backend's per-client sessions.
     """
 
     def __init__(
@@ -113,6 +120,7 @@ class Backend:
         on_request: BackendRequestHandler | None = None,
         connect: ChannelOpener | None = None,
         rng: random.Random | None = None,
+        subjects: Callable[[str], Subject | None] | None = None,
     ) -> None:
         self.config = config
         self.name = config.name
@@ -121,11 +129,20 @@ class Backend:
         self._on_request = on_request
         log = logger.bind(backend=self.name)
         opener: ChannelOpener = connect or open_channel
+        self.credentials: BackendCredentials | None = None
+        """The ``auth:`` block at work (its token request counts are a metric)."""
+        client_opener: Callable[[str], ChannelOpener] | None = None
+        if connect is None and isinstance(config, NetworkBackend) and config.auth is not None:
+            self.credentials = BackendCredentials(
+                self.name, config.auth, subjects=subjects or (lambda _client: None)
+            )
+            opener, client_opener = self.credentials.openers(open_channel)
         self._handshake = Handshake()
         self._gate = Gate(self.name, config.max_in_flight, config.max_pending)
         self._links = Links(
             config,
             connect=opener,
+            connect_client=client_opener,
             handshake=self._handshake,
             on_request=self._handle_request,
             on_notification=self._handle_notification,
@@ -367,6 +384,11 @@ class Backend:
                     )
                 self._supervisor.note_answer()
                 return result
+            except CredentialUnavailable as exc:
+                # The backend is fine; only this call lacks a credential.
+                raise BackendUnavailable(
+                    self.name, f"credential unavailable: {exc}", "credential_unavailable", exc
+                ) from None
             except TransportError as exc:
                 raise BackendUnavailable(self.name, str(exc), cause=exc) from None
         assert scope.cancelled_caught

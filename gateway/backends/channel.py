@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
     from contextlib import AbstractAsyncContextManager
 
+    from gateway.backends.credentials import ChannelCredential
     from gateway.transports.base import MessageChannel
 
 
@@ -52,11 +53,20 @@ def _stdio_environment(cfg: StdioBackend) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def open_channel(cfg: BackendConfig) -> AsyncIterator[MessageChannel]:
+async def open_channel(
+    cfg: BackendConfig, credential: ChannelCredential | None = None
+) -> AsyncIterator[MessageChannel]:
     """Open the transport a backend's config asks for.
+
+    Args:
+        cfg: the backend's config.
+        credential: what the session authenticates with (its ``auth:``
+            block); an HTTP client sends it on every request, a WebSocket in
+            its handshake.
 
     Raises:
         ConnectError: the transport could not be opened.
+        CredentialUnavailable: a WebSocket's token could not be had.
     """
     if isinstance(cfg, StdioBackend):
         async with open_stdio(
@@ -74,19 +84,29 @@ async def open_channel(cfg: BackendConfig) -> AsyncIterator[MessageChannel]:
     if isinstance(cfg, HttpBackend):
         from gateway.transports.streamable_http import open_streamable_http
 
-        async with open_streamable_http(cfg, backend=cfg.name) as channel:
+        auth = credential.http_auth() if credential is not None else None
+        async with open_streamable_http(cfg, backend=cfg.name, auth=auth) as channel:
             yield channel
         return
     if isinstance(cfg, SseBackend):
         from gateway.transports.sse import open_sse
 
-        async with open_sse(cfg, backend=cfg.name) as channel:
+        auth = credential.http_auth() if credential is not None else None
+        async with open_sse(cfg, backend=cfg.name, auth=auth) as channel:
             yield channel
         return
     if isinstance(cfg, WebSocketBackend):
         from gateway.transports.websocket import open_websocket
 
-        async with open_websocket(cfg, backend=cfg.name) as channel:
-            yield channel
+        bearer = await credential.bearer() if credential is not None else None
+        try:
+            async with open_websocket(cfg, backend=cfg.name, bearer=bearer) as channel:
+                yield channel
+        except ConnectError:
+            # A refused handshake may be a refused token: the next attempt
+            # (the supervisor's restart) fetches a new one.
+            if credential is not None and bearer is not None:
+                credential.refused(bearer)
+            raise
         return
     raise ConnectError(f"transport {type(cfg).__name__} is not supported yet")

@@ -82,6 +82,8 @@ class Links:
             modern HTTP link's ``Mcp-Param-*`` headers.
         shared_info: what the shared session learnt; a link speaks the same
             era without probing again (one round trip less per client).
+        connect_client: opens one client's transport, when that differs by
+            client (a ``token_exchange`` credential); else ``connect``.
     """
 
     def __init__(
@@ -95,8 +97,10 @@ class Links:
         log: Any,
         tool_schema: ToolSchemas | None = None,
         shared_info: Callable[[], ServerInfo | None] | None = None,
+        connect_client: Callable[[str], ChannelOpener] | None = None,
     ) -> None:
         self._config = config
+        self._connect_client = connect_client
         self._tool_schema = tool_schema
         self._shared_info = shared_info
         self._name = config.name
@@ -184,8 +188,13 @@ class Links:
         log = self._log.bind(client_session=link.client[:8])
         try:
             with link.scope:
+                connect = (
+                    self._connect_client(link.client)
+                    if self._connect_client is not None
+                    else self._connect
+                )
                 async with (
-                    self._connect(self._config) as channel,
+                    connect(self._config) as channel,
                     open_session(
                         channel,
                         name=f"{self._name}/{link.client[:8]}",

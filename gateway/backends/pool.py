@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import msgspec
 
     from gateway.backends.channel import ChannelOpener
+    from gateway.backends.credentials import Subject
     from gateway.catalog.naming import NamingRules
     from gateway.config import BackendConfig
 
@@ -58,6 +59,9 @@ class Pool:
         self._state_listeners: list[Callable[[Backend], None]] = []
         self.request_handler: BackendRequestHandler | None = None
         self.state_changed = trio.Event()
+        self.subjects: Callable[[str], Subject | None] = lambda _client: None
+        """Who a client session is (principal key, raw token), for token
+        exchange; the composition root connects it to the client registry."""
 
     @property
     def snapshot(self) -> Snapshot:
@@ -99,6 +103,7 @@ class Pool:
             on_notification=self._backend_notified,
             on_request=self._backend_requested,
             connect=self._connect,
+            subjects=lambda client: self.subjects(client),
         )
         self.backends[cfg.name] = backend
         self._tasks[cfg.name] = _Task()

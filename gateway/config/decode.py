@@ -123,6 +123,9 @@ def _decode(tp: Any, value: object, place: str, problems: Problems) -> object:
         pass
     if _is_struct(tp):
         return _decode_struct(tp, value, place, problems)
+    optional = _optional_struct(tp)
+    if optional is not None:  # ``auth: BackendAuth | None``: the null decoded above
+        return _decode_struct(optional, value, place, problems)
     tagged = _tagged_union(tp)
     if tagged is not None:
         return _decode_tagged(tagged, value, place, problems)
@@ -211,6 +214,14 @@ def _empty_section(tp: Any) -> object:
 
 def _is_struct(tp: Any) -> TypeGuard[type[Base]]:
     return isinstance(tp, type) and issubclass(tp, Base)
+
+
+def _optional_struct(tp: Any) -> type[Base] | None:
+    """``S`` of a ``S | None`` field, so its problems are reported field by field."""
+    args = [arg for arg in get_args(tp) if arg is not type(None)]
+    if len(args) == 1 and len(get_args(tp)) == 2 and _is_struct(args[0]):
+        return args[0]
+    return None
 
 
 def _tagged_union(tp: Any) -> tuple[str, dict[str, type[Base]]] | None:

@@ -26,6 +26,7 @@ from gateway.config.schema import (
     SessionMode,
     tag_table,
 )
+from gateway.config.schema_backend_auth import BackendAuth
 
 __all__ = [
     "Timeouts",
@@ -294,10 +295,27 @@ class NetworkBackend(BackendBase, frozen=True, kw_only=True):
         url: the endpoint; each transport bounds its scheme.
         headers: sent with every request (``Authorization``, typically
             through ``${ENV}`` expansion).
+        auth: the gateway's credential for this backend (docs/security.md,
+            "Credentials to backends"); it sets ``Authorization``, so
+            ``headers`` may not set it too.
     """
 
     url: str
     headers: dict[str, str] = msgspec.field(default_factory=dict)
+    auth: BackendAuth | None = None
+
+    def __post_init__(self) -> None:
+        if self.auth is not None and any(k.lower() == "authorization" for k in self.headers):
+            raise Invalid(("headers", "Authorization is set by auth: remove one of them"))
+        if (
+            self.auth is not None
+            and self.auth.type == "token_exchange"
+            and self.session == "shared"
+        ):
+            # One shared session has no caller: the exchange would never happen.
+            raise Invalid(
+                ("session", "token_exchange acts for each caller: use per_client (or auto)")
+            )
 
 
 class HttpLikeBackend(NetworkBackend, frozen=True, kw_only=True):
@@ -318,6 +336,7 @@ class HttpLikeBackend(NetworkBackend, frozen=True, kw_only=True):
     client_key: str | None = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.client_key and not self.client_cert:
             raise Invalid(("client_key", "needs client_cert as well"))
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import secrets
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 
     import msgspec
 
+    from gateway.backends.token_grants import CallerToken
+    from gateway.identity.principal import Principal
     from gateway.protocol.jsonrpc import RequestId
 
 # Messages kept for a GET stream that is slow or reconnecting. At ~200
@@ -205,6 +208,13 @@ class ClientRegistry:
         self._on_open = on_open
         self._on_close = on_close
         self.listeners = Listeners()
+        # The latest raw token each principal presented, for token exchange
+        # towards backends (never logged: CallerToken hides itself), and how
+        # many open sessions each principal has, to forget it with the last.
+        self._caller_tokens: dict[str, CallerToken] = {}
+        self._sessions_of: dict[str, int] = {}
+        # The principal of each modern request being served, by its id.
+        self._modern: dict[str, str] = {}
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -231,6 +241,8 @@ class ClientRegistry:
             principal=principal,
         )
         self._sessions[session.session_id] = session
+        if principal is not None:
+            self._sessions_of[principal] = self._sessions_of.get(principal, 0) + 1
         if self._on_open is not None:
             self._on_open(session)
         return session
@@ -248,10 +260,63 @@ class ClientRegistry:
         session.closed = True
         session.cancel_all()
         self._sessions.pop(session.session_id, None)
+        owner = session.principal
+        if owner is not None:
+            left = self._sessions_of.get(owner, 1) - 1
+            if left > 0:
+                self._sessions_of[owner] = left
+            else:
+                self._sessions_of.pop(owner, None)
+                self._caller_tokens.pop(owner, None)
         if self._on_close is not None:
             self._on_close(session)
         # Wake a GET stream waiting on the outbox so it notices the close.
         session.outbox.put_nowait(b"")
+
+    def note_caller(self, principal: Principal | None) -> None:
+        """Keep the token ``principal`` just authenticated with, as its latest.
+
+        A ``token_exchange`` backend exchanges it for the principal's client
+        sessions, so a host that refreshes its token keeps working. Tokens of
+        principals with no open session are forgotten once there are more
+        than ``max_sessions`` of them (bounded memory under a token flood).
+        """
+        if principal is None or principal.token is None:
+            return
+        self._caller_tokens.pop(principal.key, None)
+        self._caller_tokens[principal.key] = principal.token
+        if len(self._caller_tokens) > self.max_sessions:
+            idle = [k for k in self._caller_tokens if k not in self._sessions_of]
+            for key in idle:
+                if key != principal.key:  # the caller of the request at hand stays
+                    del self._caller_tokens[key]
+
+    @contextmanager
+    def modern_caller(self, request_id: str, principal: str | None) -> Iterator[None]:
+        """Name ``principal`` the caller of a modern request while it is served.
+
+        A modern (2026-07-28) request has no session, only an id of its own
+        for the router's tables (``ModernRequest.session_id``);
+        :meth:`subject_of` finds its caller through this.
+        """
+        if principal is None:
+            yield
+            return
+        self._modern[request_id] = principal
+        try:
+            yield
+        finally:
+            self._modern.pop(request_id, None)
+
+    def subject_of(self, session_id: str) -> tuple[str, CallerToken] | None:
+        """The principal key and latest raw token of a session's owner; None without one.
+
+        ``session_id`` is a client session's, or a modern request's id.
+        """
+        session = self._sessions.get(session_id)
+        owner = session.principal if session is not None else self._modern.get(session_id)
+        token = self._caller_tokens.get(owner) if owner is not None else None
+        return None if owner is None or token is None else (owner, token)
 
     def broadcast(self, message: bytes, profile: str | None = None) -> int:
         """Queue a message for every initialized session and listen stream; returns how many.

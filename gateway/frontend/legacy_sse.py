@@ -111,6 +111,7 @@ class LegacySseEndpoint:
             Rejection: refused by the guard, or not a GET for an event stream.
         """
         principal = await self.guard.admit(scope)
+        self._clients.note_caller(principal)
         if scope["method"] != "GET":
             raise Rejection(
                 405, f"Method {scope['method']} not allowed: use GET", headers=[(b"allow", b"GET")]
@@ -175,6 +176,7 @@ class LegacySseEndpoint:
                 large, not JSON-RPC, or a batch.
         """
         principal = await self.guard.admit(scope)
+        self._clients.note_caller(principal)
         if scope["method"] != "POST":
             raise Rejection(
                 405,

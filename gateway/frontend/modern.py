@@ -28,6 +28,7 @@ leg of issue 14, step 5, mints them for modern backends).
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, Final
 
 import structlog
@@ -55,6 +56,9 @@ from gateway.protocol.routing_headers import check_param_headers, fold_headers
 from gateway.router.modern import ModernRequest
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from contextlib import AbstractContextManager
+
     from gateway.protocol.envelope import Envelope
     from gateway.protocol.jsonrpc import Request
     from gateway.router import Emit, Router
@@ -135,11 +139,15 @@ async def serve_modern(
     listeners: Listeners | None = None,
     profile: str = DEFAULT_PROFILE,
     principal: str | None = None,
+    callers: Callable[[str, str | None], AbstractContextManager[None]] | None = None,
 ) -> None:
     """Answer one modern request POSTed to the endpoint of ``profile``.
 
     ``principal`` (its key) is whom the request was authenticated as: its
     cursors and ``requestState`` are made for, and checked against, it.
+    ``callers`` (``ClientRegistry.modern_caller``) names that principal as
+    the caller of the request's backend sessions while it runs, so a
+    ``token_exchange`` backend exchanges that caller's token.
 
     ``subscriptions/listen`` goes to ``frontend.listen`` when ``listeners`` is given.
 
@@ -166,10 +174,17 @@ async def serve_modern(
         """Route under a scope the stream's closing cancels (rule 5); b"" if it did."""
         modern = ModernRequest(envelope=envelope, emit=emit, profile=profile, principal=principal)
         reply = b""
+        caller = callers(modern.session_id, principal) if callers is not None else nullcontext()
+        with caller:
+            reply = await _route(modern)
+        return finish(router, request, params, reply)
+
+    async def _route(modern: ModernRequest) -> bytes:
+        reply = b""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_watch_disconnect, receive, nursery.cancel_scope)
             reply = await router.handle_modern(modern, request, params)
             nursery.cancel_scope.cancel()
-        return finish(router, request, params, reply)
+        return reply
 
     await respond_to_request(send, None, route, _error_status)

@@ -120,6 +120,7 @@ class McpEndpoint:
         """
         principal = await self.guard.admit(scope)
         who = None if principal is None else principal.key
+        self._clients.note_caller(principal)
         method = scope["method"]
         if method in ("GET", "DELETE") and sessionless_get_or_delete_is_modern(
             _text(h.header(scope, MCP_SESSION_ID_HEADER_RAW)),
@@ -240,6 +241,7 @@ class McpEndpoint:
                 self._clients.listeners,
                 profile=profile,
                 principal=who,
+                callers=self._clients.modern_caller,
             )
         elif isinstance(message, Notification) and is_modern_notification(
             _params(message), session_id, version

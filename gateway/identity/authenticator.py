@@ -12,9 +12,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
+from gateway.backends.token_grants import CallerToken
 from gateway.identity import tokens
 from gateway.identity.keys import KeySet
 from gateway.identity.metadata import WELL_KNOWN, challenge
@@ -160,6 +162,11 @@ class Authenticator:
         if not self.enabled:
             return None
         token = bearer_token(authorization)
+        principal = await self._principal(token, now)
+        # Kept for token exchange towards backends only (never forwarded).
+        return replace(principal, token=CallerToken(token.decode("ascii", "replace")))
+
+    async def _principal(self, token: bytes, now: float | None) -> Principal:
         static = self._static_principal(token)
         if static is not None:
             return static

@@ -1,8 +1,11 @@
 """The principal: who a request is from, as every later decision needs it.
 
-Frozen and free of secrets, so that it can be logged, compared and kept on a
-session. Policy (profiles, tool globs) will match on ``kind``, ``subject``,
-``scopes`` and ``claims``; session binding, sealed ``requestState`` and
+Frozen, and safe to log and compare: the one secret it carries, the caller's
+raw token (``token``, for token exchange towards backends), is a
+:class:`~gateway.backends.token_grants.CallerToken` that never shows itself,
+is left out of ``repr`` and of comparisons, and cannot be encoded to JSON.
+Policy (profiles, tool globs) will match on ``kind``, ``subject``, ``scopes``
+and ``claims``; session binding, sealed ``requestState`` and
 cursors use ``key``, which is stable across a token's refreshes.
 """
 
@@ -13,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from gateway.backends.token_grants import CallerToken
 
 PrincipalKind = Literal["static", "jwt"]
 
@@ -28,6 +33,8 @@ class Principal:
         scopes: the granted scopes (``scope``/``scp`` claims; none for a
             static token).
         claims: the verified JWT claims (empty for a static token).
+        token: the bearer token the caller sent; only a ``token_exchange``
+            backend credential reads it, to exchange it (never forwarded).
     """
 
     kind: PrincipalKind
@@ -35,6 +42,7 @@ class Principal:
     issuer: str = ""
     scopes: frozenset[str] = frozenset()
     claims: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    token: CallerToken | None = field(default=None, repr=False, compare=False, hash=False)
 
     @property
     def key(self) -> str:

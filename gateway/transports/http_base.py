@@ -128,7 +128,7 @@ def base_headers(cfg: NetworkBackend) -> httpx.Headers:
     return headers
 
 
-def open_client(cfg: HttpLikeBackend) -> httpx.AsyncClient:
+def open_client(cfg: HttpLikeBackend, auth: httpx.Auth | None = None) -> httpx.AsyncClient:
     """One ``httpx.AsyncClient`` for one backend, configured from its config.
 
     ``trust_env`` is off: the configuration is the only source of what the
@@ -136,12 +136,15 @@ def open_client(cfg: HttpLikeBackend) -> httpx.AsyncClient:
     (which would add an ``Authorization`` header) can change it silently.
     Read, write and pool waits have no timeout here: they are cancel scopes
     set by the callers (STYLE rule 3); only connecting is bounded, by
-    ``timeouts.connect``.
+    ``timeouts.connect``. ``auth``, the backend's credential
+    (``gateway.backends.credentials``), puts its token on every request and
+    repeats one refused with a 401 once.
 
     Raises:
         ConnectError: the TLS settings could not be loaded.
     """
     return httpx.AsyncClient(
+        auth=auth,
         verify=tls_verify(cfg),
         timeout=httpx.Timeout(connect=cfg.timeouts.connect, read=None, write=None, pool=None),
         limits=httpx.Limits(

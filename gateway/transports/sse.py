@@ -89,6 +89,7 @@ class SseChannel:
         log: structlog.typing.FilteringBoundLogger,
     ) -> None:
         self._sse_url = httpx.URL(cfg.url)
+        self._name = cfg.name
         self._headers = base_headers(cfg)
         self._client = client
         self._nursery = nursery
@@ -140,6 +141,9 @@ class SseChannel:
             self._break(SessionExpired("session expired (404)"))
             self._inbox.raise_if_ended()
         problem = describe_status(response)
+        if status == 401:
+            # After the credential's one retry with a fresh token (if it has one).
+            problem = f"backend {self._name!r} refused the gateway's credential: {problem}"
         if not outgoing.request_ids:
             await discard_body(response)
             self._log.warning("backend.sse.post.rejected", problem=problem)
@@ -250,7 +254,9 @@ class SseChannel:
 
 
 @asynccontextmanager
-async def open_sse(cfg: SseBackend, *, backend: str = "") -> AsyncIterator[SseChannel]:
+async def open_sse(
+    cfg: SseBackend, *, backend: str = "", auth: httpx.Auth | None = None
+) -> AsyncIterator[SseChannel]:
     """Open the SSE stream of ``cfg.url`` and yield a channel once its endpoint is known.
 
     Waiting for the ``endpoint`` event is part of connecting, so it is
@@ -260,6 +266,7 @@ async def open_sse(cfg: SseBackend, *, backend: str = "") -> AsyncIterator[SseCh
     Args:
         cfg: the backend's config (URL, headers, TLS, connect timeout).
         backend: the backend's name, for logs.
+        auth: the backend's credential, when it has one.
 
     Raises:
         ConnectError: the stream could not be opened, or named no usable
@@ -267,7 +274,7 @@ async def open_sse(cfg: SseBackend, *, backend: str = "") -> AsyncIterator[SseCh
     """
     log = logger.bind(backend=backend or cfg.name)
     failure: ConnectError | None = None
-    async with open_client(cfg) as client, trio.open_nursery() as nursery:
+    async with open_client(cfg, auth) as client, trio.open_nursery() as nursery:
         channel = SseChannel(cfg, client, nursery, log)
         nursery.start_soon(channel.run_stream)
         with trio.move_on_after(cfg.timeouts.connect):

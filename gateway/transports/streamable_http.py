@@ -156,7 +156,7 @@ class StreamableHttpChannel:
 
 @asynccontextmanager
 async def open_streamable_http(
-    cfg: HttpBackend, *, backend: str = ""
+    cfg: HttpBackend, *, backend: str = "", auth: httpx.Auth | None = None
 ) -> AsyncIterator[StreamableHttpChannel]:
     """Open a Streamable HTTP channel to ``cfg.url``; end the session on exit.
 
@@ -166,12 +166,13 @@ async def open_streamable_http(
     Args:
         cfg: the backend's config (URL, headers, TLS, connect timeout).
         backend: the backend's name, for logs.
+        auth: the backend's credential, when it has one.
 
     Raises:
         ConnectError: the TLS settings could not be loaded.
     """
     log = logger.bind(backend=backend or cfg.name)
-    async with open_client(cfg) as client, trio.open_nursery() as nursery:
+    async with open_client(cfg, auth) as client, trio.open_nursery() as nursery:
         channel = StreamableHttpChannel(cfg, client, nursery, log)
         try:
             yield channel

@@ -301,6 +301,9 @@ async def _fail_from_response(
         await close_response(response)  # noqa: ASYNC102 - shields itself, with a deadline
     if detail:
         problem = f"{problem}: {detail}"
+    if response.status_code == 401:
+        # After the credential's one retry with a fresh token (if it has one).
+        problem = f"backend {session.backend!r} refused the gateway's credential: {problem}"
     session.log.warning(
         "backend.http.post.failed", problem=problem, requests=len(outgoing.request_ids)
     )

@@ -121,6 +121,8 @@ class HttpSession:
         log: structlog.typing.FilteringBoundLogger,
     ) -> None:
         self.url = cfg.url
+        self.backend = cfg.name
+        """The backend's name, for errors a caller reads."""
         self.client = client
         self.nursery = nursery
         self.log = log

@@ -107,22 +107,26 @@ class WebSocketChannel:
             await self._ws.aclose()
 
 
-def _handshake_headers(cfg: WebSocketBackend) -> list[tuple[bytes, bytes]]:
+def _handshake_headers(cfg: WebSocketBackend, bearer: str | None) -> list[tuple[bytes, bytes]]:
     headers = {"user-agent": ("User-Agent", USER_AGENT)}
     for name, value in cfg.headers.items():
         headers[name.lower()] = (name, value)
+    if bearer is not None:
+        headers["authorization"] = ("Authorization", f"Bearer {bearer}")
     return [(name.encode(), value.encode()) for name, value in headers.values()]
 
 
 @asynccontextmanager
 async def open_websocket(
-    cfg: WebSocketBackend, *, backend: str = ""
+    cfg: WebSocketBackend, *, backend: str = "", bearer: str | None = None
 ) -> AsyncIterator[WebSocketChannel]:
     """Connect to ``cfg.url`` and yield its channel; close the connection on exit.
 
     Args:
         cfg: the backend's config (URL, handshake headers, connect timeout).
         backend: the backend's name, for logs.
+        bearer: the backend credential's token, for the handshake's
+            ``Authorization`` (a WebSocket has no later requests to carry one).
 
     Raises:
         ConnectError: the connection or the handshake failed, or timed out
@@ -135,7 +139,7 @@ async def open_websocket(
         async with trio_websocket.open_websocket_url(
             cfg.url,
             subprotocols=[SUBPROTOCOL],
-            extra_headers=_handshake_headers(cfg),
+            extra_headers=_handshake_headers(cfg, bearer),
             max_message_size=MAX_MESSAGE_BYTES,
             connect_timeout=cfg.timeouts.connect,
             disconnect_timeout=CLOSE_TIMEOUT,

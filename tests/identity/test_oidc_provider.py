@@ -37,10 +37,15 @@ def _free_port() -> int:
 
 
 @asynccontextmanager
-async def _oidc_provider(port: int, resource: str = RESOURCE) -> AsyncIterator[dict[str, Any]]:
-    """Run the authorization server until the block ends; yields its ready line."""
+async def _oidc_provider(
+    port: int, resource: str = RESOURCE, *extra: str
+) -> AsyncIterator[dict[str, Any]]:
+    """Run the authorization server until the block ends; yields its ready line.
+
+    ``extra`` are the script's further arguments: ALG, BACKENDS, TTL.
+    """
     process = await trio.lowlevel.open_process(
-        ["node", str(SCRIPT), str(port), resource],
+        ["node", str(SCRIPT), str(port), resource, *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )

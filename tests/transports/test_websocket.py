@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 import trio
 
+from gateway.backends.channel import open_channel
+from gateway.backends.credentials import ChannelCredential
 from gateway.config import WebSocketBackend
 from gateway.errors import ConnectError, TransportBroken, TransportClosed
 from gateway.session import open_session
@@ -112,3 +114,34 @@ async def test_closed_channel_refuses_use_with_transport_closed() -> None:
                     await channel.receive()
                 with pytest.raises(TransportClosed):
                     await channel.send(b"{}")
+
+
+async def test_a_credential_goes_on_the_handshake_and_a_refused_one_is_dropped() -> None:
+    """Issue 16 item 4: an auth: credential is the handshake's bearer token; a 401 refusal
+    drops it, so the next attempt (the supervisor's restart) fetches a fresh one."""
+    issued = iter(["ws-token-1", "ws-token-2"])
+    current: list[str] = [next(issued)]
+    refused: list[str] = []
+
+    async def source() -> str:
+        return current[-1]
+
+    def drop(token: str) -> None:
+        refused.append(token)
+        current.append(next(issued))
+
+    credential = ChannelCredential(source, drop, retry=True)
+    accepting = WsMcpServer()
+    async with serve_ws(accepting) as url:
+        with trio.fail_after(DEADLINE):
+            async with open_channel(backend(url), credential):
+                pass
+    assert accepting.handshakes[0]["authorization"] == "Bearer ws-token-1"
+    assert not refused
+    rejecting = WsMcpServer(reject_with=401)
+    async with serve_ws(rejecting) as url:
+        with trio.fail_after(DEADLINE), pytest.raises(ConnectError, match="HTTP 401"):
+            async with open_channel(backend(url), credential):
+                pass  # pragma: no cover - never entered
+    assert refused == ["ws-token-1"]
+    assert current[-1] == "ws-token-2"

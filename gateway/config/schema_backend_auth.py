@@ -1,0 +1,126 @@
+"""The configuration schema, backend credentials: what the gateway presents to a backend.
+
+A network backend's ``auth:`` block says how the gateway authenticates
+*itself* to that backend. The caller's own token never travels on: it is
+either replaced by the gateway's credential (``static``,
+``client_credentials``) or exchanged for one made for that backend
+(``token_exchange``, RFC 8693). What each key means is in
+docs/security.md ("Credentials to backends"); the grants themselves are in
+:mod:`gateway.backends.token_grants`.
+
+Every secret accepts a ``*_file`` twin (a Kubernetes secret mount) as well
+as ``${VAR}`` expansion; files are read when a token is requested (and for
+``static``, when a backend session opens), so a rotated file is used
+without a restart.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, TypeAlias
+
+import msgspec
+from msgspec import Meta
+
+from gateway.config.schema import Base, Invalid
+
+__all__ = ["BackendAuth", "BackendAuthType", "ClientAuthMethod"]
+
+BackendAuthType: TypeAlias = Literal["static", "client_credentials", "token_exchange"]
+ClientAuthMethod: TypeAlias = Literal["client_secret_basic", "client_secret_post"]
+
+TokenUrl: TypeAlias = Annotated[
+    str,
+    Meta(
+        pattern="(?i)^(https?://.+)?$",
+        extra={"problem": "must start with http:// or https:// (got {value!r})"},
+    ),
+]
+Skew: TypeAlias = Annotated[
+    float, Meta(ge=0, extra={"problem": "must be 0 or more seconds (got {value!r})"})
+]
+Fraction: TypeAlias = Annotated[
+    float, Meta(ge=0, lt=1, extra={"problem": "must be at least 0 and below 1 (got {value!r})"})
+]
+
+
+class BackendAuth(Base, frozen=True, kw_only=True):
+    """How the gateway authenticates to one network backend.
+
+    Attributes:
+        type: ``static`` (a fixed bearer token), ``client_credentials``
+            (OAuth 2.0, the gateway's own identity) or ``token_exchange``
+            (RFC 8693, the caller's token exchanged for one made for this
+            backend).
+        token: the bearer token of ``static``.
+        token_file: a file holding ``token`` (read when a session opens).
+        token_url: the authorization server's token endpoint.
+        client_id: the gateway's client id there.
+        client_secret: its secret.
+        client_secret_file: a file holding ``client_secret`` (read per token
+            request, so a rotated Kubernetes secret is picked up).
+        client_auth: ``client_secret_basic`` (HTTP Basic, the default) or
+            ``client_secret_post`` (in the form).
+        scopes: the scopes asked for (``scope``, space separated on the wire).
+        audience: the ``audience`` parameter (token exchange; many IdPs
+            also take it with client credentials).
+        resource: the ``resource`` indicator (RFC 8707), usually the
+            backend's URL.
+        refresh_skew: seconds before expiry a cached token is replaced.
+        refresh_fraction: ... or this share of its lifetime, whichever is
+            longer (a 60 s token with 0.1 is replaced 30 s early at the
+            default skew, a 1 h token 6 min early).
+        catalog: with ``token_exchange``, the gateway's own credential for the
+            shared session that lists the catalog (``static`` or
+            ``client_credentials``); without it that session sends none.
+    """
+
+    type: BackendAuthType
+    token: str = ""
+    token_file: str = ""
+    token_url: TokenUrl = ""
+    client_id: str = ""
+    client_secret: str = ""
+    client_secret_file: str = ""
+    client_auth: ClientAuthMethod = "client_secret_basic"
+    scopes: list[str] = msgspec.field(default_factory=list)
+    audience: str = ""
+    resource: str = ""
+    refresh_skew: Skew = 30.0
+    refresh_fraction: Fraction = 0.1
+    catalog: BackendAuth | None = None
+
+    def __post_init__(self) -> None:
+        problems: list[tuple[str, str]] = []
+        if self.type == "static":
+            if bool(self.token) == bool(self.token_file):
+                problems.append(("token", "static needs token or token_file (exactly one)"))
+        else:
+            if not self.token_url:
+                problems.append(("token_url", f"{self.type} needs the token endpoint"))
+            if not self.client_id:
+                problems.append(("client_id", f"{self.type} needs a client id"))
+            if self.client_secret and self.client_secret_file:
+                problems.append(
+                    ("client_secret_file", "set client_secret or client_secret_file, not both")
+                )
+            if self.token or self.token_file:
+                problems.append(("token", f"only static takes a token; {self.type} requests one"))
+        if self.catalog is not None:
+            if self.type != "token_exchange":
+                problems.append(
+                    ("catalog", "only token_exchange has a separate catalog credential")
+                )
+            elif self.catalog.type == "token_exchange":
+                problems.append(
+                    (
+                        "catalog.type",
+                        "the catalog session has no caller: static or client_credentials",
+                    )
+                )
+        if problems:
+            raise Invalid(*problems)
+
+    @property
+    def catalog_auth(self) -> BackendAuth | None:
+        """The credential of the shared (catalog) session: this one, or ``catalog``."""
+        return self.catalog if self.type == "token_exchange" else self
