@@ -27,7 +27,7 @@ Rules:
 from __future__ import annotations
 
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final
 
 import structlog
 import trio
@@ -36,6 +36,7 @@ from gateway import tracing
 from gateway.backends.channel import ChannelOpener, open_channel
 from gateway.backends.credentials import BackendCredentials
 from gateway.backends.gate import Gate
+from gateway.backends.handlers import BackendNotificationHandler, BackendRequestHandler
 from gateway.backends.handshake import (
     CLIENT_CAPABILITIES,
     Handshake,
@@ -67,7 +68,7 @@ from gateway.protocol.listen import ACKNOWLEDGED
 if TYPE_CHECKING:
     import collections
     import random
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Callable
 
     import msgspec
 
@@ -440,26 +441,6 @@ class Backend:
         if self._on_request is None:
             raise LocalProtocolError(f"method not found: {method}", METHOD_NOT_FOUND)
         return await self._on_request(self, method, params, client)
-
-
-class BackendNotificationHandler(Protocol):
-    """Receives a backend's notifications (other than progress and list_changed)."""
-
-    def __call__(
-        self, backend: Backend, method: str, params: msgspec.Raw | None, client: str | None
-    ) -> None:
-        """``client`` is set when the notification came on that client's own session."""
-        ...
-
-
-class BackendRequestHandler(Protocol):
-    """Answers a backend's own requests (sampling, elicitation, roots)."""
-
-    def __call__(
-        self, backend: Backend, method: str, params: msgspec.Raw | None, client: str | None
-    ) -> Awaitable[msgspec.Raw]:
-        """``client`` is set when the request came on that client's own session."""
-        ...
 
 
 __all__ = [

@@ -49,7 +49,8 @@ from gateway.backends import listing
 from gateway.backends.backoff import Backoff
 from gateway.backends.failures import EXPECTED, describe, first_leaf
 from gateway.backends.handshake import IncompatibleBackend, effective_protocol
-from gateway.backends.upstream_listen import UpstreamListen
+from gateway.backends.liveness import ping_when_quiet
+from gateway.backends.upstream_listen import UpstreamListen, start_upstream_listen
 from gateway.catalog.snapshot import Kind
 from gateway.errors import (
     GatewayError,
@@ -305,7 +306,16 @@ class Supervisor:
             if not info.modern:
                 await peer.notify("notifications/initialized")
             else:
-                await self._listen_upstream(peer, info, nursery)
+                self.upstream_listen = await start_upstream_listen(
+                    peer,
+                    info.capabilities,
+                    self.listened_uris,
+                    self.mark_changed,
+                    nursery,
+                    ack_timeout=timeouts.initialize,
+                    log=self._log,
+                    rng=self._rng,
+                )
             fresh = await self._list_all(peer, set(Kind))
             self.peer = peer
             self.listing = fresh
@@ -329,7 +339,7 @@ class Supervisor:
                 self._eject = trio.Event()
                 nursery.start_soon(self._ejector)
                 if self._config.health.ping_interval > 0:
-                    nursery.start_soon(self._pinger, peer)
+                    nursery.start_soon(ping_when_quiet, peer, self._config.health)
                 await peer.closed.wait()
                 self._ended_by = peer.close_reason
             finally:
@@ -343,50 +353,11 @@ class Supervisor:
                 self._links.close_all()
                 nursery.cancel_scope.cancel()
 
-    async def _listen_upstream(self, peer: Peer, info: ServerInfo, nursery: trio.Nursery) -> None:
-        """Open the modern session's standing listen; wait (bounded) for its ack.
-
-        Before the first listing, so that a change made in between is heard
-        (``upstream_listen`` rule 3); a backend slow to acknowledge costs at
-        most the initialize timeout, after which the listing goes ahead.
-        """
-        listen = self.upstream_listen = UpstreamListen(
-            info.capabilities, self.listened_uris, self.mark_changed, self._log, self._rng
-        )
-        if not listen.wanted:
-            return
-        nursery.start_soon(listen.run, peer)
-        with trio.move_on_after(self._config.timeouts.initialize):
-            await listen.ready.wait()
-
     async def _ejector(self) -> None:
         """End the session once too many requests in a row timed out (B12)."""
         await self._eject.wait()
         count, self._timeouts_in_a_row = self._timeouts_in_a_row, 0
         raise TransportBroken(f"ejected: {count} requests in a row timed out")
-
-    async def _pinger(self, peer: Peer) -> None:
-        """Ping the backend after each quiet spell; a failed ping ends the session.
-
-        Raising here ends ``_serve_once`` through the nursery, and the
-        supervisor restarts the backend like any other failure.
-        """
-        health = self._config.health
-        while True:
-            quiet = trio.current_time() - peer.last_heard
-            if quiet < health.ping_interval or peer.in_flight:
-                await trio.sleep(max(health.ping_interval - quiet, 0.001))
-                continue
-            try:
-                with trio.fail_after(health.ping_timeout):
-                    # 2026-07-28 has no ping: discover is the cheapest request.
-                    await peer.request("server/discover" if peer.modern else "ping")
-            except trio.TooSlowError:
-                raise TransportBroken(
-                    f"no answer to ping within {health.ping_timeout:g} s"
-                ) from None
-            except ProtocolError:
-                pass  # an error answer is still an answer: the backend is alive
 
     # -- listing --------------------------------------------------------------
 

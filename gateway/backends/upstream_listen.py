@@ -305,6 +305,31 @@ def _no_listen(failure: BaseException | None) -> bool:
     return isinstance(failure, RemoteProtocolError) and failure.code == METHOD_NOT_FOUND
 
 
+async def start_upstream_listen(
+    peer: Peer,
+    capabilities: Mapping[str, Any],
+    uris: set[str],
+    mark_changed: Callable[[tuple[Kind, ...]], None],
+    nursery: trio.Nursery,
+    *,
+    ack_timeout: float,
+    log: structlog.typing.FilteringBoundLogger,
+    rng: random.Random | None = None,
+) -> UpstreamListen:
+    """Open a modern session's standing listen in ``nursery``; wait (bounded) for its ack.
+
+    Called before the first listing, so that a change made in between is
+    heard (rule 3); a backend slow to acknowledge costs at most
+    ``ack_timeout``, after which the listing goes ahead.
+    """
+    listen = UpstreamListen(capabilities, uris, mark_changed, log, rng)
+    if listen.wanted:
+        nursery.start_soon(listen.run, peer)
+        with trio.move_on_after(ack_timeout):
+            await listen.ready.wait()
+    return listen
+
+
 async def _first_of(*events: trio.Event) -> None:
     """Return once any of ``events`` is set."""
     async with trio.open_nursery() as nursery:
@@ -317,4 +342,11 @@ async def _first_of(*events: trio.Event) -> None:
             nursery.start_soon(wait, event)
 
 
-__all__ = ["BRIDGED", "HEALTHY_STREAM", "RELISTEN", "UpstreamListen", "listen_filter"]
+__all__ = [
+    "BRIDGED",
+    "HEALTHY_STREAM",
+    "RELISTEN",
+    "UpstreamListen",
+    "listen_filter",
+    "start_upstream_listen",
+]
