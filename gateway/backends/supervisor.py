@@ -306,16 +306,11 @@ class Supervisor:
             if not info.modern:
                 await peer.notify("notifications/initialized")
             else:
-                self.upstream_listen = await start_upstream_listen(
-                    peer,
-                    info.capabilities,
-                    self.listened_uris,
-                    self.mark_changed,
-                    nursery,
-                    ack_timeout=timeouts.initialize,
-                    log=self._log,
-                    rng=self._rng,
+                # Kept before it starts: its acknowledgement is looked up here.
+                listen = self.upstream_listen = UpstreamListen(
+                    info.capabilities, self.listened_uris, self.mark_changed, self._log, self._rng
                 )
+                await start_upstream_listen(listen, peer, nursery, timeouts.initialize)
             fresh = await self._list_all(peer, set(Kind))
             self.peer = peer
             self.listing = fresh

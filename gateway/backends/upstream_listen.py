@@ -306,28 +306,19 @@ def _no_listen(failure: BaseException | None) -> bool:
 
 
 async def start_upstream_listen(
-    peer: Peer,
-    capabilities: Mapping[str, Any],
-    uris: set[str],
-    mark_changed: Callable[[tuple[Kind, ...]], None],
-    nursery: trio.Nursery,
-    *,
-    ack_timeout: float,
-    log: structlog.typing.FilteringBoundLogger,
-    rng: random.Random | None = None,
-) -> UpstreamListen:
-    """Open a modern session's standing listen in ``nursery``; wait (bounded) for its ack.
+    listen: UpstreamListen, peer: Peer, nursery: trio.Nursery, ack_timeout: float
+) -> None:
+    """Run ``listen`` on ``peer`` in ``nursery``; wait (bounded) for its ack.
 
     Called before the first listing, so that a change made in between is
     heard (rule 3); a backend slow to acknowledge costs at most
-    ``ack_timeout``, after which the listing goes ahead.
+    ``ack_timeout``, after which the listing goes ahead. ``listen`` must be
+    where the session's acknowledgements are delivered before this starts.
     """
-    listen = UpstreamListen(capabilities, uris, mark_changed, log, rng)
     if listen.wanted:
         nursery.start_soon(listen.run, peer)
         with trio.move_on_after(ack_timeout):
             await listen.ready.wait()
-    return listen
 
 
 async def _first_of(*events: trio.Event) -> None:
