@@ -55,6 +55,7 @@ from gateway.protocol.routing_headers import check_param_headers, fold_headers
 from gateway.router.modern import ModernRequest
 
 if TYPE_CHECKING:
+    from gateway.identity.principal import Principal
     from gateway.protocol.envelope import Envelope
     from gateway.protocol.jsonrpc import Request
     from gateway.router import Emit, Router
@@ -135,11 +136,13 @@ async def serve_modern(
     listeners: Listeners | None = None,
     profile: str = DEFAULT_PROFILE,
     principal: str | None = None,
+    caller: Principal | None = None,
 ) -> None:
     """Answer one modern request POSTed to the endpoint of ``profile``.
 
     ``principal`` (its key) is whom the request was authenticated as: its
-    cursors and ``requestState`` are made for, and checked against, it.
+    cursors and ``requestState`` are made for, and checked against, it;
+    ``caller`` is that principal itself, for the access policy.
 
     ``subscriptions/listen`` goes to ``frontend.listen`` when ``listeners`` is given.
 
@@ -155,7 +158,9 @@ async def serve_modern(
             status, exc.message, code=exc.code, msg_id=request.id, data=exc.data
         ) from None
     if asked is not None and listeners is not None:
-        await serve_listen(router, listeners, receive, send, request, envelope, asked, profile)
+        await serve_listen(
+            router, listeners, receive, send, request, envelope, asked, profile, caller
+        )
         return
     if request.method == "server/discover":
         result = mcp.encode(router.discover_result(profile))
@@ -164,7 +169,9 @@ async def serve_modern(
 
     async def route(emit: Emit) -> bytes:
         """Route under a scope the stream's closing cancels (rule 5); b"" if it did."""
-        modern = ModernRequest(envelope=envelope, emit=emit, profile=profile, principal=principal)
+        modern = ModernRequest(
+            envelope=envelope, emit=emit, profile=profile, principal=principal, caller=caller
+        )
         reply = b""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_watch_disconnect, receive, nursery.cancel_scope)

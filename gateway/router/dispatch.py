@@ -48,6 +48,7 @@ from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.modern_errors import ModernProtocolError
 from gateway.protocol.tables import LogLevels, Owners, Subscriptions
 from gateway.router import initialize, modern
+from gateway.router.access import AccessControl
 from gateway.router.calls import Call, Calls, Forwarder, Targets
 from gateway.router.held import HeldCalls, holdable, sealer_for
 from gateway.router.levels import Levels
@@ -102,6 +103,8 @@ class Router:
         profiles: the profiles served; each request is routed through its
             client's profile view of the snapshot (``catalog.profiles``).
             Only ``default``, selecting everything, when none is given.
+        access: the access policy; each request is routed through its
+            principal's effective view of the profile (``router.access``).
     """
 
     def __init__(
@@ -116,8 +119,10 @@ class Router:
         log_requests: bool = False,
         held: HeldCalls | None = None,
         profiles: ProfileViews | None = None,
+        access: AccessControl | None = None,
     ) -> None:
         self._pool = pool
+        self.access = access if access is not None else AccessControl()
         self.profiles = profiles if profiles is not None else ProfileViews(separator=separator)
         self._held = held if held is not None else HeldCalls(nursery, sealer_for(""))
         self._nursery = nursery
@@ -131,6 +136,9 @@ class Router:
         calls = Calls(targets, forwarder, metrics)
         self._lists = Lists(pool, cursors, page_size, metrics)
         self.search = SearchMode(lambda: pool.snapshot, calls.call_tool, separator, self.profiles)
+        self.search.on_hidden = lambda call, name: self.access.denied_search_target(
+            call.client, self.view(call.client.profile), name
+        )
         self._levels = Levels(pool, wanted)
         self._wanted = wanted
         self._subscriptions = SubscriptionRelay(pool, subscriptions, targets, forwarder)
@@ -192,6 +200,11 @@ class Router:
     def view(self, profile: str) -> Snapshot:
         """The current snapshot as the profile's clients see it."""
         return self.profiles.view(profile, self._pool.snapshot)
+
+    def effective(self, client: ClientPeer) -> tuple[Snapshot, Snapshot, str]:
+        """(the profile's view, the client's effective view of it, that view's tag)."""
+        base = self.view(client.profile)
+        return (base, *self.access.effective(client, base))
 
     def _shows(self, profile: str) -> Callable[[str], bool]:
         """Which backends a profile's clients may learn of (capabilities, instructions)."""
@@ -286,7 +299,7 @@ class Router:
         ``listener_closed`` undoes all of it.
         """
         self._to_clients.opened(listener)
-        call = Call(listener, self.view(listener.profile))
+        call = Call(listener, self.effective(listener)[1])
         held: list[str] = []
         for uri in uris:
             try:
@@ -318,7 +331,10 @@ class Router:
         started = time.perf_counter()
         handler = self._handlers.get(request.method)
         outcome = "ok"
-        call = Call(client, self.view(client.profile), emit)
+        base, effective, tag = self.effective(client)
+        call = Call(client, effective, emit, view_tag=tag)
+        params: dict[str, Any] | None = None
+        code: int | None = None
         try:
             if handler is None:
                 raise LocalProtocolError(f"method not found: {request.method}", METHOD_NOT_FOUND)
@@ -328,14 +344,15 @@ class Router:
         except BackendUnavailable as exc:
             outcome = "unavailable"
             err: ProtocolError = _unavailable(exc)
+            code = err.code
         except RequestTimeout as exc:
             outcome = "timeout"
             err = _timed_out(exc)
+            code = err.code
             self._metrics.timeouts.labels(backend=exc.backend).inc()
             self._metrics.cancellations.labels(direction="timeout").inc()
         except ProtocolError as exc:
-            outcome = "error"
-            err = exc
+            outcome, err, code = "error", exc, exc.code
         except trio.Cancelled:
             outcome = "cancelled"
             self._metrics.cancellations.labels(direction="client").inc()
@@ -361,6 +378,7 @@ class Router:
                 outcome=outcome,
                 duration_ms=round(elapsed * 1000, 3),
             )
+            self.access.audit(client, request.method, params, base, effective, code)
         return jsonrpc.encode_error(request.id, err.code, err.message, err.data)
 
     # -- from backends ---------------------------------------------------
