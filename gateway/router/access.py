@@ -193,13 +193,24 @@ class AccessControl:
         client: ClientPeer,
         method: str,
         params: dict[str, Any] | None,
-        base: Snapshot,
-        effective: Snapshot,
+        item: tuple[Kind, str] | None,
+        views: tuple[Snapshot, Snapshot],
         error: int | None,
     ) -> None:
-        """Write the audit lines one finished request calls for (see the module doc)."""
+        """Write the audit lines one finished request calls for (see the module doc).
+
+        Args:
+            client: who asked.
+            method: what.
+            params: the request's params (None: they did not decode).
+            item: what the request named (:func:`item_of`, read before the
+                handler rewrote the name to the backend's own).
+            views: (the profile's view, the client's effective view).
+            error: the JSON-RPC error code of the answer; None for a result.
+        """
         if self.policy is None:
             return
+        base, effective = views
         who = principal_key(client.caller)
         kind = _LISTS.get(method)
         if kind is not None:
@@ -215,7 +226,6 @@ class AccessControl:
                         hidden=count,
                     )
             return
-        item = None if params is None else item_of(method, params)
         if item is None:
             return
         if error is not None and _exists(base, *item) and not _exists(effective, *item):

@@ -48,7 +48,7 @@ from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.modern_errors import ModernProtocolError
 from gateway.protocol.tables import LogLevels, Owners, Subscriptions
 from gateway.router import initialize, modern
-from gateway.router.access import AccessControl
+from gateway.router.access import AccessControl, item_of
 from gateway.router.calls import Call, Calls, Forwarder, Targets
 from gateway.router.held import HeldCalls, holdable, sealer_for
 from gateway.router.levels import Levels
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     import msgspec
 
     from gateway.catalog.cursor import CursorCodec
-    from gateway.catalog.snapshot import Snapshot
+    from gateway.catalog.snapshot import Kind, Snapshot
     from gateway.protocol.jsonrpc import Request
     from gateway.router.metrics import RouterMetrics
     from gateway.router.views import BackendView, ClientPeer, Emit, PoolView
@@ -334,11 +334,13 @@ class Router:
         base, effective, tag = self.effective(client)
         call = Call(client, effective, emit, view_tag=tag)
         params: dict[str, Any] | None = None
+        named: tuple[Kind, str] | None = None  # before a handler rewrites the name
         code: int | None = None
         try:
             if handler is None:
                 raise LocalProtocolError(f"method not found: {request.method}", METHOD_NOT_FOUND)
             params = mcp.decode_params(request.params)
+            named = item_of(request.method, params)
             result = await handler(call, params)
             return jsonrpc.encode_response(request.id, result)
         except BackendUnavailable as exc:
@@ -378,7 +380,7 @@ class Router:
                 outcome=outcome,
                 duration_ms=round(elapsed * 1000, 3),
             )
-            self.access.audit(client, request.method, params, base, effective, code)
+            self.access.audit(client, request.method, params, named, (base, effective), code)
         return jsonrpc.encode_error(request.id, err.code, err.message, err.data)
 
     # -- from backends ---------------------------------------------------
