@@ -67,8 +67,14 @@ class Coalescer(Protocol):
 
     window: float
 
-    def add(self, kinds: frozenset[Kind], profile: str = ..., tag: str | None = None) -> None:
-        """Note a list_changed for one profile's clients (of one effective view)."""
+    def add(
+        self,
+        kinds: frozenset[Kind],
+        profile: str = ...,
+        tag: str | None = None,
+        session: str | None = None,
+    ) -> None:
+        """Note a list_changed for one profile's clients (of one view, or one session)."""
         ...
 
 
@@ -234,13 +240,13 @@ async def apply(live: Live, old: GatewayConfig, new: GatewayConfig) -> list[str]
     if (old.policy, old.policy_audit) != (new.policy, new.policy_audit):
         # From here on every request is decided under the new policy; the
         # sessions whose effective view it changed hear list_changed.
-        for profile, tag, kinds in live.router.access.apply(
+        for profile, session, kinds in live.router.access.apply(
             Policy.from_config(new.policy),
             audit_calls=new.policy_audit == "calls",
             peers=live.clients.peers(),
             base_of=live.router.view,
         ):
-            live.set_debounce.add(kinds, profile, tag or None)
+            live.set_debounce.add(kinds, profile, session=session)
         changed.append("policy")
     if old.backends != new.backends:
         changed.append("backends")

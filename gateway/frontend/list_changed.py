@@ -46,23 +46,31 @@ class ListChangedCoalescer:
         # The tag of a client's effective view now (router.access); only
         # consulted for changes noted with a tag.
         self._tag_of = tag_of
-        # (profile, view tag or "", list_changed method): each profile's
-        # clients hear of their own view; "" is every client of the profile.
-        self._pending: set[tuple[str, str, str]] = set()
+        # (profile, view tag or "", session id or "", list_changed method):
+        # each profile's clients hear of their own view; "" is every client
+        # of the profile.
+        self._pending: set[tuple[str, str, str, str]] = set()
         self._wake = trio.Event()
 
     def add(
-        self, kinds: frozenset[Kind], profile: str = DEFAULT_PROFILE, tag: str | None = None
+        self,
+        kinds: frozenset[Kind],
+        profile: str = DEFAULT_PROFILE,
+        tag: str | None = None,
+        session: str | None = None,
     ) -> None:
         """Note that these kinds of ``profile``'s view changed; sent at the end of the window.
 
-        ``tag`` limits it to the clients of that effective view (None: all
-        of the profile's).
+        ``tag`` limits it to the clients of that effective view, ``session``
+        to that one client (a reloaded policy changed its view); None: all
+        of the profile's clients.
         """
-        self._pending.update((profile, tag or "", k.list_changed) for k in kinds)
+        self._pending.update((profile, tag or "", session or "", k.list_changed) for k in kinds)
         self._wake.set()
 
-    def _accept(self, tag: str) -> Callable[[ClientSession | Listener], bool] | None:
+    def _accept(self, tag: str, session: str) -> Callable[[ClientSession | Listener], bool] | None:
+        if session:
+            return lambda peer: peer.session_id == session
         tag_of = self._tag_of
         if not tag or tag_of is None:
             return None
@@ -74,9 +82,9 @@ class ListChangedCoalescer:
             await self._wake.wait()
             self._wake = trio.Event()
             pending, self._pending = sorted(self._pending), set()
-            for profile, tag, method in pending:
+            for profile, tag, session, method in pending:
                 sent = self._clients.broadcast(
-                    jsonrpc.encode_notification(method), profile, self._accept(tag)
+                    jsonrpc.encode_notification(method), profile, self._accept(tag, session)
                 )
                 self._metrics.notifications_sent.labels(kind=method).inc(sent)
             await trio.sleep(self.window)

@@ -106,10 +106,9 @@ class AccessControl:
             base_of: a profile's view of the current snapshot.
 
         Returns:
-            (profile, new view tag, kinds) for each effective view that
-            changed for some peer, so that exactly its clients hear a
-            list_changed. A peer whose view is now its whole profile's
-            (tag "") is told with every client of that profile.
+            (profile, session id, kinds) for each peer whose effective view
+            changed, so that exactly those peers hear a list_changed (a tag
+            would not do: a peer may move into a view others already had).
         """
         before = {id(peer): (peer, self.on(peer)) for peer in peers}
         self.policy = policy
@@ -117,20 +116,23 @@ class AccessControl:
         self.views.clear()
         if base_of is None:
             return []
-        changed: dict[tuple[str, str], frozenset[Kind]] = {}
+        # Per (profile, old access, new access): the kinds, computed once.
+        diffs: dict[tuple[str, ProfileAccess, ProfileAccess], frozenset[Kind]] = {}
+        told: list[tuple[str, str, frozenset[Kind]]] = []
         for peer, old in before.values():
             new = self.on(peer)
-            key = (peer.profile, new.tag)
-            if old == new or key in changed:
+            if old == new:
                 continue
-            base = base_of(peer.profile)
-            kinds = changed_kinds(
-                base if old.everything else narrow(base, old.admits),
-                base if new.everything else narrow(base, new.admits),
-            )
-            if kinds:
-                changed[key] = kinds
-        return [(profile, tag, kinds) for (profile, tag), kinds in sorted(changed.items())]
+            key = (peer.profile, old, new)
+            if key not in diffs:
+                base = base_of(peer.profile)
+                diffs[key] = changed_kinds(
+                    base if old.everything else narrow(base, old.admits),
+                    base if new.everything else narrow(base, new.admits),
+                )
+            if diffs[key]:
+                told.append((peer.profile, peer.session_id, diffs[key]))
+        return told
 
     def changes(
         self, peers: Iterable[ClientPeer], profile: str, before: Snapshot, after: Snapshot

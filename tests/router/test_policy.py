@@ -321,8 +321,8 @@ async def test_a_new_policy_applies_to_open_sessions_at_once(nursery: trio.Nurse
         peers=[session],
         base_of=router.view,
     )
-    assert [(p, bool(t), sorted(k.value for k in kinds)) for p, t, kinds in changes] == [
-        ("default", True, ["prompts", "tools"])
+    assert [(p, s, sorted(k.value for k in kinds)) for p, s, kinds in changes] == [
+        ("default", "c", ["prompts", "tools"])
     ]
     listed = await ask(router, session, "tools/list")
     assert len(listed["result"]["tools"]) == 4
