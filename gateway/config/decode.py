@@ -126,6 +126,11 @@ def _decode(tp: Any, value: object, place: str, problems: Problems) -> object:
     tagged = _tagged_union(tp)
     if tagged is not None:
         return _decode_tagged(tagged, value, place, problems)
+    inner = _optional(tp)
+    if inner is not None and value is not None:
+        # ``list[Rule] | None``: a problem inside the list is reported at
+        # its own place, not as "expected a list or null".
+        return _decode(inner, value, place, problems)
     origin = get_origin(tp)
     if origin is list:
         return _decode_list(get_args(tp)[0], value, place, problems)
@@ -207,6 +212,17 @@ def _empty_section(tp: Any) -> object:
         if _is_struct(item) or _tagged_union(item) is not None:
             return []
     return None
+
+
+def _optional(tp: Any) -> Any:
+    """``X`` of ``X | None`` when X is a list, dict or Struct; None for anything else."""
+    if not (isinstance(tp, types.UnionType) or get_origin(tp) is Union):
+        return None
+    members = [m for m in get_args(tp) if m is not type(None)]
+    if len(members) != 1 or len(get_args(tp)) != 2:
+        return None
+    inner = members[0]
+    return inner if _is_struct(inner) or get_origin(inner) in (list, dict) else None
 
 
 def _is_struct(tp: Any) -> TypeGuard[type[Base]]:

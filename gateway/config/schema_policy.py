@@ -17,7 +17,6 @@ that names no profile.
 
 from __future__ import annotations
 
-import re
 from fnmatch import translate
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -31,6 +30,8 @@ if TYPE_CHECKING:
 __all__ = ["ItemRules", "PolicyAudit", "PolicyRule", "glob_problem", "policy_problems"]
 
 _GLOB_CHARS: Final = frozenset("*?[")
+# What ``fnmatch.translate`` writes for an empty character range.
+_NEVER: Final = "(?!)"
 
 #: ``denials``: one ``policy.denied`` line per denying decision;
 #: ``calls``: also one ``policy.call`` line per call, read and get.
@@ -40,16 +41,17 @@ PolicyAudit = Literal["denials", "calls"]
 def glob_problem(pattern: str) -> str | None:
     """Why ``pattern`` is no usable ``fnmatchcase`` glob, or None when it is one.
 
-    An empty glob matches nothing and is always a slip; a character range
-    written backwards (``[z-a]``) makes the compiled pattern fail, which
-    must show at ``check`` time, not on the first request.
+    An empty glob, and one with a character range written backwards
+    (``[z-a]``, which ``fnmatch`` compiles to "never matches"), match
+    nothing: always a slip, and one that must show at ``check`` time, not
+    as a caller who silently sees nothing.
     """
     if not pattern:
         return "an empty glob matches nothing"
-    try:
-        re.compile(translate(pattern))
-    except re.error as exc:
-        return f"{pattern!r} is not a valid glob ({exc.msg})"
+    # ``translate`` escapes whatever ``re`` would refuse; what is left to
+    # catch is the range that can never match.
+    if _NEVER in translate(pattern):
+        return f"{pattern!r} is not a valid glob (a character range that matches nothing)"
     return None
 
 
