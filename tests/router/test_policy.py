@@ -22,13 +22,13 @@ import trio
 from structlog.testing import capture_logs
 
 from gateway.catalog.cursor import CursorCodec
-from gateway.catalog.snapshot import BackendListing
+from gateway.catalog.snapshot import BackendListing, Kind
 from gateway.config import PolicyRule
 from gateway.identity.policy import Policy
 from gateway.identity.principal import Principal
 from gateway.protocol.versions import LATEST_VERSION, resource_not_found_code
 from gateway.router import Router
-from gateway.router.access import AccessControl
+from gateway.router.access import AccessControl, list_changes
 from tests.router.fakes import FakeBackend, FakeClient, FakePool, ask
 
 RULES: Final = [
@@ -328,3 +328,66 @@ async def test_a_new_policy_applies_to_open_sessions_at_once(nursery: trio.Nurse
     assert len(listed["result"]["tools"]) == 4
     router.access.apply(policy([]), audit_calls=False)
     assert (await ask(router, session, "tools/list"))["result"]["tools"] == []
+
+
+async def test_a_catalog_change_reaches_only_the_views_it_changed(nursery: trio.Nursery) -> None:
+    """list_changed per effective view: a new github tool changes platform's view, not ci's."""
+    pool = make_pool()
+    router = make_router(pool, nursery)
+    ci, alice = client(CI, "ci"), client(PLATFORM, "alice")
+    old = pool.snapshot
+    pool.catalog.publish(
+        BackendListing(
+            backend="github",
+            prefix="github",
+            tools=({"name": "create_issue"}, {"name": "delete_repo"}, {"name": "merge"}),
+            prompts=({"name": "triage"},),
+        )
+    )
+    changed = router.profiles.refresh(old, pool.snapshot)
+    told = list_changes(router.access, router.profiles, [ci, alice], old, pool.snapshot, changed)
+    assert told == [("default", router.access.on(alice).tag, frozenset({Kind.TOOLS}))]
+    # A tool only platform may not see changes nobody's view.
+    old = pool.snapshot
+    pool.catalog.publish(
+        BackendListing(
+            backend="github",
+            prefix="github",
+            tools=(
+                {"name": "create_issue"},
+                {"name": "delete_repo"},
+                {"name": "delete_org"},
+                {"name": "merge"},
+            ),
+            prompts=({"name": "triage"},),
+        )
+    )
+    changed = router.profiles.refresh(old, pool.snapshot)
+    assert changed  # the profile's own view did change
+    assert (
+        list_changes(router.access, router.profiles, [ci, alice], old, pool.snapshot, changed) == []
+    )
+
+
+async def test_without_a_policy_a_change_goes_to_every_client_of_the_profile(
+    nursery: trio.Nursery,
+) -> None:
+    """No policy: list_changes is the profile's change, untagged (everyone hears it)."""
+    pool = make_pool()
+    router = Router(pool, CursorCodec("test"), 0, nursery=nursery)
+    old = pool.snapshot
+    pool.catalog.withdraw("files")
+    changed = router.profiles.refresh(old, pool.snapshot)
+    told = list_changes(router.access, router.profiles, [], old, pool.snapshot, changed)
+    assert [(p, t) for p, t, _ in told] == [("default", None)]
+
+
+async def test_a_listen_stream_subscribes_only_to_what_its_principal_sees(
+    nursery: trio.Nursery,
+) -> None:
+    """subscriptions/listen: a hidden URI is refused like an unknown one."""
+    router = make_router(make_pool(), nursery)
+    held = await router.listen(client(DEV, "l1"), ["files+mem://notes.txt"])
+    assert held == []
+    held = await router.listen(client(CI, "l2"), ["files+mem://notes.txt"])
+    assert held == ["files+mem://notes.txt"]
