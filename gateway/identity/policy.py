@@ -36,7 +36,7 @@ from gateway.catalog.profiles import Globs
 from gateway.catalog.snapshot import Kind
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Mapping, Sequence
 
     from gateway.config import ItemRules, PolicyRule
     from gateway.identity.principal import Principal
@@ -88,12 +88,22 @@ class ProfileAccess:
 
     def admits(self, kind: Kind, public: str) -> bool:
         """Whether an item of this profile is visible (rule 3)."""
+        return self.admitter()(kind, public)
+
+    def admitter(self) -> Callable[[Kind, str], bool]:
+        """:meth:`admits` with its globs built once: what a view of many items is built with."""
         if self.everything:
-            return True
-        index = _kind_index(kind)
-        if _any(self.deny[index]).allows(public):
-            return False
-        return any(_any(globs).allows(public) for globs in self.allow[index])
+            return lambda kind, public: True
+        deny = tuple(_any(globs) for globs in self.deny)
+        # One include list per kind: "some granting rule allows it" is one
+        # glob set, the union of the granting rules' allows.
+        allow = tuple(_any(g for globs in per_rule for g in globs) for per_rule in self.allow)
+
+        def admits(kind: Kind, public: str) -> bool:
+            index = _kind_index(kind)
+            return allow[index].allows(public) and not deny[index].allows(public)
+
+        return admits
 
 
 EVERYTHING_ON: Final = ProfileAccess(everything=True)

@@ -127,8 +127,8 @@ class AccessControl:
             if key not in diffs:
                 base = base_of(peer.profile)
                 diffs[key] = changed_kinds(
-                    base if old.everything else narrow(base, old.admits),
-                    base if new.everything else narrow(base, new.admits),
+                    base if old.everything else narrow(base, old.admitter()),
+                    base if new.everything else narrow(base, new.admitter()),
                 )
             if diffs[key]:
                 told.append((peer.profile, peer.session_id, diffs[key]))
@@ -156,8 +156,8 @@ class AccessControl:
                 kinds = changed_kinds(before, after)
             else:
                 kinds = changed_kinds(
-                    narrow(before, access.admits),
-                    self.views.view(profile, after, access, access.admits),
+                    narrow(before, access.admitter()),
+                    self.views.view(profile, after, access, access.admitter()),
                 )
             if kinds:
                 out[access.tag] = kinds
@@ -174,7 +174,7 @@ class AccessControl:
         access = self.on(client)
         if access.everything:
             return base, ""
-        return self.views.view(client.profile, base, access, access.admits), access.tag
+        return self.views.view(client.profile, base, access, access.admitter()), access.tag
 
     def opens(self, principal: Principal | None, profile: str, method: str) -> bool:
         """Whether ``principal`` may open ``profile``; a refusal is logged (``policy.denied``)."""

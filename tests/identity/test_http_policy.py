@@ -245,7 +245,11 @@ async def test_opening_a_profile_the_policy_does_not_grant_is_403_on_both_eras(
             for response in (legacy, modern):
                 error = response.json()["error"]
                 assert error["code"] == -32600
-                assert "may not open" in error["message"] or "does not let" in error["message"]
+                profile = path.strip("/") or "default"
+                assert error["message"] == (
+                    "Forbidden: the access policy does not let this caller open "
+                    f"the profile {profile!r}"
+                )
             denied = [e for e in logs if e["event"] == "policy.denied"]
             assert len(denied) == 2
             assert denied[0]["profile"] == (path.strip("/") or "default")
