@@ -75,9 +75,16 @@ def _error_status(reply: bytes) -> int:
 
 
 def validate(
-    router: Router, scope: h.Scope, request: Request, profile: str = DEFAULT_PROFILE
+    router: Router,
+    scope: h.Scope,
+    request: Request,
+    profile: str = DEFAULT_PROFILE,
+    caller: Principal | None = None,
 ) -> tuple[Envelope, dict[str, Any]]:
     """Rule 1: the envelope, headers and method of a modern request.
+
+    ``Mcp-Param-*`` headers are checked against the schema of the tool as
+    ``caller`` sees it: a tool the access policy hides has none.
 
     Returns:
         The envelope and the decoded params.
@@ -93,7 +100,7 @@ def validate(
     envelope = parse_modern(request.method, params, headers)
     check_method(request.method)
     if request.method == "tools/call":
-        schema = router.public_tool_schema(params.get("name"), profile)
+        schema = router.public_tool_schema(params.get("name"), profile, caller)
         if schema is not None:
             check_param_headers(schema, params.get("arguments"), headers)
     return envelope, params
@@ -150,7 +157,7 @@ async def serve_modern(
         Rejection: a failed check (rule 1), answered by ``rejection.answer``.
     """
     try:
-        envelope, params = validate(router, scope, request, profile)
+        envelope, params = validate(router, scope, request, profile, caller)
         asked = parse_filter(params) if request.method == LISTEN else None
     except (ModernProtocolError, LocalProtocolError) as exc:
         status = http_status_for(exc.code)

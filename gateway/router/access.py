@@ -165,16 +165,26 @@ class AccessControl:
 
     def on(self, client: ClientPeer) -> ProfileAccess:
         """What the client's principal may see on the client's profile, under the policy now."""
+        return self.on_profile(client.caller, client.profile)
+
+    def on_profile(self, principal: Principal | None, profile: str) -> ProfileAccess:
+        """What ``principal`` may see on ``profile``, under the policy now."""
         if self.policy is None:
             return EVERYTHING_ON
-        return decide(self.policy, client.caller).on(client.profile)
+        return decide(self.policy, principal).on(profile)
 
     def effective(self, client: ClientPeer, base: Snapshot) -> tuple[Snapshot, str]:
         """(the client's effective view of ``base``, the view's tag)."""
-        access = self.on(client)
+        return self.view_of(client.caller, client.profile, base)
+
+    def view_of(
+        self, principal: Principal | None, profile: str, base: Snapshot
+    ) -> tuple[Snapshot, str]:
+        """(``principal``'s effective view of ``base``, ``profile``'s view; the view's tag)."""
+        access = self.on_profile(principal, profile)
         if access.everything:
             return base, ""
-        return self.views.view(client.profile, base, access, access.admitter()), access.tag
+        return self.views.view(profile, base, access, access.admitter()), access.tag
 
     def opens(self, principal: Principal | None, profile: str, method: str) -> bool:
         """Whether ``principal`` may open ``profile``; a refusal is logged (``policy.denied``)."""

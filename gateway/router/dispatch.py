@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 
     from gateway.catalog.cursor import CursorCodec
     from gateway.catalog.snapshot import Kind, Snapshot
+    from gateway.identity.principal import Principal
     from gateway.protocol.jsonrpc import Request
     from gateway.router.metrics import RouterMetrics
     from gateway.router.views import BackendView, ClientPeer, Emit, PoolView
@@ -231,13 +232,17 @@ class Router:
         """The gateway's ``server/discover`` answer (``modern.discover``)."""
         return modern.discover(self._pool, self._shows(profile))
 
-    def public_tool_schema(self, name: object, profile: str = DEFAULT_PROFILE) -> object:
+    def public_tool_schema(
+        self, name: object, profile: str = DEFAULT_PROFILE, caller: Principal | None = None
+    ) -> object:
         """The public tool's ``inputSchema`` (for ``Mcp-Param-*``), or None.
 
-        Looked up in the profile's view: a tool outside it has no schema to
-        check headers against, exactly like an unknown one.
+        Looked up in the caller's effective view of the profile: a tool
+        outside it has no schema to check headers against, exactly like an
+        unknown one (no header error may hint that it exists).
         """
-        return modern.public_tool_schema(self.view(profile), name)
+        view = self.access.view_of(caller, profile, self.view(profile))[0]
+        return modern.public_tool_schema(view, name)
 
     async def handle_modern(
         self, request: modern.ModernRequest, message: Request, params: object

@@ -391,3 +391,15 @@ async def test_a_listen_stream_subscribes_only_to_what_its_principal_sees(
     assert held == []
     held = await router.listen(client(CI, "l2"), ["files+mem://notes.txt"])
     assert held == ["files+mem://notes.txt"]
+
+
+async def test_a_hidden_tool_has_no_schema_for_modern_header_checks(nursery: trio.Nursery) -> None:
+    """Mcp-Param-* headers are checked against the caller's view: a hidden tool has no schema,
+    like an unknown one, so no header error can hint that it exists."""
+    pool = FakePool()
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    pool.add(FakeBackend("github"), tools=({"name": "create_issue", "inputSchema": schema},))
+    router = make_router(pool, nursery)
+    assert router.public_tool_schema("github__create_issue", "default", PLATFORM) == schema
+    assert router.public_tool_schema("github__create_issue", "default", CI) is None
+    assert router.public_tool_schema("github__create_issue", "default", None) is None
