@@ -381,3 +381,42 @@ async def test_a_reloaded_policy_applies_to_open_sessions_and_tells_them(
             json={"jsonrpc": "2.0", "id": 99, "method": "tools/list", "params": {}},
         )
         assert response.status_code == 403
+
+
+@pytest.mark.parametrize(("bearer", "status"), [(OPS, 403), (DEV, 403)])
+async def test_the_legacy_sse_endpoint_serves_default_only_to_who_may_open_it(
+    running: Running, bearer: str, status: int
+) -> None:
+    """/sse and /messages (2024-11-05) serve ``default``: 403 for a caller not granted it."""
+    async with httpx.AsyncClient(timeout=30) as http:
+        stream = await http.get(
+            running.base_url + "/sse",
+            headers={"authorization": f"Bearer {bearer}", "accept": "text/event-stream"},
+        )
+        posted = await http.post(
+            running.base_url + "/messages?session_id=x",
+            headers={"authorization": f"Bearer {bearer}", "content-type": "application/json"},
+            json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        )
+    assert (stream.status_code, posted.status_code) == (status, status)
+    assert stream.json()["error"]["message"] == (
+        "Forbidden: the access policy does not let this caller open the profile 'default'"
+    )
+
+
+async def test_the_legacy_sse_endpoint_opens_for_a_caller_granted_default(
+    running: Running,
+) -> None:
+    """The ci token may open ``default``: its /sse stream starts (200, the endpoint event)."""
+    async with (
+        httpx.AsyncClient(timeout=30) as http,
+        http.stream(
+            "GET",
+            running.base_url + "/sse",
+            headers={"authorization": f"Bearer {CI}", "accept": "text/event-stream"},
+        ) as stream,
+    ):
+        assert stream.status_code == 200
+        async for line in stream.aiter_lines():
+            assert line == "event: endpoint"
+            break
