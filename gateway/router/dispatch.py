@@ -144,6 +144,7 @@ class Router:
         self._wanted = wanted
         self._subscriptions = SubscriptionRelay(pool, subscriptions, targets, forwarder)
         self._to_clients = ToClients(owners, subscriptions, wanted)
+        self._to_clients.sees = self._sees
         self._up: set[str] = set()
         self._handlers: dict[str, Handler] = {
             "ping": calls.ping,
@@ -201,6 +202,10 @@ class Router:
     def view(self, profile: str) -> Snapshot:
         """The current snapshot as the profile's clients see it."""
         return self.profiles.view(profile, self._pool.snapshot)
+
+    def _sees(self, client: ClientPeer, uri: str) -> bool:
+        """Whether ``uri`` is in the client's effective view (always, with no policy)."""
+        return self.access.policy is None or self.effective(client)[1].resolve_uri(uri) is not None
 
     def effective(self, client: ClientPeer) -> tuple[Snapshot, Snapshot, str]:
         """(the profile's view, the client's effective view of it, that view's tag)."""

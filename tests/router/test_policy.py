@@ -26,6 +26,7 @@ from gateway.catalog.snapshot import BackendListing, Kind
 from gateway.config import PolicyRule
 from gateway.identity.policy import Policy
 from gateway.identity.principal import Principal
+from gateway.protocol import jsonrpc
 from gateway.protocol.versions import LATEST_VERSION, resource_not_found_code
 from gateway.router import Router
 from gateway.router.access import AccessControl, list_changes
@@ -403,3 +404,23 @@ async def test_a_hidden_tool_has_no_schema_for_modern_header_checks(nursery: tri
     assert router.public_tool_schema("github__create_issue", "default", PLATFORM) == schema
     assert router.public_tool_schema("github__create_issue", "default", CI) is None
     assert router.public_tool_schema("github__create_issue", "default", None) is None
+
+
+async def test_a_subscription_hidden_by_a_new_policy_delivers_nothing_more(
+    nursery: trio.Nursery,
+) -> None:
+    """resources/updated reaches a subscriber only while its effective view holds the URI."""
+    pool = make_pool()
+    router = make_router(pool, nursery)
+    session = client(CI)
+    router.client_opened(session)
+    assert "result" in await ask(
+        router, session, "resources/subscribe", uri="files+mem://notes.txt"
+    )
+    updated = jsonrpc.to_raw({"uri": "mem://notes.txt"})
+    files = pool.backends["files"]
+    router.backend_notification(files, "notifications/resources/updated", updated, None)
+    assert [n["params"]["uri"] for n in session.notifications] == ["files+mem://notes.txt"]
+    router.access.apply(policy([]), audit_calls=False)
+    router.backend_notification(files, "notifications/resources/updated", updated, None)
+    assert len(session.notifications) == 1
