@@ -88,8 +88,8 @@ class PolicyRule(Base, frozen=True, kw_only=True):
     be granted.
 
     Attributes:
-        name: a label for logs (``policy.denied`` names no rule, but
-            ``mcp-gateway check`` problems and the docs do).
+        name: a label for the people who read the file (problems are
+            reported by position, ``policy[2]``).
         everyone: matches every caller, authenticated or not; the only way
             to write a rule for everyone (an empty matcher is an error).
         anonymous: matches the caller when auth is off (no principal).

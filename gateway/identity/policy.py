@@ -29,7 +29,7 @@ Rules (docs/security.md "Access policy"):
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from gateway.catalog.profiles import Globs
@@ -123,13 +123,11 @@ class Access:
     Attributes:
         grants: the matching rules' profile globs and item allow globs.
         deny: per kind, every matching rule's deny globs.
-        rules: the matching rules' names (for logs; not part of equality).
         everything: no policy: every profile, every item.
     """
 
     grants: tuple[_Grant, ...] = ()
     deny: tuple[tuple[str, ...], ...] = ((), (), ())
-    rules: tuple[str, ...] = field(default=(), compare=False)
     everything: bool = False
 
     def opens(self, profile: str) -> bool:
@@ -267,7 +265,7 @@ class Policy:
             return NOTHING
         grants = tuple(rule.grant for rule in matched if rule.grant is not None)
         deny = tuple(tuple(g for rule in matched for g in rule.deny[i]) for i in range(3))
-        return Access(grants, deny, tuple(rule.name for rule in matched))
+        return Access(grants, deny)
 
 
 def decide(policy: Policy | None, principal: Principal | None) -> Access:
