@@ -58,6 +58,11 @@ _FAILED: Final = _Failed()
 
 _S = TypeVar("_S", bound=Base)
 
+# What msgspec raises for a value it cannot take: a ValidationError, or a
+# UnicodeEncodeError for a string holding a lone surrogate (a YAML "\ud800"
+# escape) where it tries to read a number or a bool from the text.
+_REFUSED: Final = (msgspec.ValidationError, UnicodeEncodeError)
+
 
 def decode(data: object, problems: Problems) -> GatewayConfig | None:
     """Decode a parsed (and expanded) YAML tree.
@@ -76,7 +81,7 @@ def decode(data: object, problems: Problems) -> GatewayConfig | None:
         return None
     try:
         return msgspec.convert(data, GatewayConfig, strict=False)
-    except msgspec.ValidationError:
+    except _REFUSED:
         pass  # find every problem, part by part
     fields, ok = _decode_fields(GatewayConfig, data, "", problems)
     if ok:
@@ -105,11 +110,11 @@ def _identities(backends: object) -> list[BackendIdentity]:
             continue
         try:
             name = msgspec.convert(entry.get("name"), types_["name"], strict=False)
-        except msgspec.ValidationError:
+        except _REFUSED:
             continue
         try:
             prefix = msgspec.convert(entry.get("prefix"), types_["prefix"], strict=False)
-        except msgspec.ValidationError:
+        except _REFUSED:
             prefix = ""  # itself wrong, so kept out of the prefix rules, as "" is
         found.append(BackendIdentity(index, name, prefix))
     return found
@@ -119,7 +124,7 @@ def _decode(tp: Any, value: object, place: str, problems: Problems) -> object:
     """Decode ``value`` as ``tp``; on failure record every problem in it."""
     try:
         return msgspec.convert(value, tp, strict=False)
-    except msgspec.ValidationError:
+    except _REFUSED:
         pass
     if _is_struct(tp):
         return _decode_struct(tp, value, place, problems)
@@ -314,7 +319,7 @@ def _describe(tp: Any, value: object) -> str:
         base, *metadata = get_args(member)
         try:
             converted = msgspec.convert(value, base, strict=False)
-        except msgspec.ValidationError:
+        except _REFUSED:
             continue  # not even the right type
         for meta in metadata:
             if isinstance(meta, msgspec.Meta) and not _satisfies(converted, base, meta):
@@ -327,7 +332,7 @@ def _describe(tp: Any, value: object) -> str:
 def _satisfies(value: object, base: Any, meta: msgspec.Meta) -> bool:
     try:
         msgspec.convert(value, Annotated[base, meta])
-    except msgspec.ValidationError:
+    except _REFUSED:
         return False
     return True
 
