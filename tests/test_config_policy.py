@@ -30,14 +30,20 @@ def problems_of(text: str) -> list[str]:
 
 
 def test_no_policy_key_is_none_and_an_empty_policy_is_an_empty_list() -> None:
-    """No key: today's behaviour; ``policy: []``: default deny (docs/security.md)."""
+    """Gateway choice (issue 16 item 3).
+
+    No key: today's behaviour; ``policy: []``: default deny (docs/security.md).
+    """
     assert parse(BASE, env={}).policy is None
     assert parse(BASE + "policy: []\n", env={}).policy == []
     assert parse(BASE, env={}).policy_audit == "denials"
 
 
 def test_a_full_rule_parses_with_its_defaults() -> None:
-    """Every key of a rule; ``allow`` defaults to everything, ``deny`` to nothing."""
+    """Gateway choice (issue 16 item 3).
+
+    Every key of a rule; ``allow`` defaults to everything, ``deny`` to nothing.
+    """
     config = parse(
         BASE
         + dedent(
@@ -87,19 +93,28 @@ def test_a_full_rule_parses_with_its_defaults() -> None:
     ],
 )
 def test_check_refuses_a_bad_rule_and_says_where(rule: str, place: str, says: str) -> None:
-    """``mcp-gateway check``: each problem at its place, with what is wrong."""
+    """Gateway choice (issue 16 item 3).
+
+    ``mcp-gateway check``: each problem at its place, with what is wrong.
+    """
     problems = problems_of(f"policy:\n  - {rule}\n")
     assert any(p.startswith(place) and says in p for p in problems), problems
 
 
 def test_a_glob_profile_need_not_name_a_profile() -> None:
-    """``team-*`` may match profiles added later; only a literal must exist."""
+    """Gateway choice (issue 16 item 3).
+
+    ``team-*`` may match profiles added later; only a literal must exist.
+    """
     config = parse(BASE + "policy:\n  - {tokens: [ci], profiles: ['team-*', default]}\n", env={})
     assert config.policy is not None
 
 
 def test_policy_audit_takes_only_its_two_values() -> None:
-    """``denials`` or ``calls``: a typo is an error, not silence."""
+    """Gateway choice (issue 16 item 3).
+
+    ``denials`` or ``calls``: a typo is an error, not silence.
+    """
     assert any("policy_audit" in p for p in problems_of("policy_audit: everything\n"))
 
 
@@ -133,7 +148,9 @@ _KEYS = st.sampled_from(
 def test_any_policy_shape_is_accepted_or_refused_with_problems_never_a_crash(
     rules: list[dict[str, object]],
 ) -> None:
-    """Whatever a file holds under ``policy:``: a config, or ConfigError with places.
+    """Gateway choice (issue 16 item 3).
+
+    Whatever a file holds under ``policy:``: a config, or ConfigError with places.
 
     Found a crash this way: a YAML ``"\\ud800"`` escape (a lone surrogate)
     where a bool is read raised UnicodeEncodeError out of msgspec.
@@ -152,7 +169,10 @@ def test_any_policy_shape_is_accepted_or_refused_with_problems_never_a_crash(
 
 
 def test_a_lone_surrogate_where_a_bool_is_read_is_a_problem_not_a_crash() -> None:
-    """The case Hypothesis found, kept as an example (also outside ``policy:``)."""
+    """Gateway choice (issue 16 item 3).
+
+    The case Hypothesis found, kept as an example (also outside ``policy:``).
+    """
     problems = problems_of('policy: [{everyone: "\\ud800"}]\n')
     assert problems == ["policy[0].everyone: expected bool, got str '\\ud800'"]
     with pytest.raises(ConfigError, match=r"logging\.requests: expected bool"):

@@ -28,7 +28,10 @@ def _heard(session: ClientSession) -> list[str]:
 async def test_a_change_reaches_the_sessions_of_its_tag_or_its_session_only(
     autojump_clock: MockClock,
 ) -> None:
-    """Three sessions on one profile, two views: each note reaches exactly its own."""
+    """Gateway choice (issue 16 item 3).
+
+    Three sessions on one profile, two views: each note reaches exactly its own.
+    """
     clients = ClientRegistry()
     tags: dict[str, str] = {}
     sessions = []

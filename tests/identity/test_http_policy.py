@@ -184,7 +184,10 @@ CALLS: Final = [
 
 
 async def test_the_policy_table_over_http_on_both_eras(running: Running) -> None:
-    """principal x tool x era: allowed answers; hidden is -32602 "Unknown tool", as unknown is."""
+    """Gateway choice (issue 16 item 3).
+
+    principal x tool x era: allowed answers; hidden is -32602 "Unknown tool", as unknown is.
+    """
     async with httpx.AsyncClient(timeout=30) as http:
         sessions = {}
         for bearer in (CI, PLATFORM):
@@ -234,7 +237,10 @@ async def test_the_policy_table_over_http_on_both_eras(running: Running) -> None
 async def test_opening_a_profile_the_policy_does_not_grant_is_403_on_both_eras(
     running: Running, bearer: str, path: str, status: int
 ) -> None:
-    """403 with a JSON-RPC error body, for legacy initialize and for a modern request alike."""
+    """Gateway choice (issue 16 item 3).
+
+    403 with a JSON-RPC error body, for legacy initialize and for a modern request alike.
+    """
     async with httpx.AsyncClient(timeout=30) as http:
         with capture_logs() as logs:
             legacy = await Legacy(http, running.url + path, bearer).open()
@@ -259,7 +265,10 @@ async def test_opening_a_profile_the_policy_does_not_grant_is_403_on_both_eras(
 async def test_the_official_client_reaches_exactly_what_the_policy_grants(
     running: Running,
 ) -> None:
-    """The SDK client with the ci token: exactly its two tools; a hidden one is an error."""
+    """Gateway choice (issue 16 item 3).
+
+    The SDK client with the ci token: exactly its two tools; a hidden one is an error.
+    """
     async with (
         httpx.AsyncClient(headers={"Authorization": f"Bearer {CI}"}) as http,
         streamable_http_client(running.url, http_client=http) as (read, write, _),
@@ -277,7 +286,10 @@ async def test_the_official_client_reaches_exactly_what_the_policy_grants(
 async def test_search_mode_finds_and_calls_only_what_the_policy_grants(
     nursery: trio.Nursery,
 ) -> None:
-    """gateway__search_tools hides what the caller may not see; gateway__call_tool refuses it."""
+    """Gateway choice (issue 16 item 3).
+
+    gateway__search_tools hides what the caller may not see; gateway__call_tool refuses it.
+    """
     policy = [
         {"claims": {"groups": ["platform"]}, "profiles": ["find"]},
         {"claims": {"groups": ["dev"]}, "tools": {"deny": ["beta__*"]}},
@@ -318,7 +330,9 @@ async def test_search_mode_finds_and_calls_only_what_the_policy_grants(
 async def test_a_reloaded_policy_applies_to_open_sessions_and_tells_them(
     running: Running, tmp_path: Path
 ) -> None:
-    """SIGHUP's reload: ``policy`` in config.reload.applied; the open session's view changes
+    """Gateway choice (issue 16 item 3).
+
+    SIGHUP's reload: ``policy`` in config.reload.applied; the open session's view changes
     at once and it hears tools/list_changed on its GET stream; a session whose view did not
     change hears nothing."""
     async with httpx.AsyncClient(timeout=30) as http:
@@ -387,7 +401,10 @@ async def test_a_reloaded_policy_applies_to_open_sessions_and_tells_them(
 async def test_the_legacy_sse_endpoint_serves_default_only_to_who_may_open_it(
     running: Running, bearer: str, status: int
 ) -> None:
-    """/sse and /messages (2024-11-05) serve ``default``: 403 for a caller not granted it."""
+    """Gateway choice (issue 16 item 3).
+
+    /sse and /messages (2024-11-05) serve ``default``: 403 for a caller not granted it.
+    """
     async with httpx.AsyncClient(timeout=30) as http:
         stream = await http.get(
             running.base_url + "/sse",
@@ -407,7 +424,10 @@ async def test_the_legacy_sse_endpoint_serves_default_only_to_who_may_open_it(
 async def test_the_legacy_sse_endpoint_opens_for_a_caller_granted_default(
     running: Running,
 ) -> None:
-    """The ci token may open ``default``: its /sse stream starts (200, the endpoint event)."""
+    """Gateway choice (issue 16 item 3).
+
+    The ci token may open ``default``: its /sse stream starts (200, the endpoint event).
+    """
     async with (
         httpx.AsyncClient(timeout=30) as http,
         http.stream(

@@ -63,13 +63,19 @@ ALICE: Final = Principal(
 def test_what_a_rule_matches(
     rule: dict[str, Any], principal: Principal | None, matches: bool
 ) -> None:
-    """Every matcher named must match; within one, any value (scopes: all)."""
+    """Gateway choice (issue 16 item 3).
+
+    Every matcher named must match; within one, any value (scopes: all).
+    """
     policy = compile_rules([{**rule, "profiles": ["default"]}])
     assert policy.decide(principal).opens("default") is matches
 
 
 def test_grants_are_per_profile_and_deny_wins_across_rules() -> None:
-    """A rule's allow counts only on the profiles that same rule grants; any deny wins."""
+    """Gateway choice (issue 16 item 3).
+
+    A rule's allow counts only on the profiles that same rule grants; any deny wins.
+    """
     policy = compile_rules(
         [
             {"claims": {"groups": ["dev"]}, "profiles": ["default"], "tools": {"allow": ["gh__*"]}},
@@ -90,7 +96,7 @@ def test_grants_are_per_profile_and_deny_wins_across_rules() -> None:
 
 
 def test_no_policy_is_everything_and_no_matching_rule_is_nothing() -> None:
-    """Default deny only when a policy exists."""
+    """Gateway choice (issue 16 item 3): Default deny only when a policy exists."""
     assert decide(None, None) is EVERYTHING
     policy = compile_rules([{"tokens": ["ci"], "profiles": ["*"]}])
     assert not policy.decide(ALICE).opens("default")
@@ -99,7 +105,10 @@ def test_no_policy_is_everything_and_no_matching_rule_is_nothing() -> None:
 
 
 def test_the_same_grants_are_the_same_view_key() -> None:
-    """Two principals matched by the same rules share one ProfileAccess (and one tag)."""
+    """Gateway choice (issue 16 item 3).
+
+    Two principals matched by the same rules share one ProfileAccess (and one tag).
+    """
     policy = compile_rules([{"claims": {"groups": ["dev"]}, "profiles": ["default"]}])
     bob = Principal("jwt", "bob", "https://idp", claims={"groups": ["dev"]})
     assert policy.decide(ALICE).on("default") == policy.decide(bob).on("default")
@@ -197,7 +206,10 @@ def model_admits(
 def test_the_decision_agrees_with_the_documented_rule(
     shapes: list[dict[str, Any]], who: Principal | None
 ) -> None:
-    """Over random rules and principals: opens and admits are exactly the model's."""
+    """Gateway choice (issue 16 item 3).
+
+    Over random rules and principals: opens and admits are exactly the model's.
+    """
     access = compile_rules(shapes).decide(who)
     for profile in PROFILES:
         opened = any(

@@ -148,7 +148,10 @@ async def test_the_policy_table(
     item: str,
     expected: int | str,
 ) -> None:
-    """Each row: allowed reaches the backend; denied is the unknown-item error, exactly."""
+    """Gateway choice (issue 16 item 3).
+
+    Each row: allowed reaches the backend; denied is the unknown-item error, exactly.
+    """
     pool = make_pool()
     router = make_router(pool, nursery)
     response = await ask(router, client(principal), method, **params_for(method, item))
@@ -197,7 +200,7 @@ async def test_lists_show_exactly_what_the_policy_grants(
     prompts: list[str],
     resources: list[str],
 ) -> None:
-    """The same decision serves lists and calls alike."""
+    """Gateway choice (issue 16 item 3): The same decision serves lists and calls alike."""
     router = make_router(make_pool(), nursery)
     peer = client(principal)
     listed = await ask(router, peer, "tools/list")
@@ -209,14 +212,14 @@ async def test_lists_show_exactly_what_the_policy_grants(
 
 
 async def test_without_a_policy_everyone_sees_everything(nursery: trio.Nursery) -> None:
-    """No ``policy:`` key: today's behaviour, whoever asks."""
+    """Gateway choice (issue 16 item 3): No ``policy:`` key: today's behaviour, whoever asks."""
     router = Router(make_pool(), CursorCodec("test"), 0, nursery=nursery)
     listed = await ask(router, client(DEV), "tools/list")
     assert len(listed["result"]["tools"]) == 4
 
 
 async def test_an_empty_policy_denies_everything(nursery: trio.Nursery) -> None:
-    """``policy: []``: default deny."""
+    """Gateway choice (issue 16 item 3): ``policy: []``: default deny."""
     router = Router(
         make_pool(), CursorCodec("test"), 0, nursery=nursery, access=AccessControl(policy([]))
     )
@@ -228,7 +231,10 @@ async def test_an_empty_policy_denies_everything(nursery: trio.Nursery) -> None:
 async def test_a_cursor_from_one_effective_view_is_invalid_on_another(
     nursery: trio.Nursery,
 ) -> None:
-    """Cursors are per effective view: -32602 when presented by a caller who sees another."""
+    """Gateway choice (issue 16 item 3).
+
+    Cursors are per effective view: -32602 when presented by a caller who sees another.
+    """
     router = make_router(make_pool(), nursery, page_size=1)
     alice = client(PLATFORM)
     first = await ask(router, alice, "tools/list")
@@ -244,7 +250,10 @@ async def test_a_cursor_from_one_effective_view_is_invalid_on_another(
 
 
 async def test_callers_with_the_same_access_share_one_view(nursery: trio.Nursery) -> None:
-    """Memory grows with distinct accesses, not callers: 1,000 members of one group, one view."""
+    """Gateway choice (issue 16 item 3).
+
+    Memory grows with distinct accesses, not callers: 1,000 members of one group, one view.
+    """
     router = make_router(make_pool(), nursery)
     for n in range(1000):
         member = Principal(
@@ -257,7 +266,10 @@ async def test_callers_with_the_same_access_share_one_view(nursery: trio.Nursery
 
 
 async def test_a_denied_call_is_audited_without_a_token(nursery: trio.Nursery) -> None:
-    """``policy.denied``: principal key, method, item, profile; nothing secret."""
+    """Gateway choice (issue 16 item 3).
+
+    ``policy.denied``: principal key, method, item, profile; nothing secret.
+    """
     router = make_router(make_pool(), nursery)
     with capture_logs() as logs:
         await ask(router, client(CI), "tools/call", name="github__create_issue", arguments={})
@@ -278,7 +290,10 @@ async def test_a_denied_call_is_audited_without_a_token(nursery: trio.Nursery) -
 async def test_a_list_hiding_10k_items_logs_one_line_with_the_count(
     nursery: trio.Nursery,
 ) -> None:
-    """A list of 10,000 hidden items is one audit line, not 10,000."""
+    """Gateway choice (issue 16 item 3).
+
+    A list of 10,000 hidden items is one audit line, not 10,000.
+    """
     pool = FakePool()
     pool.add(FakeBackend("big"), tools=tuple({"name": f"t{n}"} for n in range(10_000)))
     router = make_router(pool, nursery)
@@ -292,7 +307,10 @@ async def test_a_list_hiding_10k_items_logs_one_line_with_the_count(
 
 
 async def test_policy_audit_calls_logs_every_call_with_its_outcome(nursery: trio.Nursery) -> None:
-    """``policy_audit: calls``: one ``policy.call`` line per call, allowed or not."""
+    """Gateway choice (issue 16 item 3).
+
+    ``policy_audit: calls``: one ``policy.call`` line per call, allowed or not.
+    """
     router = Router(
         make_pool(),
         CursorCodec("test"),
@@ -312,7 +330,10 @@ async def test_policy_audit_calls_logs_every_call_with_its_outcome(nursery: trio
 
 
 async def test_a_new_policy_applies_to_open_sessions_at_once(nursery: trio.Nursery) -> None:
-    """Reload: the next request of an open session is decided under the new policy."""
+    """Gateway choice (issue 16 item 3).
+
+    Reload: the next request of an open session is decided under the new policy.
+    """
     router = make_router(make_pool(), nursery)
     session = client(CI)
     assert len((await ask(router, session, "tools/list"))["result"]["tools"]) == 1
@@ -332,7 +353,10 @@ async def test_a_new_policy_applies_to_open_sessions_at_once(nursery: trio.Nurse
 
 
 async def test_a_catalog_change_reaches_only_the_views_it_changed(nursery: trio.Nursery) -> None:
-    """list_changed per effective view: a new github tool changes platform's view, not ci's."""
+    """Gateway choice (issue 16 item 3).
+
+    list_changed per effective view: a new github tool changes platform's view, not ci's.
+    """
     pool = make_pool()
     router = make_router(pool, nursery)
     ci, alice = client(CI, "ci"), client(PLATFORM, "alice")
@@ -373,7 +397,10 @@ async def test_a_catalog_change_reaches_only_the_views_it_changed(nursery: trio.
 async def test_without_a_policy_a_change_goes_to_every_client_of_the_profile(
     nursery: trio.Nursery,
 ) -> None:
-    """No policy: list_changes is the profile's change, untagged (everyone hears it)."""
+    """Gateway choice (issue 16 item 3).
+
+    No policy: list_changes is the profile's change, untagged (everyone hears it).
+    """
     pool = make_pool()
     router = Router(pool, CursorCodec("test"), 0, nursery=nursery)
     old = pool.snapshot
@@ -386,7 +413,10 @@ async def test_without_a_policy_a_change_goes_to_every_client_of_the_profile(
 async def test_a_listen_stream_subscribes_only_to_what_its_principal_sees(
     nursery: trio.Nursery,
 ) -> None:
-    """subscriptions/listen: a hidden URI is refused like an unknown one."""
+    """Gateway choice (issue 16 item 3).
+
+    subscriptions/listen: a hidden URI is refused like an unknown one.
+    """
     router = make_router(make_pool(), nursery)
     held = await router.listen(client(DEV, "l1"), ["files+mem://notes.txt"])
     assert held == []
@@ -395,7 +425,9 @@ async def test_a_listen_stream_subscribes_only_to_what_its_principal_sees(
 
 
 async def test_a_hidden_tool_has_no_schema_for_modern_header_checks(nursery: trio.Nursery) -> None:
-    """Mcp-Param-* headers are checked against the caller's view: a hidden tool has no schema,
+    """Gateway choice (issue 16 item 3).
+
+    Mcp-Param-* headers are checked against the caller's view: a hidden tool has no schema,
     like an unknown one, so no header error can hint that it exists."""
     pool = FakePool()
     schema = {"type": "object", "properties": {"q": {"type": "string"}}}
@@ -409,7 +441,10 @@ async def test_a_hidden_tool_has_no_schema_for_modern_header_checks(nursery: tri
 async def test_a_subscription_hidden_by_a_new_policy_delivers_nothing_more(
     nursery: trio.Nursery,
 ) -> None:
-    """resources/updated reaches a subscriber only while its effective view holds the URI."""
+    """Gateway choice (issue 16 item 3).
+
+    resources/updated reaches a subscriber only while its effective view holds the URI.
+    """
     pool = make_pool()
     router = make_router(pool, nursery)
     session = client(CI)
