@@ -245,8 +245,11 @@ async def test_opening_a_profile_the_policy_does_not_grant_is_403_on_both_eras(
         with capture_logs() as logs:
             legacy = await Legacy(http, running.url + path, bearer).open()
             modern = await modern_ask(http, running.url + path, bearer, "tools/list", {})
+            metrics = (await http.get(running.base_url + "/metrics")).text
         assert legacy.status_code == status
         assert modern.status_code == status
+        refused = 'mcp_gateway_rejected_requests_total{reason="policy"} 2.0'
+        assert (refused in metrics) is (status == 403)
         if status == 403:
             for response in (legacy, modern):
                 error = response.json()["error"]
