@@ -41,9 +41,11 @@ from gateway.frontend.origin import OriginPolicy
 from gateway.frontend.stdio import STARTUP_WAIT, StdioServer
 from gateway.frontend.streamable_http import McpEndpoint
 from gateway.identity.keys import JwksError
+from gateway.identity.policy import Policy
 from gateway.identity.service import IdentityService
 from gateway.observability import BackendSample, Metrics
 from gateway.router import Router
+from gateway.router.access import AccessControl, list_changes
 from gateway.router.held import HeldCalls, sealer_for
 from gateway.router.profiles import budgets, profile_views, record_budgets, report
 
@@ -122,6 +124,9 @@ async def open_gateway(
             max_held=config.mrtr.max_held_calls,
             lifetime=config.mrtr.held_call_lifetime,
         )
+        access = AccessControl(
+            Policy.from_config(config.policy), audit_calls=config.policy_audit == "calls"
+        )
         router = Router(
             pool,
             cursors,
@@ -133,6 +138,7 @@ async def open_gateway(
             held=held,
             profiles=views,
             tasks=config.tasks,
+            access=access,
         )
 
         def opened(session: ClientSession) -> None:
@@ -187,7 +193,9 @@ async def open_gateway(
         )
         gateway = Gateway(config, pool, router, clients, app, metrics, endpoint)
 
-        coalescer = ListChangedCoalescer(clients, metrics, config.notifications.debounce)
+        coalescer = ListChangedCoalescer(
+            clients, metrics, config.notifications.debounce, lambda peer: access.on(peer).tag
+        )
         housekeeping.start_soon(coalescer.run)
         gateway.live = live_reload.Live(
             identity=identity,
@@ -211,8 +219,11 @@ async def open_gateway(
             The search index follows here, where the snapshot swaps, so no
             search pays for indexing (only the changed backends are rewritten).
             """
-            for profile, changed in views.refresh(shown[0], snapshot).items():
-                coalescer.add(changed, profile)
+            refreshed = views.refresh(shown[0], snapshot)
+            for profile, tag, changed in list_changes(
+                access, views, clients.peers(), shown[0], snapshot, refreshed
+            ):
+                coalescer.add(changed, profile, tag)
             shown[0] = snapshot
             router.search.follow(snapshot)
             for kind in Kind:

@@ -149,6 +149,26 @@ def _check_profile(config: GatewayConfig, profile: str | None) -> None:
         raise SystemExit(2)
 
 
+def _check_anonymous_access(config: GatewayConfig, profile: str | None) -> None:
+    """Exit 2 when a ``policy:`` lets no anonymous caller open the stdio profile.
+
+    stdio mode has no principal: under a policy only rules with
+    ``anonymous: true`` or ``everyone: true`` apply to it, and a pipe that
+    could see nothing is a configuration mistake better said at start.
+    """
+    from gateway.identity.policy import Policy
+
+    policy = Policy.from_config(config.policy)
+    name = profile or "default"
+    if policy is not None and not policy.decide(None).opens(name):
+        print(
+            f"mcp-gateway: the access policy lets no anonymous caller open the profile {name!r}"
+            " (stdio mode has no principal: add a rule with anonymous: true)",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+
+
 def _fail(command: str, message: str) -> None:
     print(f"mcp-gateway {command}: {message}", file=sys.stderr)
     raise SystemExit(EXIT_CONFIG)
@@ -250,6 +270,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         # stdout belongs to MCP: logs always go to stderr, as JSON lines.
         configure_logging(config.logging.level, "json", sys.stderr)
         _log_choice(choice)
+        _check_anonymous_access(config, args.profile)
         from gateway.app import run_stdio
 
         with _tracing(config):

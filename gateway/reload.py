@@ -1,12 +1,14 @@
 """Applying a changed config file to the running gateway (SIGHUP, ``mcp-gateway reload``).
 
 Everything that can change while serving does: auth (tokens, JWT settings,
-resource metadata), limits, logging, allowed origins and hosts,
-notifications, pagination (a rotated cursor secret keeps verifying for a
-grace period), ``mrtr`` (likewise for ``requestState``) and backends. What
-only a restart can change (the bind address, the port, the MCP path, the
-operations listener, the log format, naming) is refused with a log line that says so, and the rest
-still applies. ``config.reload.applied`` lists the sections that changed.
+resource metadata), the access policy (open sessions see it from the moment
+it is applied, and those whose view it changed hear list_changed), limits,
+logging, allowed origins and hosts, notifications, pagination (a rotated
+cursor secret keeps verifying for a grace period), ``mrtr`` (likewise for
+``requestState``) and backends. What only a restart can change (the bind
+address, the port, the MCP path, the operations listener, the log format,
+naming) is refused with a log line that says so, and the rest still
+applies. ``config.reload.applied`` lists the sections that changed.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from gateway.config import load
 from gateway.errors import ConfigError
 from gateway.frontend.origin import OriginPolicy
 from gateway.identity.keys import JwksError
+from gateway.identity.policy import Policy
 from gateway.observability import set_log_level
 from gateway.protocol.sealed import Sealer
 
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
 
     from gateway.backends.pool import Pool
     from gateway.catalog.cursor import CursorCodec
+    from gateway.catalog.snapshot import Kind
     from gateway.config import GatewayConfig
     from gateway.frontend.auth import RateLimiter
     from gateway.frontend.clients import ClientRegistry
@@ -60,9 +64,19 @@ RESTART_ONLY: Final = (
 
 
 class Coalescer(Protocol):
-    """What a reload changes of the list_changed coalescer: its window."""
+    """What a reload changes of the list_changed coalescer: its window; and what it tells."""
 
     window: float
+
+    def add(
+        self,
+        kinds: frozenset[Kind],
+        profile: str = ...,
+        tag: str | None = None,
+        session: str | None = None,
+    ) -> None:
+        """Note a list_changed for one profile's clients (of one view, or one session)."""
+        ...
 
 
 @dataclass
@@ -231,6 +245,17 @@ async def apply(live: Live, old: GatewayConfig, new: GatewayConfig) -> list[str]
             max_tasks=limits.max_tasks, ttl=limits.ttl, poll_interval=limits.poll_interval
         )
         changed.append("tasks")
+    if (old.policy, old.policy_audit) != (new.policy, new.policy_audit):
+        # From here on every request is decided under the new policy; the
+        # sessions whose effective view it changed hear list_changed.
+        for profile, session, kinds in live.router.access.apply(
+            Policy.from_config(new.policy),
+            audit_calls=new.policy_audit == "calls",
+            peers=live.clients.peers(),
+            base_of=live.router.view,
+        ):
+            live.set_debounce.add(kinds, profile, session=session)
+        changed.append("policy")
     if old.backends != new.backends:
         changed.append("backends")
     await live.pool.reload(new.backends, new.shutdown.drain_timeout)

@@ -65,6 +65,7 @@ from gateway.config.schema_backends import (
 )
 from gateway.config.schema_gateway import GatewayConfig
 from gateway.config.schema_hosts import HOST_FORMATS, BackendsFrom, HostFormat
+from gateway.config.schema_policy import ItemRules, PolicyAudit, PolicyRule
 from gateway.config.schema_profiles import DEFAULT_PROFILE, ProfileConfig
 from gateway.config.schema_tracing import TracingConfig
 
@@ -96,6 +97,9 @@ __all__ = [
     "BackendConfig",
     "GatewayConfig",
     "ProfileConfig",
+    "ItemRules",
+    "PolicyAudit",
+    "PolicyRule",
     "DEFAULT_PROFILE",
     "BackendsFrom",
     "HostFormat",

@@ -58,6 +58,11 @@ _FAILED: Final = _Failed()
 
 _S = TypeVar("_S", bound=Base)
 
+# What msgspec raises for a value it cannot take: a ValidationError, or a
+# UnicodeEncodeError for a string holding a lone surrogate (a YAML "\ud800"
+# escape) where it tries to read a number or a bool from the text.
+_REFUSED: Final = (msgspec.ValidationError, UnicodeEncodeError)
+
 
 def decode(data: object, problems: Problems) -> GatewayConfig | None:
     """Decode a parsed (and expanded) YAML tree.
@@ -76,7 +81,7 @@ def decode(data: object, problems: Problems) -> GatewayConfig | None:
         return None
     try:
         return msgspec.convert(data, GatewayConfig, strict=False)
-    except msgspec.ValidationError:
+    except _REFUSED:
         pass  # find every problem, part by part
     fields, ok = _decode_fields(GatewayConfig, data, "", problems)
     if ok:
@@ -105,11 +110,11 @@ def _identities(backends: object) -> list[BackendIdentity]:
             continue
         try:
             name = msgspec.convert(entry.get("name"), types_["name"], strict=False)
-        except msgspec.ValidationError:
+        except _REFUSED:
             continue
         try:
             prefix = msgspec.convert(entry.get("prefix"), types_["prefix"], strict=False)
-        except msgspec.ValidationError:
+        except _REFUSED:
             prefix = ""  # itself wrong, so kept out of the prefix rules, as "" is
         found.append(BackendIdentity(index, name, prefix))
     return found
@@ -119,7 +124,7 @@ def _decode(tp: Any, value: object, place: str, problems: Problems) -> object:
     """Decode ``value`` as ``tp``; on failure record every problem in it."""
     try:
         return msgspec.convert(value, tp, strict=False)
-    except msgspec.ValidationError:
+    except _REFUSED:
         pass
     if _is_struct(tp):
         return _decode_struct(tp, value, place, problems)
@@ -129,6 +134,11 @@ def _decode(tp: Any, value: object, place: str, problems: Problems) -> object:
     tagged = _tagged_union(tp)
     if tagged is not None:
         return _decode_tagged(tagged, value, place, problems)
+    inner = _optional(tp)
+    if inner is not None and value is not None:
+        # ``list[Rule] | None``: a problem inside the list is reported at
+        # its own place, not as "expected a list or null".
+        return _decode(inner, value, place, problems)
     origin = get_origin(tp)
     if origin is list:
         return _decode_list(get_args(tp)[0], value, place, problems)
@@ -210,6 +220,17 @@ def _empty_section(tp: Any) -> object:
         if _is_struct(item) or _tagged_union(item) is not None:
             return []
     return None
+
+
+def _optional(tp: Any) -> Any:
+    """``X`` of ``X | None`` when X is a list, dict or Struct; None for anything else."""
+    if not (isinstance(tp, types.UnionType) or get_origin(tp) is Union):
+        return None
+    members = [m for m in get_args(tp) if m is not type(None)]
+    if len(members) != 1 or len(get_args(tp)) != 2:
+        return None
+    inner = members[0]
+    return inner if _is_struct(inner) or get_origin(inner) in (list, dict) else None
 
 
 def _is_struct(tp: Any) -> TypeGuard[type[Base]]:
@@ -309,7 +330,7 @@ def _describe(tp: Any, value: object) -> str:
         base, *metadata = get_args(member)
         try:
             converted = msgspec.convert(value, base, strict=False)
-        except msgspec.ValidationError:
+        except _REFUSED:
             continue  # not even the right type
         for meta in metadata:
             if isinstance(meta, msgspec.Meta) and not _satisfies(converted, base, meta):
@@ -322,7 +343,7 @@ def _describe(tp: Any, value: object) -> str:
 def _satisfies(value: object, base: Any, meta: msgspec.Meta) -> bool:
     try:
         msgspec.convert(value, Annotated[base, meta])
-    except msgspec.ValidationError:
+    except _REFUSED:
         return False
     return True
 

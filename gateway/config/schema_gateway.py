@@ -32,6 +32,7 @@ from gateway.config.schema import (
 from gateway.config.schema_auth import AuthConfig
 from gateway.config.schema_backends import BackendConfig
 from gateway.config.schema_hosts import BackendsFrom
+from gateway.config.schema_policy import PolicyAudit, PolicyRule, policy_problems
 from gateway.config.schema_profiles import RESERVED_PREFIX, ProfileConfig, profile_problems
 from gateway.config.schema_tracing import TracingConfig
 
@@ -129,6 +130,11 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
             (``gateway.config.schema_profiles``).
         backends_from: host config files whose servers are backends too,
             after ``backends`` (:mod:`gateway.config.backends_from`).
+        policy: who may open which profile and see which items
+            (``gateway.config.schema_policy``); None (the key absent): every
+            caller sees everything its profile shows.
+        policy_audit: ``denials`` logs each denying decision; ``calls``
+            also logs every call, read and get with its outcome.
     """
 
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
@@ -146,6 +152,8 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
     backends: list[BackendConfig] = msgspec.field(default_factory=list)
     profiles: list[ProfileConfig] = msgspec.field(default_factory=list)
     backends_from: list[BackendsFrom] = msgspec.field(default_factory=list)
+    policy: list[PolicyRule] | None = None
+    policy_audit: PolicyAudit = "denials"
 
     def __post_init__(self) -> None:
         identities = (
@@ -157,6 +165,10 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
         # are checked once those are read (config.backends_from.resolve).
         if not self.backends_from:
             problems += self.profile_problems()
+        if self.policy is not None:
+            problems += policy_problems(
+                self.policy, (p.name for p in self.profiles), self.auth.tokens
+            )
         if problems:
             raise Invalid(*problems)
 

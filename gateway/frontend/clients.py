@@ -25,7 +25,7 @@ import trio
 
 from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.errors import INTERNAL_ERROR, RemoteProtocolError
-from gateway.frontend.listen import Listeners
+from gateway.frontend.listen import Listener, Listeners
 from gateway.protocol import jsonrpc
 
 if TYPE_CHECKING:
@@ -105,6 +105,8 @@ class ClientSession:
     closed: bool = False
     # The key of the principal that opened the session (None: auth off).
     principal: str | None = None
+    # That principal itself, for the access policy (refreshed on each request).
+    caller: Principal | None = None
     _asked: dict[str, _Asked] = field(default_factory=dict)
     _ask_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -318,16 +320,31 @@ class ClientRegistry:
         token = self._caller_tokens.get(owner) if owner is not None else None
         return None if owner is None or token is None else (owner, token)
 
-    def broadcast(self, message: bytes, profile: str | None = None) -> int:
+    def peers(self) -> list[ClientSession | Listener]:
+        """Every initialized session and open listen stream (who can hear list_changed)."""
+        return [s for s in self._sessions.values() if s.initialized] + list(self.listeners)
+
+    def broadcast(
+        self,
+        message: bytes,
+        profile: str | None = None,
+        accept: Callable[[ClientSession | Listener], bool] | None = None,
+    ) -> int:
         """Queue a message for every initialized session and listen stream; returns how many.
 
         Args:
             message: the encoded notification.
             profile: only the clients of this profile (None: everyone).
+            accept: only the clients it accepts (None: all of them); the
+                access policy's per-view list_changed uses it.
         """
-        count = self.listeners.broadcast(message, profile)
+        count = self.listeners.broadcast(message, profile, accept)
         for session in self._sessions.values():
-            if session.initialized and profile in (None, session.profile):
+            if (
+                session.initialized
+                and profile in (None, session.profile)
+                and (accept is None or accept(session))
+            ):
                 session.outbox.put_nowait(message)
                 count += 1
         return count

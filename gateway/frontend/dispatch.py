@@ -27,6 +27,7 @@ from gateway.protocol.versions import negotiate_as_server
 
 if TYPE_CHECKING:
     from gateway.frontend.clients import ClientRegistry, ClientSession
+    from gateway.identity.principal import Principal
     from gateway.observability import Metrics
     from gateway.router import Emit, Router
 
@@ -39,11 +40,13 @@ def open_client_session(
     request: Request,
     profile: str = DEFAULT_PROFILE,
     principal: str | None = None,
+    caller: Principal | None = None,
 ) -> tuple[ClientSession, bytes]:
     """Create a session for an ``initialize`` request; returns it and the response.
 
     The session is bound to ``profile``, the endpoint it was opened on, and
     belongs to ``principal`` (its key): no other credential may use it.
+    ``caller`` is that principal itself, for the access policy.
 
     Raises:
         LocalProtocolError: the params are not an object.
@@ -59,6 +62,7 @@ def open_client_session(
         profile,
         principal,
     )
+    session.caller = caller
     logger.info(
         "client.session.opened",
         client_session=session.session_id[:8],

@@ -25,6 +25,7 @@ from urllib.parse import parse_qs
 import structlog
 import trio
 
+from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.errors import INVALID_REQUEST, LocalProtocolError
 from gateway.frontend import http_util as h
 from gateway.frontend.dispatch import accept_one_way, open_client_session, route_request
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from gateway.frontend.clients import ClientRegistry, ClientSession
     from gateway.frontend.origin import OriginPolicy
     from gateway.identity.authenticator import AuthHolder
+    from gateway.identity.principal import Principal
     from gateway.observability import Metrics
     from gateway.router import Router
 
@@ -60,6 +62,8 @@ class _Link:
     session_opened: trio.Event = field(default_factory=trio.Event)
     # The key of the principal that opened the stream (None: auth off).
     principal: str | None = None
+    # That principal itself, for the access policy (refreshed on each POST).
+    caller: Principal | None = None
 
     def emit(self, message: bytes) -> bool:
         try:
@@ -111,6 +115,7 @@ class LegacySseEndpoint:
             Rejection: refused by the guard, or not a GET for an event stream.
         """
         principal = await self.guard.admit(scope)
+        self._may_open(principal, "HTTP GET")
         self._clients.note_caller(principal)
         if scope["method"] != "GET":
             raise Rejection(
@@ -140,6 +145,7 @@ class LegacySseEndpoint:
             async with trio.open_nursery() as nursery:
                 link = _Link(link_id, nursery, outgoing)
                 link.principal = None if principal is None else principal.key
+                link.caller = principal
                 self._links[link_id] = link
                 nursery.start_soon(h.cancel_on_disconnect, receive, nursery.cancel_scope)
                 nursery.start_soon(self._pump_outbox, link)
@@ -176,6 +182,7 @@ class LegacySseEndpoint:
                 large, not JSON-RPC, or a batch.
         """
         principal = await self.guard.admit(scope)
+        self._may_open(principal, "HTTP POST")
         self._clients.note_caller(principal)
         if scope["method"] != "POST":
             raise Rejection(
@@ -193,8 +200,10 @@ class LegacySseEndpoint:
                 "auth.session.mismatch", principal=who, owner=link.principal, method="POST"
             )
             raise Rejection(404, "Session not found: unknown or closed connection")
+        link.caller = principal
         if link.session is not None:
             link.session.last_seen = trio.current_time()
+            link.session.caller = principal
         try:
             body = await h.read_body(receive, self._max_body)
         except h.BodyTooLarge:
@@ -208,6 +217,19 @@ class LegacySseEndpoint:
         await h.respond(send, 202, b"Accepted", content_type=b"text/plain")
         await self._accept(link, message)
 
+    def _may_open(self, principal: Principal | None, method: str) -> None:
+        """The legacy endpoint serves ``default``: the policy must let the caller open it.
+
+        Raises:
+            Rejection: 403, as on the Streamable HTTP endpoint.
+        """
+        if not self._router.access.opens(principal, DEFAULT_PROFILE, method):
+            raise Rejection(
+                403,
+                "Forbidden: the access policy does not let this caller open the profile 'default'",
+                reason="policy",
+            )
+
     async def _accept(self, link: _Link, message: jsonrpc.Message) -> None:
         if isinstance(message, Request) and message.method == "initialize":
             if link.session is not None:
@@ -215,7 +237,11 @@ class LegacySseEndpoint:
                 return
             try:
                 session, reply = open_client_session(
-                    self._router, self._clients, message, principal=link.principal
+                    self._router,
+                    self._clients,
+                    message,
+                    principal=link.principal,
+                    caller=link.caller,
                 )
             except LocalProtocolError as exc:
                 link.emit(jsonrpc.encode_error(message.id, exc.code, exc.message))

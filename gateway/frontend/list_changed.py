@@ -2,7 +2,9 @@
 
 A backend that sends a thousand list_changed a second must reach hosts as a
 trickle (issue 5, robustness D16), and a change reaches only the clients of
-the profiles whose view it changed (issue 15).
+the profiles whose view it changed (issue 15), and under an access policy
+only the clients whose *effective* view it changed (issue 16): a change is
+then noted with the tag of that view, and only clients of that tag hear it.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.protocol import jsonrpc
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gateway.catalog.snapshot import Kind
-    from gateway.frontend.clients import ClientRegistry
+    from gateway.frontend.clients import ClientRegistry, ClientSession
+    from gateway.frontend.listen import Listener
     from gateway.observability import Metrics
 
 
@@ -28,18 +33,48 @@ class ListChangedCoalescer:
     collected and sent once when it closes.
     """
 
-    def __init__(self, clients: ClientRegistry, metrics: Metrics, window: float) -> None:
+    def __init__(
+        self,
+        clients: ClientRegistry,
+        metrics: Metrics,
+        window: float,
+        tag_of: Callable[[ClientSession | Listener], str] | None = None,
+    ) -> None:
         self._clients = clients
         self._metrics = metrics
         self.window = window
-        # (profile, list_changed method): each profile's clients hear of their own view.
-        self._pending: set[tuple[str, str]] = set()
+        # The tag of a client's effective view now (router.access); only
+        # consulted for changes noted with a tag.
+        self._tag_of = tag_of
+        # (profile, view tag or "", session id or "", list_changed method):
+        # each profile's clients hear of their own view; "" is every client
+        # of the profile.
+        self._pending: set[tuple[str, str, str, str]] = set()
         self._wake = trio.Event()
 
-    def add(self, kinds: frozenset[Kind], profile: str = DEFAULT_PROFILE) -> None:
-        """Note that these kinds of ``profile``'s view changed; sent at the end of the window."""
-        self._pending.update((profile, k.list_changed) for k in kinds)
+    def add(
+        self,
+        kinds: frozenset[Kind],
+        profile: str = DEFAULT_PROFILE,
+        tag: str | None = None,
+        session: str | None = None,
+    ) -> None:
+        """Note that these kinds of ``profile``'s view changed; sent at the end of the window.
+
+        ``tag`` limits it to the clients of that effective view, ``session``
+        to that one client (a reloaded policy changed its view); None: all
+        of the profile's clients.
+        """
+        self._pending.update((profile, tag or "", session or "", k.list_changed) for k in kinds)
         self._wake.set()
+
+    def _accept(self, tag: str, session: str) -> Callable[[ClientSession | Listener], bool] | None:
+        if session:
+            return lambda peer: peer.session_id == session
+        tag_of = self._tag_of
+        if not tag or tag_of is None:
+            return None
+        return lambda peer: tag_of(peer) == tag
 
     async def run(self) -> None:
         """Send what is pending, then wait out the window, forever."""
@@ -47,7 +82,9 @@ class ListChangedCoalescer:
             await self._wake.wait()
             self._wake = trio.Event()
             pending, self._pending = sorted(self._pending), set()
-            for profile, method in pending:
-                sent = self._clients.broadcast(jsonrpc.encode_notification(method), profile)
+            for profile, tag, session, method in pending:
+                sent = self._clients.broadcast(
+                    jsonrpc.encode_notification(method), profile, self._accept(tag, session)
+                )
                 self._metrics.notifications_sent.labels(kind=method).inc(sent)
             await trio.sleep(self.window)

@@ -36,10 +36,11 @@ from gateway.frontend.get_stream import KEEPALIVE_INTERVAL
 from gateway.protocol.listen import LIST_CHANGED_FIELDS, Subscription, honour
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Callable, Iterator
 
     import msgspec
 
+    from gateway.identity.principal import Principal
     from gateway.protocol.envelope import Envelope
     from gateway.protocol.jsonrpc import Request, RequestId
     from gateway.protocol.listen import ListenFilter
@@ -71,6 +72,7 @@ class Listener:
     ended: trio.Event = field(default_factory=trio.Event)
     dropped: int = 0
     principal: str | None = None
+    caller: Principal | None = None
 
     def __post_init__(self) -> None:
         self._send, self.inbox = trio.open_memory_channel[bytes](LISTENER_QUEUE)
@@ -129,14 +131,23 @@ class Listeners:
         """A stream ended."""
         self._open.pop(listener.session_id, None)
 
-    def broadcast(self, message: bytes, profile: str | None = None) -> int:
+    def __iter__(self) -> Iterator[Listener]:
+        return iter(list(self._open.values()))
+
+    def broadcast(
+        self,
+        message: bytes,
+        profile: str | None = None,
+        accept: Callable[[Listener], bool] | None = None,
+    ) -> int:
         """Queue a notification for every stream that asked for it; returns how many.
 
-        ``profile`` limits it to the streams opened on that profile's endpoint.
+        ``profile`` limits it to the streams opened on that profile's endpoint,
+        ``accept`` to the streams it accepts (one effective view's).
         """
         count = 0
         for listener in list(self._open.values()):
-            if profile in (None, listener.profile):
+            if profile in (None, listener.profile) and (accept is None or accept(listener)):
                 count += listener.offer(message)
         return count
 
@@ -170,6 +181,7 @@ async def registered(
     envelope: Envelope,
     asked: ListenFilter,
     profile: str = DEFAULT_PROFILE,
+    caller: Principal | None = None,
 ) -> AsyncIterator[Listener]:
     """One listener, in the fan-out for as long as the block runs (rules 2 and 5).
 
@@ -179,7 +191,13 @@ async def registered(
     and on leaving (however it is left) the listener leaves the broadcast
     and the router releases its subscriptions.
     """
-    listener = Listener(honour(request_id, asked, _OFFERED, []), envelope, profile=profile)
+    listener = Listener(
+        honour(request_id, asked, _OFFERED, []),
+        envelope,
+        profile=profile,
+        principal=None if caller is None else caller.key,
+        caller=caller,
+    )
     try:
         held = await router.listen(listener, asked.uris)
         listener.subscription = honour(request_id, asked, _OFFERED, held)
@@ -203,9 +221,16 @@ async def serve_listen(
     envelope: Envelope,
     asked: ListenFilter,
     profile: str = DEFAULT_PROFILE,
+    caller: Principal | None = None,
 ) -> None:
-    """Serve one listen request until the client or the gateway ends it (rule 5)."""
-    async with registered(router, listeners, request.id, envelope, asked, profile) as listener:
+    """Serve one listen request until the client or the gateway ends it (rule 5).
+
+    ``caller`` is whom the request was authenticated as: the stream carries
+    only what the access policy lets it see.
+    """
+    async with registered(
+        router, listeners, request.id, envelope, asked, profile, caller
+    ) as listener:
         await send(
             {
                 "type": "http.response.start",

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from contextlib import AbstractContextManager
 
+    from gateway.identity.principal import Principal
     from gateway.protocol.envelope import Envelope
     from gateway.protocol.jsonrpc import Request
     from gateway.router import Emit, Router
@@ -78,9 +79,16 @@ def _error_status(reply: bytes) -> int:
 
 
 def validate(
-    router: Router, scope: h.Scope, request: Request, profile: str = DEFAULT_PROFILE
+    router: Router,
+    scope: h.Scope,
+    request: Request,
+    profile: str = DEFAULT_PROFILE,
+    caller: Principal | None = None,
 ) -> tuple[Envelope, dict[str, Any]]:
     """Rule 1: the envelope, headers and method of a modern request.
+
+    ``Mcp-Param-*`` headers are checked against the schema of the tool as
+    ``caller`` sees it: a tool the access policy hides has none.
 
     Returns:
         The envelope and the decoded params.
@@ -96,7 +104,7 @@ def validate(
     envelope = parse_modern(request.method, params, headers)
     check_method(request.method)
     if request.method == "tools/call":
-        schema = router.public_tool_schema(params.get("name"), profile)
+        schema = router.public_tool_schema(params.get("name"), profile, caller)
         if schema is not None:
             check_param_headers(schema, params.get("arguments"), headers)
     return envelope, params
@@ -140,11 +148,13 @@ async def serve_modern(
     profile: str = DEFAULT_PROFILE,
     principal: str | None = None,
     callers: Callable[[str, str | None], AbstractContextManager[None]] | None = None,
+    caller: Principal | None = None,
 ) -> None:
     """Answer one modern request POSTed to the endpoint of ``profile``.
 
     ``principal`` (its key) is whom the request was authenticated as: its
-    cursors and ``requestState`` are made for, and checked against, it.
+    cursors and ``requestState`` are made for, and checked against, it;
+    ``caller`` is that principal itself, for the access policy.
     ``callers`` (``ClientRegistry.modern_caller``) names that principal as
     the caller of the request's backend sessions while it runs, so a
     ``token_exchange`` backend exchanges that caller's token.
@@ -155,7 +165,7 @@ async def serve_modern(
         Rejection: a failed check (rule 1), answered by ``rejection.answer``.
     """
     try:
-        envelope, params = validate(router, scope, request, profile)
+        envelope, params = validate(router, scope, request, profile, caller)
         asked = parse_filter(params) if request.method == LISTEN else None
     except (ModernProtocolError, LocalProtocolError) as exc:
         status = http_status_for(exc.code)
@@ -163,7 +173,9 @@ async def serve_modern(
             status, exc.message, code=exc.code, msg_id=request.id, data=exc.data
         ) from None
     if asked is not None and listeners is not None:
-        await serve_listen(router, listeners, receive, send, request, envelope, asked, profile)
+        await serve_listen(
+            router, listeners, receive, send, request, envelope, asked, profile, caller
+        )
         return
     if request.method == "server/discover":
         result = mcp.encode(router.discover_result(profile))
@@ -172,10 +184,12 @@ async def serve_modern(
 
     async def route(emit: Emit) -> bytes:
         """Route under a scope the stream's closing cancels (rule 5); b"" if it did."""
-        modern = ModernRequest(envelope=envelope, emit=emit, profile=profile, principal=principal)
+        modern = ModernRequest(
+            envelope=envelope, emit=emit, profile=profile, principal=principal, caller=caller
+        )
         reply = b""
-        caller = callers(modern.session_id, principal) if callers is not None else nullcontext()
-        with caller:
+        naming = callers(modern.session_id, principal) if callers is not None else nullcontext()
+        with naming:
             reply = await _route(modern)
         return finish(router, request, params, reply)
 

@@ -52,6 +52,8 @@ class Rejection(Exception):
         headers: extra response headers (``Allow``, ``Retry-After``, ...).
         data: the JSON-RPC error's ``data`` (2026-07-28 -32022 names the
             supported versions there).
+        reason: the metric's reason label, when the status alone would
+            mislabel it (an access policy's 403 is ``policy``, not ``origin``).
     """
 
     def __init__(
@@ -63,8 +65,10 @@ class Rejection(Exception):
         msg_id: jsonrpc.RequestId | None = None,
         headers: Iterable[tuple[bytes, bytes]] = (),
         data: Any = None,
+        reason: str | None = None,
     ) -> None:
         super().__init__(message)
+        self._reason = reason
         self.data = data
         self.status = status
         self.message = message
@@ -75,6 +79,8 @@ class Rejection(Exception):
     @property
     def reason(self) -> str:
         """The metric's reason label for this refusal."""
+        if self._reason is not None:
+            return self._reason
         return REJECTION_REASONS.get(self.status, "other")
 
     def body(self) -> bytes:

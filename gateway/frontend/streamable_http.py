@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from gateway.frontend.clients import ClientRegistry, ClientSession
     from gateway.frontend.origin import OriginPolicy
     from gateway.identity.authenticator import AuthHolder
+    from gateway.identity.principal import Principal
     from gateway.observability import Metrics
     from gateway.router import Emit, Router
 
@@ -119,9 +120,19 @@ class McpEndpoint:
             Rejection: the request is refused (answered by ``rejection.answer``).
         """
         principal = await self.guard.admit(scope)
-        who = None if principal is None else principal.key
-        self._clients.note_caller(principal)
         method = scope["method"]
+        if not self._router.access.opens(principal, profile, f"HTTP {method}"):
+            # 403, not 404: profile paths are no secret (each has its own
+            # resource metadata), and a host told "forbidden" knows to ask for
+            # other access rather than to look for a typo (docs/security.md).
+            raise Rejection(
+                403,
+                f"Forbidden: the access policy does not let this caller open "
+                f"the profile {profile!r}",
+                reason="policy",
+            )
+        # The latest token of this caller, for token_exchange backends.
+        self._clients.note_caller(principal)
         if method in ("GET", "DELETE") and sessionless_get_or_delete_is_modern(
             _text(h.header(scope, MCP_SESSION_ID_HEADER_RAW)),
             _text(h.header(scope, MCP_PROTOCOL_VERSION_HEADER_RAW)),
@@ -132,13 +143,15 @@ class McpEndpoint:
             )
         if method == "POST":
             with self.activity:
-                await self._post(scope, receive, send, profile, who)
+                await self._post(scope, receive, send, profile, principal)
         elif method == "GET":
             if not h.accepts(scope, SSE_MEDIA_TYPE):
                 raise Rejection(406, "Not Acceptable: Accept must list text/event-stream")
-            await serve_get_stream(scope, receive, send, self._session_for(scope, profile, who))
+            await serve_get_stream(
+                scope, receive, send, self._session_for(scope, profile, principal)
+            )
         elif method == "DELETE":
-            session = self._session_for(scope, profile, who)
+            session = self._session_for(scope, profile, principal)
             self._clients.close(session)
             logger.info(
                 "client.session.closed", client_session=session.session_id[:8], reason="delete"
@@ -151,8 +164,9 @@ class McpEndpoint:
 
     # -- session lookup ----------------------------------------------------
 
-    def _session_for(self, scope: h.Scope, profile: str, who: str | None) -> ClientSession:
+    def _session_for(self, scope: h.Scope, profile: str, caller: Principal | None) -> ClientSession:
         raw = h.header(scope, MCP_SESSION_ID_HEADER_RAW)
+        who = None if caller is None else caller.key
         if raw is None:
             raise Rejection(400, "Bad Request: Mcp-Session-Id header is required")
         session = self._clients.get(raw.decode("ascii")) if raw.isascii() else None
@@ -183,6 +197,7 @@ class McpEndpoint:
             # only unsupported values an error, and the official conformance
             # suite (server-sse-multiple-streams) relies on exactly that.
         session.last_seen = trio.current_time()
+        session.caller = caller  # the same key; its claims may be fresher
         if self._session_limiter is not None:
             wait = self._session_limiter.check(session.session_id, session.last_seen)
             if wait:
@@ -224,7 +239,12 @@ class McpEndpoint:
             raise Rejection(400, exc.message, code=exc.code, msg_id=_decode_error_id(exc)) from None
 
     async def _post(
-        self, scope: h.Scope, receive: h.Receive, send: h.Send, profile: str, who: str | None
+        self,
+        scope: h.Scope,
+        receive: h.Receive,
+        send: h.Send,
+        profile: str,
+        caller: Principal | None,
     ) -> None:
         message = await self._read_message(scope, receive)
         session_id = _text(h.header(scope, MCP_SESSION_ID_HEADER_RAW))
@@ -240,7 +260,8 @@ class McpEndpoint:
                 message,
                 self._clients.listeners,
                 profile=profile,
-                principal=who,
+                principal=None if caller is None else caller.key,
+                caller=caller,
                 callers=self._clients.modern_caller,
             )
         elif isinstance(message, Notification) and is_modern_notification(
@@ -248,11 +269,11 @@ class McpEndpoint:
         ):
             await h.respond(send, 202)  # nothing to do: a modern client cancels by closing
         elif isinstance(message, list):
-            await self._post_batch(scope, send, message, profile, who)
+            await self._post_batch(scope, send, message, profile, caller)
         elif isinstance(message, Request) and message.method == "initialize":
-            await self._initialize(scope, send, message, profile, who)
+            await self._initialize(scope, send, message, profile, caller)
         else:
-            session = self._session_for(scope, profile, who)
+            session = self._session_for(scope, profile, caller)
             if isinstance(message, Request):
                 await self._post_request(send, session, message)
             else:
@@ -265,10 +286,10 @@ class McpEndpoint:
         send: h.Send,
         members: list[jsonrpc.Message | LocalProtocolError],
         profile: str,
-        who: str | None,
+        caller: Principal | None,
     ) -> None:
         # Batches exist only in 2025-03-26 (robustness A6/A7).
-        session = self._session_for(scope, profile, who)
+        session = self._session_for(scope, profile, caller)
         if not supports_batches(session.protocol_version):
             raise Rejection(
                 400,
@@ -300,7 +321,7 @@ class McpEndpoint:
         await h.respond(send, 200, b"[" + b",".join(replies) + b"]")
 
     async def _initialize(
-        self, scope: h.Scope, send: h.Send, request: Request, profile: str, who: str | None
+        self, scope: h.Scope, send: h.Send, request: Request, profile: str, caller: Principal | None
     ) -> None:
         if h.header(scope, MCP_SESSION_ID_HEADER_RAW) is not None:
             raise Rejection(
@@ -326,7 +347,14 @@ class McpEndpoint:
                 headers=[(b"retry-after", b"5")],
             )
         try:
-            session, body = open_client_session(self._router, self._clients, request, profile, who)
+            session, body = open_client_session(
+                self._router,
+                self._clients,
+                request,
+                profile,
+                None if caller is None else caller.key,
+                caller,
+            )
         except LocalProtocolError as exc:
             await h.respond(send, 200, jsonrpc.encode_error(request.id, exc.code, exc.message))
             return

@@ -80,6 +80,9 @@ class Call:
     snapshot: Snapshot
     emit: Emit | None = None
     backend: str = ""
+    # The tag of the effective view ``snapshot`` is ("" when no policy
+    # narrows it): cursors are made for, and checked against, this view.
+    view_tag: str = ""
 
 
 @dataclass(frozen=True, slots=True)

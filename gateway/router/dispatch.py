@@ -52,6 +52,7 @@ from gateway.protocol.tables import LogLevels, Owners, Subscriptions
 from gateway.protocol.tasks import EXTENSION as TASKS_EXTENSION
 from gateway.protocol.tasks import TASK_METHODS, starts_task
 from gateway.router import initialize, modern
+from gateway.router.access import AccessControl, item_of
 from gateway.router.calls import Call, Calls, Forwarder, Targets
 from gateway.router.held import HeldCalls, holdable, sealer_for
 from gateway.router.levels import Levels
@@ -66,7 +67,8 @@ if TYPE_CHECKING:
     import msgspec
 
     from gateway.catalog.cursor import CursorCodec
-    from gateway.catalog.snapshot import Snapshot
+    from gateway.catalog.snapshot import Kind, Snapshot
+    from gateway.identity.principal import Principal
     from gateway.protocol.jsonrpc import Request
     from gateway.router.metrics import RouterMetrics
     from gateway.router.views import BackendView, ClientPeer, Emit, PoolView
@@ -121,6 +123,8 @@ class Router:
             client's profile view of the snapshot (``catalog.profiles``).
             Only ``default``, selecting everything, when none is given.
         tasks: bounds of the tasks the gateway runs for modern hosts.
+        access: the access policy; each request is routed through its
+            principal's effective view of the profile (``router.access``).
     """
 
     def __init__(
@@ -136,8 +140,10 @@ class Router:
         held: HeldCalls | None = None,
         profiles: ProfileViews | None = None,
         tasks: TasksConfig | None = None,
+        access: AccessControl | None = None,
     ) -> None:
         self._pool = pool
+        self.access = access if access is not None else AccessControl()
         self.profiles = profiles if profiles is not None else ProfileViews(separator=separator)
         self._held = held if held is not None else HeldCalls(nursery, sealer_for(""))
         self._nursery = nursery
@@ -151,10 +157,14 @@ class Router:
         calls = Calls(targets, forwarder, metrics)
         self._lists = Lists(pool, cursors, page_size, metrics)
         self.search = SearchMode(lambda: pool.snapshot, calls.call_tool, separator, self.profiles)
+        self.search.on_hidden = lambda call, name: self.access.denied_search_target(
+            call.client, self.view(call.client.profile), name
+        )
         self._levels = Levels(pool, wanted)
         self._wanted = wanted
         self._subscriptions = SubscriptionRelay(pool, subscriptions, targets, forwarder)
         self._to_clients = ToClients(owners, subscriptions, wanted)
+        self._to_clients.sees = self._sees
         self._up: set[str] = set()
         limits = tasks if tasks is not None else TasksConfig()
         self.tasks = TaskRunner(
@@ -221,6 +231,15 @@ class Router:
         """The current snapshot as the profile's clients see it."""
         return self.profiles.view(profile, self._pool.snapshot)
 
+    def _sees(self, client: ClientPeer, uri: str) -> bool:
+        """Whether ``uri`` is in the client's effective view (always, with no policy)."""
+        return self.access.policy is None or self.effective(client)[1].resolve_uri(uri) is not None
+
+    def effective(self, client: ClientPeer) -> tuple[Snapshot, Snapshot, str]:
+        """(the profile's view, the client's effective view of it, that view's tag)."""
+        base = self.view(client.profile)
+        return (base, *self.access.effective(client, base))
+
     def _shows(self, profile: str) -> Callable[[str], bool]:
         """Which backends a profile's clients may learn of (capabilities, instructions)."""
         selected = self.profiles.profile(profile)
@@ -245,19 +264,23 @@ class Router:
     def discover_result(self, profile: str = DEFAULT_PROFILE) -> dict[str, Any]:
         """The gateway's ``server/discover`` answer (``modern.discover``)."""
         result = modern.discover(self._pool, self._shows(profile))
-        if self.tasks.offered(profile, self.view(profile)):
+        if self.tasks.offered(self.view(profile)):
             capabilities = result["capabilities"]
             extensions = capabilities.setdefault("extensions", {})
             extensions[TASKS_EXTENSION] = {}
         return result
 
-    def public_tool_schema(self, name: object, profile: str = DEFAULT_PROFILE) -> object:
+    def public_tool_schema(
+        self, name: object, profile: str = DEFAULT_PROFILE, caller: Principal | None = None
+    ) -> object:
         """The public tool's ``inputSchema`` (for ``Mcp-Param-*``), or None.
 
-        Looked up in the profile's view: a tool outside it has no schema to
-        check headers against, exactly like an unknown one.
+        Looked up in the caller's effective view of the profile: a tool
+        outside it has no schema to check headers against, exactly like an
+        unknown one (no header error may hint that it exists).
         """
-        return modern.public_tool_schema(self.view(profile), name)
+        view = self.access.view_of(caller, profile, self.view(profile))[0]
+        return modern.public_tool_schema(view, name)
 
     async def handle_modern(
         self, request: modern.ModernRequest, message: Request, params: object
@@ -272,9 +295,8 @@ class Router:
         if message.method in TASK_METHODS or starts_task(message.method, params):
             assert isinstance(params, dict)
             try:
-                answer = await self.tasks.serve(
-                    request, message, params, self.view(request.profile)
-                )
+                # The caller's own view: a tool the policy hides starts no task.
+                answer = await self.tasks.serve(request, message, params, self.effective(request)[1])
             except (ModernProtocolError, LocalProtocolError) as exc:
                 return jsonrpc.encode_error(message.id, exc.code, exc.message, exc.data)
             if answer is not None:
@@ -329,7 +351,7 @@ class Router:
         ``listener_closed`` undoes all of it.
         """
         self._to_clients.opened(listener)
-        call = Call(listener, self.view(listener.profile))
+        call = Call(listener, self.effective(listener)[1])
         held: list[str] = []
         for uri in uris:
             try:
@@ -361,15 +383,19 @@ class Router:
         started = time.perf_counter()
         handler = self._handlers.get(request.method)
         outcome = "ok"
-        call = Call(client, self.view(client.profile), emit)
+        base, effective, tag = self.effective(client)
+        call = Call(client, effective, emit, view_tag=tag)
         err: ProtocolError | None = None
         span: tracing.ServerSpan | None = None
+        params: dict[str, Any] | None = None
+        named: tuple[Kind, str] | None = None  # before a handler rewrites the name
         try:
             if handler is None:
                 raise LocalProtocolError(f"method not found: {request.method}", METHOD_NOT_FOUND)
             params = mcp.decode_params(request.params)
             if tracing.active is not None:  # the only cost when tracing is off (tracing rule 1)
                 span = _server_span(tracing.active, client, request.method, params)
+            named = item_of(request.method, params)
             result = await handler(call, params)
             return jsonrpc.encode_response(request.id, result)
         except BackendUnavailable as exc:
@@ -381,8 +407,7 @@ class Router:
             self._metrics.timeouts.labels(backend=exc.backend).inc()
             self._metrics.cancellations.labels(direction="timeout").inc()
         except ProtocolError as exc:
-            outcome = "error"
-            err = exc
+            outcome, err = "error", exc
         except trio.Cancelled:
             outcome = "cancelled"
             self._metrics.cancellations.labels(direction="client").inc()
@@ -410,6 +435,8 @@ class Router:
                 outcome=outcome,
                 duration_ms=round(elapsed * 1000, 3),
             )
+            code = None if err is None else err.code
+            self.access.audit(client, request.method, params, named, (base, effective), code)
         assert err is not None
         return jsonrpc.encode_error(request.id, err.code, err.message, err.data)
 

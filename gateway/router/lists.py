@@ -112,6 +112,9 @@ class Lists:
         cursor = params.get("cursor")
         # The main endpoint's cursors name no profile, as before profiles.
         profile = "" if call.client.profile == DEFAULT_PROFILE else call.client.profile
+        if call.view_tag:
+            # One effective view's cursor is -32602 on another (router.access).
+            profile = f"{profile}#{call.view_tag}"
         try:
             position = (
                 None
@@ -162,10 +165,10 @@ class Lists:
         self._metrics.pages_served.labels(kind=kind.value).inc()
         rendered = render_page(kind.value, items, next_cursor, unavailable)
         if isinstance(call.client, ModernRequest):
-            return self._with_hint(kind, rendered)
+            return self._with_hint(kind, rendered, private=bool(call.view_tag))
         return rendered
 
-    def _with_hint(self, kind: Kind, page: msgspec.Raw) -> msgspec.Raw:
+    def _with_hint(self, kind: Kind, page: msgspec.Raw, *, private: bool) -> msgspec.Raw:
         """A modern host's page with the merged hint of the backends behind the list.
 
         Every backend up that offers the list contributes (``caching.mdx``
@@ -183,6 +186,10 @@ class Lists:
         if body is None:  # pragma: no cover - render_page always builds an object
             return page
         body.update(merge_hints(hints).as_fields())
+        if private:
+            # The list depends on who asks (an access policy narrows it):
+            # no shared cache may hand it to another principal.
+            body["cacheScope"] = "private"
         return mcp.encode(body)
 
     async def _fetch_passthrough(

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from gateway.catalog.snapshot import Snapshot
+    from gateway.identity.principal import Principal
     from gateway.protocol.envelope import Envelope
     from gateway.router.held import HeldCall
     from gateway.router.views import Emit, PoolView
@@ -86,6 +87,7 @@ class ModernRequest:
     # name and its own requestState (None when it sent none).
     backend_state: tuple[str, str | None] | None = None
     principal: str | None = None
+    caller: Principal | None = None
 
     @property
     def protocol_version(self) -> str:

@@ -111,6 +111,9 @@ class SearchMode:
         self._indexed: Snapshot = EMPTY_SNAPSHOT
         # Per profile, the view whose overrides the index holds.
         self._views: dict[str, Snapshot] = {}
+        # Told when gateway__call_tool names a tool outside the caller's
+        # effective view (the router's audit line); nothing by default.
+        self.on_hidden: Callable[[Call, str], None] | None = None
 
     @property
     def indexed(self) -> Snapshot:
@@ -187,7 +190,11 @@ class SearchMode:
         profile = call.client.profile
         tools = view.view(Kind.TOOLS).by_key
         index = self.index()
-        self._sync_profile(index, profile, view)
+        # The index holds the profile's overrides, not one caller's: the
+        # effective view only narrows which hits come back (``within``).
+        profiles = self._profiles
+        base = view if profiles is None else profiles.view(profile, self._current())
+        self._sync_profile(index, profile, base)
         # Catalog rows of the tools the profile shows unchanged, and the
         # profile's own rows for the ones it overrides (catalog.search rule 5);
         # each hit is answered with the view's entry (its name, its text).
@@ -222,6 +229,8 @@ class SearchMode:
             # Unknown, outside the profile, or bad arguments: the same text
             # for unknown and outside (rule 4).
             text = exc.message if target in call.snapshot.view(Kind.TOOLS).by_key else None
+            if text is None and self.on_hidden is not None:
+                self.on_hidden(call, target)
             return _tool_error(text or self._unknown(target))
 
     def _unknown(self, target: str) -> str:

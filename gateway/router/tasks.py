@@ -59,6 +59,8 @@ if TYPE_CHECKING:
 
 logger = structlog.get_logger("gateway.tasks")
 EMPTY_ACK: bytes = msgspec.json.encode({"resultType": "complete"})
+# Views whose task support is remembered at once (profiles x distinct accesses).
+OFFERED_CACHE = 256
 
 
 @dataclass(eq=False, slots=True)
@@ -149,8 +151,9 @@ class TaskRunner:
         self._ttl_ms = self._poll_ms = 0
         self.configure(max_tasks=max_tasks, ttl=ttl, poll_interval=poll_interval)
         self._running: dict[str, TaskRequest] = {}
-        # Per profile: the view last asked about, and whether it offers tasks.
-        self._offered: dict[str, tuple[Snapshot, bool]] = {}
+        # Per view (a profile's, or a caller's effective one), kept with the
+        # view itself so the id is not reused: whether it offers tasks.
+        self._offered: dict[int, tuple[Snapshot, bool]] = {}
 
     def configure(self, *, max_tasks: int, ttl: float, poll_interval: float) -> None:
         """New bounds (a reload): for tasks created from now on; kept tasks stay."""
@@ -158,16 +161,18 @@ class TaskRunner:
         self._ttl_ms = max(1, round(ttl * 1000))
         self._poll_ms = max(1, round(poll_interval * 1000))
 
-    def offered(self, profile: str, view: Snapshot) -> bool:
+    def offered(self, view: Snapshot) -> bool:
         """Whether any tool of the view supports tasks (the extension is advertised)."""
-        cached = self._offered.get(profile)
+        cached = self._offered.get(id(view))
         if cached is not None and cached[0] is view:
             return cached[1]
         found = any(
             TASK_SUPPORT_MARK in entry.encoded and _support(entry.encoded) != "forbidden"
             for entry in view.view(Kind.TOOLS).entries
         )
-        self._offered[profile] = (view, found)
+        if len(self._offered) >= OFFERED_CACHE:
+            self._offered.clear()  # old snapshots' views: let them go
+        self._offered[id(view)] = (view, found)
         return found
 
     async def serve(
@@ -198,6 +203,7 @@ class TaskRunner:
             envelope=request.envelope,
             profile=request.profile,
             principal=request.principal,
+            caller=request.caller,  # the access policy decides the task's call as the request's
             task=task,
         )
         self._running[task.task_id] = background
@@ -208,7 +214,7 @@ class TaskRunner:
     def _task_method(
         self, request: ModernRequest, message: Request, params: dict[str, Any], view: Snapshot
     ) -> bytes:
-        if not self.offered(request.profile, view):
+        if not self.offered(view):
             raise MethodNotFound(message.method)
         if not declares_tasks(request.capabilities):
             raise MissingClientCapability({"extensions": {EXTENSION: {}}})

@@ -35,6 +35,8 @@ from gateway.protocol import jsonrpc, mcp
 from gateway.router.modern import ModernRequest
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import msgspec
 
     from gateway.protocol.tables import LogLevels, Owners, Subscriptions
@@ -68,6 +70,10 @@ class ToClients:
         self._subscriptions = subscriptions
         self._levels = levels
         self._clients: dict[str, ClientPeer] = {}
+        # Whether a client may see a public resource URI now (the access
+        # policy, set by the router): a subscription made before a reload
+        # hid its resource delivers nothing more. None: every holder may.
+        self.sees: Callable[[ClientPeer, str], bool] | None = None
 
     def opened(self, client: ClientPeer) -> None:
         """A client session was created: it may now receive messages."""
@@ -103,11 +109,11 @@ class ToClients:
         holders = (
             {client} if client is not None else self._subscriptions.subscribers(backend.name, uri)
         )
-        body["uri"] = public_uri(backend.prefix, uri)
+        public = body["uri"] = public_uri(backend.prefix, uri)
         message = jsonrpc.encode_notification("notifications/resources/updated", mcp.encode(body))
         for holder in holders:
             peer = self._clients.get(holder)
-            if peer is not None:
+            if peer is not None and (self.sees is None or self.sees(peer, public)):
                 peer.notify_nowait(message)
 
     def _log_message(

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from gateway.backends.backend import BackendState, ServerInfo
     from gateway.catalog.snapshot import Kind, Snapshot
     from gateway.config import BackendConfig
+    from gateway.identity.principal import Principal
     from gateway.protocol.caching import CacheHint
 
 # Sends a message on the related request's stream; False when it could not
@@ -47,6 +48,15 @@ class ClientPeer(Protocol):
 
         Cursors and sealed ``requestState`` made for one principal verify
         for no other.
+        """
+        ...
+
+    @property
+    def caller(self) -> Principal | None:
+        """The principal itself (None: auth off), for the access policy.
+
+        Decided anew on every request, so a reloaded policy applies to
+        sessions already open.
         """
         ...
 

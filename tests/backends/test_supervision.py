@@ -516,7 +516,7 @@ class FakeClients:
     sent: list[tuple[float, str]] = field(default_factory=list)
     profiles: list[str | None] = field(default_factory=list)
 
-    def broadcast(self, message: bytes, profile: str | None = None) -> int:
+    def broadcast(self, message: bytes, profile: str | None = None, accept: object = None) -> int:
         self.sent.append((trio.current_time(), json.loads(message)["method"]))
         self.profiles.append(profile)
         return self.sessions

@@ -19,6 +19,7 @@ from gateway.frontend.origin import OriginPolicy
 from gateway.frontend.streamable_http import McpEndpoint
 from gateway.observability import Metrics
 from gateway.protocol import jsonrpc
+from gateway.router.access import AccessControl
 from tests.robustness.support import ACCEPT_BOTH, AsgiResponse, asgi_call, sse_messages
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ class FakeRouter:
     def __init__(self) -> None:
         self.fail_initialize = False
         self.progress_first = False
+        self.access = AccessControl()  # no policy: every profile opens
 
     def initialize_result(self, version: str, profile: str = "default") -> msgspec.Raw:
         if self.fail_initialize:

@@ -22,7 +22,15 @@ import trio
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.harness import Running, gateway_config, start_gateway, stdio_backend
+from gateway.config import parse
+from tests.harness import (
+    ENGINE,
+    Running,
+    gateway_config,
+    sdk_backend,
+    start_gateway,
+    stdio_backend,
+)
 
 SCRIPT: Final = Path(__file__).parents[1] / "node" / "oidc_server.mjs"
 RESOURCE: Final = "http://gw.test/mcp"
@@ -68,11 +76,11 @@ async def _oidc_provider(
                 await process.wait()
 
 
-async def _token(port: int, scope: str) -> str:
+async def _token(port: int, scope: str, client: str = "mcp-host") -> str:
     async with httpx.AsyncClient() as http:
         response = await http.post(
             f"http://127.0.0.1:{port}/token",
-            auth=("mcp-host", "mcp-host-secret"),
+            auth=(client, f"{client}-secret"),
             data={"grant_type": "client_credentials", "resource": RESOURCE, "scope": scope},
         )
     assert response.status_code == 200, response.text
@@ -80,11 +88,11 @@ async def _token(port: int, scope: str) -> str:
     return token
 
 
-async def _tool_names(running: Running, token: str) -> list[str]:
+async def _tool_names(running: Running, token: str, path: str = "") -> list[str]:
     headers = {"Authorization": f"Bearer {token}"}
     async with (
         httpx.AsyncClient(headers=headers) as http,
-        streamable_http_client(running.url, http_client=http) as (read, write, _),
+        streamable_http_client(running.url + path, http_client=http) as (read, write, _),
         ClientSession(read, write) as session,
     ):
         await session.initialize()
@@ -221,3 +229,59 @@ async def test_the_sdk_client_discovers_the_idp_from_the_gateways_401_and_gets_i
             await session.initialize()
             names = [tool.name for tool in (await session.list_tools()).tools]
         assert names and all(name.startswith("toolbox__") for name in names)
+
+
+async def test_an_oidc_provider_token_reaches_exactly_the_profiles_and_tools_the_policy_grants(
+    nursery: trio.Nursery,
+) -> None:
+    """Issue 16 "done when": the official client with an oidc-provider token carrying a groups
+    claim reaches exactly the profiles and tools the access policy grants."""
+    port = _free_port()
+    issuer = f"http://127.0.0.1:{port}"
+    async with _oidc_provider(port):
+        document = {
+            "server": {"host": "127.0.0.1", "port": 0, "engine": ENGINE, "public_url": RESOURCE},
+            "auth": {"jwt": {"jwks_url": f"{issuer}/jwks", "issuer": issuer}},
+            "backends": [sdk_backend("alpha"), sdk_backend("beta")],
+            "profiles": [{"name": "math", "backends": {"include": ["beta"]}}],
+            "policy": [
+                {"claims": {"groups": ["platform"]}, "profiles": ["*"]},
+                {
+                    "claims": {"groups": ["dev"]},
+                    "profiles": ["default"],
+                    "tools": {"allow": ["alpha__echo", "beta__echo"]},
+                },
+                {"everyone": True, "tools": {"deny": ["*fail*"]}},
+            ],
+        }
+        running = await start_gateway(nursery, parse(json.dumps(document), env={}))
+        platform = await _token(port, "mcp:tools", "mcp-host")
+        dev = await _token(port, "mcp:tools", "ci-bot")
+        everything = await _tool_names(running, platform)
+        assert "alpha__pid" in everything and "beta__multiply" in everything
+        assert "alpha__fail" not in everything
+        assert await _tool_names(running, platform, "/math") == ["beta__echo", "beta__multiply"]
+        assert await _tool_names(running, dev) == ["alpha__echo", "beta__echo"]
+        async with httpx.AsyncClient() as http:
+            refused = await http.post(
+                running.url + "/math",
+                headers={
+                    "authorization": f"Bearer {dev}",
+                    "accept": "application/json, text/event-stream",
+                    "content-type": "application/json",
+                },
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "1"},
+                    },
+                },
+            )
+        assert refused.status_code == 403
+        assert refused.json()["error"]["message"] == (
+            "Forbidden: the access policy does not let this caller open the profile 'math'"
+        )

@@ -15,7 +15,9 @@
 //
 // Listens on 127.0.0.1:PORT with issuer http://127.0.0.1:PORT, signs with a
 // key made at start (a restart is a key rotation: a new kid), and prints one
-// JSON line {"ready": true, "kid": ...} on stdout once listening.
+// JSON line {"ready": true, "kid": ...} on stdout once listening. Two clients,
+// mcp-host (groups platform, dev) and ci-bot (groups dev), get their groups in
+// a `groups` claim of their access tokens.
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { createPublicKey } from 'node:crypto';
 import { jwtVerify } from 'jose';
@@ -37,6 +39,8 @@ const { privateKey } = generateKeyPairSync(...keyOptions);
 const kid = randomUUID();
 const jwk = { ...privateKey.export({ format: 'jwk' }), kid, alg, use: 'sig' };
 
+const GROUPS = { 'mcp-host': ['platform', 'dev'], 'ci-bot': ['dev'] };
+
 const provider = new Provider(issuer, {
   clients: [
     {
@@ -53,8 +57,21 @@ const provider = new Provider(issuer, {
       redirect_uris: [],
       response_types: [],
     },
+    {
+      client_id: 'ci-bot',
+      client_secret: 'ci-bot-secret',
+      grant_types: ['client_credentials'],
+      redirect_uris: [],
+      response_types: [],
+    },
   ],
-  extraTokenClaims: (ctx) => ctx.exchanged,
+  // A groups claim per client, as an IdP's group mapper puts one in access
+  // tokens: what the gateway's access policy matches on; an exchanged token
+  // also carries what the exchange grant below set (subject_sub, act).
+  extraTokenClaims: (ctx, token) => ({
+    groups: GROUPS[token.clientId] ?? [],
+    ...(ctx.exchanged ?? {}),
+  }),
   scopes: ['mcp:tools', 'mcp:admin'],
   features: {
     devInteractions: { enabled: false },

@@ -20,6 +20,7 @@ from gateway.catalog.naming import NamingRules
 from gateway.catalog.snapshot import BackendListing, Catalog, Kind, Snapshot
 from gateway.config import BackendConfig, StdioBackend, Timeouts
 from gateway.errors import BackendUnavailable, RequestTimeout
+from gateway.identity.principal import Principal
 from gateway.protocol import jsonrpc
 from gateway.protocol.caching import NO_CACHE, CacheHint
 from gateway.protocol.versions import LATEST_VERSION
@@ -214,6 +215,7 @@ class FakeClient:
     notifications: list[Any] = field(default_factory=list)
     asked: list[tuple[str, Any, Emit | None]] = field(default_factory=list)
     principal: str | None = None
+    caller: Principal | None = None
 
     def notify_nowait(self, message: bytes) -> None:
         """Keep an unsolicited message, decoded."""

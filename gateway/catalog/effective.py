@@ -1,0 +1,112 @@
+"""Effective views: a profile's view narrowed to what one access admits (sans-IO, issue 16).
+
+Rules:
+
+1. An effective view is a :class:`~gateway.catalog.snapshot.Snapshot` of
+   its own, built from a profile's view exactly as a profile's view is
+   built from the shared snapshot: the same ``Entry`` objects, a few
+   pointers per item. Every lookup, page and cursor written against a
+   snapshot works on it unchanged, so an item it leaves out is unknown
+   (-32602) in every request that names it, with no special case.
+2. Which items stay is one predicate, ``admits(kind, public)``, the
+   policy's decision (``identity.policy``); resource URIs routed by prefix
+   (a template's instances) go through it too (``admits_uri``).
+3. The gateway's own search-mode tools (backend ``""``) stay whenever the
+   profile lists them: opening the profile grants its search.
+4. :class:`EffectiveViews` keeps one view per (profile, key), where the
+   key is the hashable access (``ProfileAccess``): memory grows with the
+   distinct accesses, not the callers. A profile's views are dropped
+   when its own view is replaced (a snapshot swap).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Final
+
+from gateway.catalog.snapshot import Kind, KindView, Snapshot
+
+Admits = Callable[[Kind, str], bool]
+
+#: The backend name of the gateway's own tools (``catalog.profiles.gateway_entries``).
+GATEWAY_BACKEND: Final = ""
+
+
+def _narrow(view: KindView, kind: Kind, admits: Admits) -> KindView:
+    entries = tuple(e for e in view.entries if e.backend == GATEWAY_BACKEND or admits(kind, e.key))
+    if len(entries) == len(view.entries):
+        return view
+    return KindView(entries, tuple(e.key for e in entries), {e.key: e for e in entries})
+
+
+def narrow(view: Snapshot, admits: Admits) -> Snapshot:
+    """``view`` with only the items ``admits`` lets through (rules 1-3)."""
+    base_uri = view.admits_uri
+
+    def admits_uri(public: str, backend: str) -> bool:
+        if base_uri is not None and not base_uri(public, backend):
+            return False
+        return admits(Kind.RESOURCES, public)
+
+    listed = view.listed_tools
+    return Snapshot(
+        views={kind: _narrow(view.view(kind), kind, admits) for kind in Kind},
+        prefixes=view.prefixes,
+        unprefixed=view.unprefixed,
+        problems=view.problems,
+        admits_uri=admits_uri,
+        listed_tools=None if listed is None else _narrow(listed, Kind.TOOLS, admits),
+        renamed_tools=view.renamed_tools,
+        overridden_tools=view.overridden_tools,
+    )
+
+
+def hidden(base: Snapshot, effective: Snapshot, kind: Kind) -> int:
+    """How many listed items of ``kind`` the effective view hides (for one audit line)."""
+    return len(base.listed(kind).entries) - len(effective.listed(kind).entries)
+
+
+def changed_kinds(before: Snapshot, after: Snapshot) -> frozenset[Kind]:
+    """The kinds whose served or listed items differ between two views."""
+    return frozenset(
+        kind
+        for kind in Kind
+        if before.view(kind).entries != after.view(kind).entries
+        or before.listed(kind).entries != after.listed(kind).entries
+    )
+
+
+class EffectiveViews:
+    """The effective views in use, one per (profile, access key) (rule 4)."""
+
+    def __init__(self) -> None:
+        self._bases: dict[str, Snapshot] = {}
+        self._views: dict[tuple[str, Hashable], Snapshot] = {}
+
+    def __len__(self) -> int:
+        return len(self._views)
+
+    def view(self, profile: str, base: Snapshot, key: Hashable, admits: Admits) -> Snapshot:
+        """The effective view of ``base`` (the profile's view) for ``key``.
+
+        Args:
+            profile: the profile's name.
+            base: the profile's view of the current snapshot.
+            key: the hashable access the view is for.
+            admits: that access's decision; called only to build the view.
+        """
+        if self._bases.get(profile) is not base:
+            self._bases[profile] = base
+            self._views = {k: v for k, v in self._views.items() if k[0] != profile}
+        found = self._views.get((profile, key))
+        if found is None:
+            found = self._views[(profile, key)] = narrow(base, admits)
+        return found
+
+    def clear(self) -> None:
+        """Forget every view (the policy changed)."""
+        self._bases.clear()
+        self._views.clear()
+
+
+__all__ = ["Admits", "EffectiveViews", "changed_kinds", "hidden", "narrow"]

@@ -1,0 +1,309 @@
+"""The access policy where the router meets it: effective views, profile checks, audit lines.
+
+The decision is :mod:`gateway.identity.policy` (sans-IO); the narrowing is
+:mod:`gateway.catalog.effective`. This module only joins them to a
+request: which principal, which profile, which view; and it writes the
+audit log (issue 16 item 3):
+
+- ``policy.denied``: one line per denying decision, with the principal's
+  key, the method, the item and the profile; never a token (a principal
+  holds none). A list that hides items is one line with a count, however
+  many it hides.
+- ``policy.call``: with ``policy_audit: calls``, one line per call, read
+  and get (principal, method, item, outcome).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import structlog
+
+from gateway.catalog.effective import EffectiveViews, changed_kinds, hidden, narrow
+from gateway.catalog.profiles import restrict
+from gateway.catalog.snapshot import Kind
+from gateway.identity.policy import EVERYTHING_ON, ProfileAccess, decide
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
+
+    from gateway.catalog.profiles import ProfileViews
+    from gateway.catalog.snapshot import Snapshot
+    from gateway.identity.policy import Policy
+    from gateway.identity.principal import Principal
+    from gateway.router.views import ClientPeer
+
+logger = structlog.get_logger("gateway.policy")
+
+#: The methods that name one item, and how to find its name in the params.
+ITEM_METHODS: Final = {
+    "tools/call": (Kind.TOOLS, "name"),
+    "prompts/get": (Kind.PROMPTS, "name"),
+    "resources/read": (Kind.RESOURCES, "uri"),
+    "resources/subscribe": (Kind.RESOURCES, "uri"),
+    "resources/unsubscribe": (Kind.RESOURCES, "uri"),
+}
+#: The methods ``policy_audit: calls`` logs.
+AUDITED: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
+_LISTS: Final = {kind.list_method: kind for kind in Kind}
+
+
+def principal_key(principal: Principal | None) -> str:
+    """The principal as the audit log names it (``anonymous`` when auth is off)."""
+    return "anonymous" if principal is None else principal.key
+
+
+def item_of(method: str, params: dict[str, Any]) -> tuple[Kind, str] | None:
+    """The kind and public name (or URI) a request names; None for one naming no item."""
+    if method == "completion/complete":
+        ref = params.get("ref")
+        if isinstance(ref, dict):
+            if ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
+                return Kind.PROMPTS, ref["name"]
+            if ref.get("type") == "ref/resource" and isinstance(ref.get("uri"), str):
+                return Kind.RESOURCES, ref["uri"]
+        return None
+    found = ITEM_METHODS.get(method)
+    if found is None:
+        return None
+    value = params.get(found[1])
+    return (found[0], value) if isinstance(value, str) else None
+
+
+def _exists(view: Snapshot, kind: Kind, public: str) -> bool:
+    if kind is Kind.RESOURCES:
+        return view.resolve_uri(public) is not None
+    return view.resolve(kind, public) is not None
+
+
+class AccessControl:
+    """The policy in force and the effective views it yields.
+
+    Args:
+        policy: the compiled ``policy:`` (None: everyone sees everything).
+        audit_calls: log ``policy.call`` for each call, read and get.
+    """
+
+    def __init__(self, policy: Policy | None = None, *, audit_calls: bool = False) -> None:
+        self.policy = policy
+        self.audit_calls = audit_calls
+        self.views = EffectiveViews()
+
+    def apply(
+        self,
+        policy: Policy | None,
+        *,
+        audit_calls: bool,
+        peers: Iterable[ClientPeer] = (),
+        base_of: Callable[[str], Snapshot] | None = None,
+    ) -> list[tuple[str, str, frozenset[Kind]]]:
+        """Put another policy in force (reload); every effective view is rebuilt on demand.
+
+        Args:
+            policy: the new policy (None: no policy).
+            audit_calls: the new ``policy_audit: calls``.
+            peers: the open sessions and listen streams.
+            base_of: a profile's view of the current snapshot.
+
+        Returns:
+            (profile, session id, kinds) for each peer whose effective view
+            changed, so that exactly those peers hear a list_changed (a tag
+            would not do: a peer may move into a view others already had).
+        """
+        before = {id(peer): (peer, self.on(peer)) for peer in peers}
+        self.policy = policy
+        self.audit_calls = audit_calls
+        self.views.clear()
+        if base_of is None:
+            return []
+        # Per (profile, old access, new access): the kinds, computed once.
+        diffs: dict[tuple[str, ProfileAccess, ProfileAccess], frozenset[Kind]] = {}
+        told: list[tuple[str, str, frozenset[Kind]]] = []
+        for peer, old in before.values():
+            new = self.on(peer)
+            if old == new:
+                continue
+            key = (peer.profile, old, new)
+            if key not in diffs:
+                base = base_of(peer.profile)
+                diffs[key] = changed_kinds(
+                    base if old.everything else narrow(base, old.admitter()),
+                    base if new.everything else narrow(base, new.admitter()),
+                )
+            if diffs[key]:
+                told.append((peer.profile, peer.session_id, diffs[key]))
+        return told
+
+    def changes(
+        self, peers: Iterable[ClientPeer], profile: str, before: Snapshot, after: Snapshot
+    ) -> dict[str, frozenset[Kind]]:
+        """After a snapshot swap: per view tag of ``profile``'s peers, the kinds that changed.
+
+        ``before`` and ``after`` are the profile's own views; each distinct
+        access among the peers is narrowed once (memory and time grow with
+        the accesses, not the peers).
+        """
+        out: dict[str, frozenset[Kind]] = {}
+        seen: set[str] = set()
+        for peer in peers:
+            if peer.profile != profile:
+                continue
+            access = self.on(peer)
+            if access.tag in seen:
+                continue
+            seen.add(access.tag)
+            if access.everything:
+                kinds = changed_kinds(before, after)
+            else:
+                kinds = changed_kinds(
+                    narrow(before, access.admitter()),
+                    self.views.view(profile, after, access, access.admitter()),
+                )
+            if kinds:
+                out[access.tag] = kinds
+        return out
+
+    def on(self, client: ClientPeer) -> ProfileAccess:
+        """What the client's principal may see on the client's profile, under the policy now."""
+        return self.on_profile(client.caller, client.profile)
+
+    def on_profile(self, principal: Principal | None, profile: str) -> ProfileAccess:
+        """What ``principal`` may see on ``profile``, under the policy now."""
+        if self.policy is None:
+            return EVERYTHING_ON
+        return decide(self.policy, principal).on(profile)
+
+    def effective(self, client: ClientPeer, base: Snapshot) -> tuple[Snapshot, str]:
+        """(the client's effective view of ``base``, the view's tag)."""
+        return self.view_of(client.caller, client.profile, base)
+
+    def view_of(
+        self, principal: Principal | None, profile: str, base: Snapshot
+    ) -> tuple[Snapshot, str]:
+        """(``principal``'s effective view of ``base``, ``profile``'s view; the view's tag)."""
+        access = self.on_profile(principal, profile)
+        if access.everything:
+            return base, ""
+        return self.views.view(profile, base, access, access.admitter()), access.tag
+
+    def opens(self, principal: Principal | None, profile: str, method: str) -> bool:
+        """Whether ``principal`` may open ``profile``; a refusal is logged (``policy.denied``)."""
+        if self.policy is None or decide(self.policy, principal).opens(profile):
+            return True
+        logger.warning(
+            "policy.denied",
+            principal=principal_key(principal),
+            method=method[:64],
+            profile=profile,
+            item=None,
+            reason="profile",
+        )
+        return False
+
+    def audit(
+        self,
+        client: ClientPeer,
+        method: str,
+        params: dict[str, Any] | None,
+        item: tuple[Kind, str] | None,
+        views: tuple[Snapshot, Snapshot],
+        error: int | None,
+    ) -> None:
+        """Write the audit lines one finished request calls for (see the module doc).
+
+        Args:
+            client: who asked.
+            method: what.
+            params: the request's params (None: they did not decode).
+            item: what the request named (:func:`item_of`, read before the
+                handler rewrote the name to the backend's own).
+            views: (the profile's view, the client's effective view).
+            error: the JSON-RPC error code of the answer; None for a result.
+        """
+        if self.policy is None:
+            return
+        base, effective = views
+        who = principal_key(client.caller)
+        kind = _LISTS.get(method)
+        if kind is not None:
+            if params is not None and params.get("cursor") is None:
+                count = hidden(base, effective, kind)
+                if count:
+                    logger.info(
+                        "policy.denied",
+                        principal=who,
+                        method=method,
+                        profile=client.profile,
+                        item=None,
+                        hidden=count,
+                    )
+            return
+        if item is None:
+            return
+        if error is not None and _exists(base, *item) and not _exists(effective, *item):
+            logger.warning(
+                "policy.denied",
+                principal=who,
+                method=method,
+                profile=client.profile,
+                item=item[1][:256],
+            )
+        if self.audit_calls and method in AUDITED:
+            logger.info(
+                "policy.call",
+                principal=who,
+                method=method,
+                profile=client.profile,
+                item=item[1][:256],
+                outcome="ok" if error is None else f"error {error}",
+            )
+
+    def denied_search_target(self, client: ClientPeer, base: Snapshot, name: str) -> None:
+        """``gateway__call_tool`` named a tool the profile has but the principal may not see."""
+        if self.policy is not None and base.resolve(Kind.TOOLS, name) is not None:
+            logger.warning(
+                "policy.denied",
+                principal=principal_key(client.caller),
+                method="tools/call",
+                profile=client.profile,
+                item=name[:256],
+                via="gateway__call_tool",
+            )
+
+
+def list_changes(
+    access: AccessControl,
+    profiles: ProfileViews,
+    peers: Iterable[ClientPeer],
+    old: Snapshot,
+    new: Snapshot,
+    changed: Mapping[str, frozenset[Kind]],
+) -> list[tuple[str, str | None, frozenset[Kind]]]:
+    """After a snapshot swap: (profile, view tag, kinds) for each list_changed to send.
+
+    With no policy, every client of a changed profile hears it (tag None).
+    Under a policy, a profile's change reaches a client only when it
+    changed the client's effective view: the tags come from
+    :meth:`AccessControl.changes`.
+
+    Args:
+        access: the policy in force.
+        profiles: the profiles' views.
+        peers: the open sessions and listen streams.
+        old: the snapshot swapped out.
+        new: the snapshot swapped in.
+        changed: ``ProfileViews.refresh(old, new)``.
+    """
+    if access.policy is None:
+        return [(profile, None, kinds) for profile, kinds in changed.items()]
+    peers = list(peers)
+    out: list[tuple[str, str | None, frozenset[Kind]]] = []
+    for profile in changed:
+        selected = profiles.profile(profile)
+        if selected is None:
+            continue
+        before = restrict(old, selected, profiles.separator)
+        after = profiles.view(profile, new)
+        for tag, kinds in access.changes(peers, profile, before, after).items():
+            out.append((profile, tag, kinds))
+    return out
