@@ -373,8 +373,10 @@ async def test_the_otlp_exporter_sends_the_spans_to_the_endpoint_with_the_header
             await session.call_tool("traced__trace_context", {})
     finally:
         # The flush blocks on the exporter's HTTP POST: off the event loop here, as
-        # the command does it after trio.run has returned.
-        await trio.to_thread.run_sync(tracing.shutdown)
+        # the command does it after trio.run has returned; shielded and bounded,
+        # so a cancelled test still flushes and never hangs on it.
+        with trio.move_on_after(10, shield=True):
+            await trio.to_thread.run_sync(tracing.shutdown)
     assert _Collector.received
     names = set()
     for path, headers, export in _Collector.received:

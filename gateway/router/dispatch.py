@@ -296,7 +296,8 @@ class Router:
             assert isinstance(params, dict)
             try:
                 # The caller's own view: a tool the policy hides starts no task.
-                answer = await self.tasks.serve(request, message, params, self.effective(request)[1])
+                view = self.effective(request)[1]
+                answer = await self.tasks.serve(request, message, params, view)
             except (ModernProtocolError, LocalProtocolError) as exc:
                 return jsonrpc.encode_error(message.id, exc.code, exc.message, exc.data)
             if answer is not None:
