@@ -271,7 +271,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         configure_logging(config.logging.level, "json", sys.stderr)
         _log_choice(choice)
         _check_anonymous_access(config, args.profile)
-        from gateway.app import run_stdio
+        from gateway.process import run_stdio
 
         with _tracing(config):
             run_stdio(config, choice.path, args.profile)
@@ -280,7 +280,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         configure_logging("warning", "json", sys.stderr)
         import trio
 
-        from gateway.app import catalog_report
+        from gateway.process import catalog_report
 
         print(trio.run(catalog_report, config, args.profile))
         return
@@ -294,7 +294,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         config = msgspec.structs.replace(config, server=server)
     configure_logging(config.logging.level, config.logging.format)
     _log_choice(choice)
-    from gateway.app import run  # hypercorn and trio load only for serving
+    from gateway.process import run  # hypercorn and trio load only for serving
 
     with _tracing(config):
         run(config, choice.path)

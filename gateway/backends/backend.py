@@ -33,8 +33,7 @@ import structlog
 import trio
 
 from gateway import tracing
-from gateway.backends.channel import ChannelOpener, open_channel
-from gateway.backends.credentials import BackendCredentials
+from gateway.backends.credentials import connectors
 from gateway.backends.gate import Gate
 from gateway.backends.handlers import BackendNotificationHandler, BackendRequestHandler
 from gateway.backends.handshake import (
@@ -52,7 +51,6 @@ from gateway.backends.supervisor import (
 )
 from gateway.backends.upstream_listen import BRIDGED
 from gateway.catalog.snapshot import Kind
-from gateway.config import NetworkBackend
 from gateway.errors import (
     METHOD_NOT_FOUND,
     BackendUnavailable,
@@ -72,6 +70,7 @@ if TYPE_CHECKING:
 
     import msgspec
 
+    from gateway.backends.channel import ChannelOpener
     from gateway.backends.credentials import Subject
     from gateway.catalog.snapshot import BackendListing
     from gateway.config import BackendConfig
@@ -129,15 +128,8 @@ class Backend:
         self._on_notification = on_notification
         self._on_request = on_request
         log = logger.bind(backend=self.name)
-        opener: ChannelOpener = connect or open_channel
-        self.credentials: BackendCredentials | None = None
-        """The ``auth:`` block at work (its token request counts are a metric)."""
-        client_opener: Callable[[str], ChannelOpener] | None = None
-        if connect is None and isinstance(config, NetworkBackend) and config.auth is not None:
-            self.credentials = BackendCredentials(
-                self.name, config.auth, subjects=subjects or (lambda _client: None)
-            )
-            opener, client_opener = self.credentials.openers(open_channel)
+        # The ``auth:`` block at work (its token request counts are a metric).
+        self.credentials, opener, client_opener = connectors(config, connect, subjects)
         self._handshake = Handshake()
         self._gate = Gate(self.name, config.max_in_flight, config.max_pending)
         self._links = Links(
@@ -148,7 +140,7 @@ class Backend:
             on_request=self._handle_request,
             on_notification=self._handle_notification,
             log=log,
-            tool_schema=self._tool_schema,
+            tool_schema=lambda name: self._supervisor.tool_schema(name),
             shared_info=lambda: self._supervisor.info,
         )
         self._supervisor = Supervisor(
@@ -162,9 +154,6 @@ class Backend:
             rng=rng,
             log=log,
         )
-
-    def _tool_schema(self, name: str) -> object:
-        return self._supervisor.tool_schema(name)
 
     # -- what the pool, the router and the metrics read ----------------------
 

@@ -36,6 +36,7 @@ import httpx
 import structlog
 import trio
 
+from gateway.backends.channel import open_channel
 from gateway.backends.token_grants import (
     CLIENT_CREDENTIALS,
     CallerToken,
@@ -47,6 +48,7 @@ from gateway.backends.token_grants import (
     parse_token_response,
     token_exchange_request,
 )
+from gateway.config import NetworkBackend
 from gateway.errors import CredentialUnavailable
 
 if TYPE_CHECKING:
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
     from gateway.backends.channel import ChannelOpener
+    from gateway.config import BackendConfig
     from gateway.config.schema_backend_auth import BackendAuth
     from gateway.transports.base import MessageChannel
 
@@ -366,3 +369,25 @@ class BackendCredentials:
             "backend.credential.issued", grant=grant, lifetime=issued.expires_at - started
         )
         return issued
+
+
+def connectors(
+    config: BackendConfig,
+    connect: ChannelOpener | None,
+    subjects: Callable[[str], Subject | None] | None,
+) -> tuple[BackendCredentials | None, ChannelOpener, Callable[[str], ChannelOpener] | None]:
+    """A backend's credentials (if its ``auth:`` asks for any) and its two openers.
+
+    ``connect`` (tests' in-memory fakes) wins over everything; a network
+    backend with ``auth:`` gets openers that carry its credential, the
+    shared session's and a client session's; anything else opens plainly.
+    """
+    if connect is not None:
+        return None, connect, None
+    if isinstance(config, NetworkBackend) and config.auth is not None:
+        credentials = BackendCredentials(
+            config.name, config.auth, subjects=subjects or (lambda _client: None)
+        )
+        shared, for_client = credentials.openers(open_channel)
+        return credentials, shared, for_client
+    return None, open_channel, None

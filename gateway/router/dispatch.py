@@ -37,9 +37,7 @@ from gateway.backends.backend import BackendState
 from gateway.catalog.profiles import DEFAULT_PROFILE, ProfileViews
 from gateway.config.schema_gateway import TasksConfig
 from gateway.errors import (
-    INTERNAL_ERROR,
     METHOD_NOT_FOUND,
-    REQUEST_TIMEOUT_CODE,
     BackendUnavailable,
     GatewayError,
     LocalProtocolError,
@@ -54,6 +52,7 @@ from gateway.protocol.tasks import TASK_METHODS, starts_task
 from gateway.router import initialize, modern
 from gateway.router.access import AccessControl, item_of
 from gateway.router.calls import Call, Calls, Forwarder, Targets
+from gateway.router.failures import server_span, timed_out, unavailable
 from gateway.router.held import HeldCalls, holdable, sealer_for
 from gateway.router.levels import Levels
 from gateway.router.lists import Lists
@@ -76,33 +75,6 @@ if TYPE_CHECKING:
 logger = structlog.get_logger("gateway.router")
 
 Handler = Callable[[Call, dict[str, Any]], Awaitable["msgspec.Raw"]]
-
-
-def _unavailable(exc: BackendUnavailable) -> LocalProtocolError:
-    return LocalProtocolError(
-        str(exc), INTERNAL_ERROR, data={"reason": exc.kind, "backend": exc.backend}
-    )
-
-
-def _timed_out(exc: RequestTimeout) -> LocalProtocolError:
-    return LocalProtocolError(
-        f"backend {exc.backend!r} did not answer within {exc.seconds:.3g} s",
-        REQUEST_TIMEOUT_CODE,
-        data={"reason": "timeout", "backend": exc.backend, "seconds": round(exc.seconds, 3)},
-    )
-
-
-def _server_span(
-    tracer: tracing.Tracer, client: ClientPeer, method: str, params: dict[str, Any]
-) -> tracing.ServerSpan:
-    """The host request's span (tracing on): continues the HTTP request's trace headers."""
-    return tracer.server_span(
-        method,
-        params,
-        version=client.protocol_version,
-        profile=client.profile,
-        incoming=tracing.incoming_headers(),
-    )
 
 
 class Router:
@@ -395,16 +367,16 @@ class Router:
                 raise LocalProtocolError(f"method not found: {request.method}", METHOD_NOT_FOUND)
             params = mcp.decode_params(request.params)
             if tracing.active is not None:  # the only cost when tracing is off (tracing rule 1)
-                span = _server_span(tracing.active, client, request.method, params)
+                span = server_span(tracing.active, client, request.method, params)
             named = item_of(request.method, params)
             result = await handler(call, params)
             return jsonrpc.encode_response(request.id, result)
         except BackendUnavailable as exc:
             outcome = "unavailable"
-            err = _unavailable(exc)
+            err = unavailable(exc)
         except RequestTimeout as exc:
             outcome = "timeout"
-            err = _timed_out(exc)
+            err = timed_out(exc)
             self._metrics.timeouts.labels(backend=exc.backend).inc()
             self._metrics.cancellations.labels(direction="timeout").inc()
         except ProtocolError as exc:
