@@ -9,11 +9,14 @@ The host is raw ``httpx`` with the 2026-07-28 envelope.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any, Final
 
 import httpx
+import msgspec
 import trio
 
+from gateway.config import parse
 from tests.frontend.test_modern_http import modern, send, sse_messages
 from tests.harness import gateway_config, sdk_backend, start_gateway
 
@@ -27,9 +30,16 @@ WAIT: Final = 15.0  # real processes on 2 shared cores
 TOKENS: Final = {"alice": "alice-secret-token-0123456789", "bob": "bob-secret-token-0123456789"}
 
 
-async def _start(nursery: trio.Nursery, **sections: Any) -> Running:
+async def _start(
+    nursery: trio.Nursery, policy: list[dict[str, Any]] | None = None, **sections: Any
+) -> Running:
     backend = sdk_backend("conformance_backend", "c")
-    return await start_gateway(nursery, gateway_config([backend], **sections))
+    config = gateway_config([backend], **sections)
+    if policy is not None:  # a list: gateway_config merges only mappings
+        document = json.loads(msgspec.json.encode(config))
+        document["policy"] = policy
+        config = parse(json.dumps(document), env={})
+    return await start_gateway(nursery, config)
 
 
 async def _ask(
@@ -178,3 +188,22 @@ async def test_a_task_belongs_to_the_principal_that_created_it(nursery: trio.Nur
     assert bob["error"]["message"] == f"unknown taskId: {task_id}"
     alice = await _until(running, task_id, {"completed"}, token=TOKENS["alice"])
     assert alice["taskId"] == task_id
+
+
+async def test_a_tool_the_policy_hides_starts_no_task(nursery: trio.Nursery) -> None:
+    """Under a policy the task tools are the caller's: hidden is -32602, as unknown."""
+    policy = [
+        {"tokens": ["alice"], "profiles": ["*"]},
+        {"tokens": ["bob"], "profiles": ["*"], "tools": {"deny": ["c__slow_compute"]}},
+    ]
+    running = await _start(nursery, policy, auth={"tokens": TOKENS})
+    call = {"name": "c__slow_compute", "arguments": {"seconds": 0}}
+    alice = await _ask(running, "tools/call", call, token=TOKENS["alice"], **WITH_TASKS)
+    assert alice["result"]["resultType"] == "task"
+    bob = await _ask(running, "tools/call", call, token=TOKENS["bob"], **WITH_TASKS)
+    unknown = {**call, "name": "c__no_such_tool"}
+    nobody = await _ask(running, "tools/call", unknown, token=TOKENS["bob"], **WITH_TASKS)
+    assert bob["error"]["code"] == nobody["error"]["code"] == -32602
+    assert bob["error"]["message"].replace("slow_compute", "X") == nobody["error"][
+        "message"
+    ].replace("no_such_tool", "X")
