@@ -44,6 +44,9 @@ FORM_MEDIA_TYPE: Final = "application/x-www-form-urlencoded"
 # How long a token without ``expires_in`` is used (rule 2): short, because
 # nothing says how long it lives; a 401 refreshes it sooner anyway.
 DEFAULT_LIFETIME: Final = 300.0
+# A longer ``expires_in`` is read as this (a year): a token is still
+# refreshed now and then, and no number overflows the clock's float.
+MAX_LIFETIME: Final = 365 * 86400
 # The longest error description kept from a token endpoint's answer.
 MAX_DESCRIPTION: Final = 200
 
@@ -229,15 +232,16 @@ def parse_token_response(
         # DPoP or MAC token cannot be sent as a plain bearer token.
         raise TokenEndpointError(status, "", f"token_type {str(token_type)[:40]!r} is not Bearer")
     expires_in = data.get("expires_in")
+    lifetime = DEFAULT_LIFETIME
+    # An int of 400 digits is valid JSON; float() of it overflows, so it is
+    # capped while still an int (found by the property test).
     if (
         isinstance(expires_in, int | float)
         and not isinstance(expires_in, bool)
-        and math.isfinite(expires_in)
         and expires_in > 0
+        and (isinstance(expires_in, int) or math.isfinite(expires_in))
     ):
-        lifetime = float(expires_in)
-    else:
-        lifetime = DEFAULT_LIFETIME
+        lifetime = float(min(expires_in, MAX_LIFETIME))
     return IssuedToken(
         token, refresh_time(now, lifetime, skew, fraction), expires_at=now + lifetime
     )

@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from gateway.backends.token_grants import (
@@ -275,6 +275,7 @@ def test_backend_auth_problems_are_placed_in_the_file(
         ).map(lambda d: json.dumps(d, allow_nan=True).encode()),
     ),
 )
+@example(status=200, body=b'{"access_token": "t", "expires_in": 1' + b"0" * 400 + b"}")
 def test_any_token_endpoint_answer_is_a_token_or_a_token_endpoint_error(
     status: int, body: bytes
 ) -> None:
