@@ -48,13 +48,14 @@ import trio
 from gateway.backends import listing
 from gateway.backends.backoff import Backoff
 from gateway.backends.failures import EXPECTED, describe, first_leaf
+from gateway.backends.freshness import relist_when_stale
 from gateway.backends.handshake import IncompatibleBackend, effective_protocol
 from gateway.backends.liveness import ping_when_quiet
 from gateway.backends.upstream_listen import UpstreamListen, start_upstream_listen
+from gateway.backends.walk import walk
 from gateway.catalog.snapshot import Kind
 from gateway.errors import (
     GatewayError,
-    ProtocolError,
     SessionExpired,
     TransportBroken,
     TransportError,
@@ -158,6 +159,10 @@ class Supervisor:
         # The standing listen of a modern session (None otherwise), and the
         # backend-side URIs it subscribes, kept across sessions.
         self.upstream_listen: UpstreamListen | None = None
+        # When each list was last walked, and an event set after each
+        # re-listing: what honouring a modern backend's ttl needs (freshness).
+        self._listed_at: dict[Kind, float] = {}
+        self._relisted = trio.Event()
         self.listened_uris: set[str] = set()
 
     # -- the one place the state changes -------------------------------------
@@ -244,6 +249,7 @@ class Supervisor:
                 self.listing = None
                 self.info = None
                 self.list_hints = {}
+                self._listed_at.clear()
                 self.last_error = (reason, time.time())
                 self._set_state(state, reason, cause)
                 if went_up:
@@ -331,6 +337,16 @@ class Supervisor:
             )
             try:
                 nursery.start_soon(self._refresher, peer)
+                if info.modern:
+                    nursery.start_soon(
+                        relist_when_stale,
+                        info.capabilities,
+                        self._listed_at,
+                        self.list_hints,
+                        lambda: self._relisted,
+                        self.mark_changed,
+                        self._rng,
+                    )
                 self._eject = trio.Event()
                 nursery.start_soon(self._ejector)
                 if self._config.health.ping_interval > 0:
@@ -391,6 +407,8 @@ class Supervisor:
                 continue
             finally:
                 last_refresh = trio.current_time()
+                self._relisted.set()
+                self._relisted = trio.Event()
             self._on_change()
 
     async def _list_all(self, peer: Peer, kinds: set[Kind]) -> BackendListing:
@@ -404,7 +422,8 @@ class Supervisor:
             if not listing.wanted(kind, capabilities, config):
                 fresh[kind] = ()
                 continue
-            outcome = await self._walk(peer, kind)
+            self._listed_at[kind] = trio.current_time()
+            outcome = await walk(peer, kind, self._config)
             if isinstance(outcome, listing.Failed):
                 # A backend that advertises a list and then fails it still
                 # serves everything else.
@@ -420,19 +439,3 @@ class Supervisor:
             fresh[kind] = listing.filtered(kind, outcome.items, config)
             self.list_hints[kind] = outcome.hint
         return listing.merged(config, fresh, self.listing)
-
-    async def _walk(self, peer: Peer, kind: Kind) -> listing.Listed | listing.Failed:
-        """Drive the pure walk over one list's pages; each page has the request timeout."""
-        config = self._config
-        walk: listing.Step = listing.begin(
-            kind, max_pages=config.max_list_pages, max_items=config.max_list_items
-        )
-        while isinstance(walk, listing.PageRequest):
-            try:
-                with trio.fail_after(config.timeouts.request):
-                    answer = await peer.request(walk.method, walk.params)
-            except ProtocolError as exc:
-                walk = listing.step(walk, exc)
-            else:
-                walk = listing.step(walk, answer)
-        return walk
