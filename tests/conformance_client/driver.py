@@ -45,6 +45,9 @@ from gateway.app import serve  # noqa: E402
 from gateway.backends.backend import BackendState  # noqa: E402
 from gateway.config import parse  # noqa: E402
 
+# The era the backend is configured with where the scenario needs one
+# (default ``auto``).
+PROTOCOL = {"request-metadata": "modern"}
 # Whole run bound: the suite's own client timeout is 30 s.
 RUN_TIMEOUT = 25.0
 # Backend readiness bound (the scenario server is already listening).
@@ -109,7 +112,7 @@ async def backend_auth(server_url: str, context: dict[str, Any], workdir: Path) 
     return auth
 
 
-def config_document(server_url: str, auth: dict[str, Any]) -> dict[str, Any]:
+def config_document(server_url: str, auth: dict[str, Any], protocol: str) -> dict[str, Any]:
     """A gateway on a free loopback port with the scenario's server as its only backend."""
     backend: dict[str, Any] = {
         "name": "scenario",
@@ -117,6 +120,7 @@ def config_document(server_url: str, auth: dict[str, Any]) -> dict[str, Any]:
         "url": server_url,
         "prefix": "",
         "required": True,
+        "protocol": protocol,
     }
     if auth:
         backend["auth"] = auth
@@ -138,7 +142,26 @@ def arguments_for(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-async def act_as_host(url: str, context: dict[str, Any]) -> None:
+def planned_calls(
+    scenario: str, context: dict[str, Any], schemas: dict[str, dict[str, Any]]
+) -> list[tuple[str, dict[str, Any]]]:
+    """The tool calls a host makes in ``scenario``: what the context scripts, or each tool once.
+
+    The JSON Schema scenarios judge what the host received: ``json-schema-ref-no-deref``
+    only lists, and ``json-schema-2020-12-preservation`` echoes the focal tool's
+    ``inputSchema`` exactly as the gateway served it.
+    """
+    scripted = context.get("toolCalls")
+    if scripted is not None:
+        return [(c["name"], c.get("arguments") or {}) for c in scripted]
+    if scenario == "json-schema-ref-no-deref":
+        return []
+    if scenario == "json-schema-2020-12-preservation":
+        return [("json_schema_echo", {"schema": schemas["json_schema_2020_12_tool"]})]
+    return [(name, arguments_for(schema)) for name, schema in schemas.items()]
+
+
+async def act_as_host(url: str, scenario: str, context: dict[str, Any]) -> None:
     """Initialize, list the tools and call them through the gateway."""
     async with (
         streamable_http_client(url) as (read, write, _),
@@ -147,21 +170,17 @@ async def act_as_host(url: str, context: dict[str, Any]) -> None:
         await session.initialize()
         tools = (await session.list_tools()).tools
         log(f"tools: {[t.name for t in tools]}")
-        scripted = context.get("toolCalls")
-        if scripted is not None:
-            calls = [(c["name"], c.get("arguments") or {}) for c in scripted]
-        else:
-            calls = [(t.name, arguments_for(t.inputSchema)) for t in tools]
+        calls = planned_calls(scenario, context, {t.name: t.inputSchema for t in tools})
         for name, arguments in calls:
             result = await session.call_tool(name, arguments)
             log(f"call {name}: isError={result.isError}")
 
 
-async def run(server_url: str, context: dict[str, Any]) -> None:
+async def run(server_url: str, scenario: str, context: dict[str, Any]) -> None:
     """Start the gateway in-process, drive it as a host, stop it."""
     with tempfile.TemporaryDirectory() as tmp, trio.fail_after(RUN_TIMEOUT):
         auth = await backend_auth(server_url, context, Path(tmp))
-        document = config_document(server_url, auth)
+        document = config_document(server_url, auth, PROTOCOL.get(scenario, "auto"))
         config = parse(json.dumps(document), env={})
         async with trio.open_nursery() as nursery:
             gateway, binds = await nursery.start(
@@ -170,7 +189,7 @@ async def run(server_url: str, context: dict[str, Any]) -> None:
             with trio.fail_after(READY_TIMEOUT):
                 while gateway.pool.backends["scenario"].state is not BackendState.UP:
                     await gateway.pool.state_changed.wait()
-            await act_as_host(binds[0] + config.server.path, context)
+            await act_as_host(binds[0] + config.server.path, scenario, context)
             nursery.cancel_scope.cancel()
 
 
@@ -181,7 +200,7 @@ def main() -> int:
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     log(f"scenario {scenario!r} server {server_url}")
     try:
-        trio.run(run, server_url, context)
+        trio.run(run, server_url, scenario, context)
     except Exception as exc:
         log(f"failed: {type(exc).__name__}: {exc}")
         return 1
