@@ -59,8 +59,8 @@ def log(message: str) -> None:
     print(f"[driver] {message}", file=sys.stderr, flush=True)
 
 
-async def discover_token_endpoint(server_url: str) -> str:
-    """The token endpoint the scenario's authorization server advertises.
+async def discover_token_endpoint(server_url: str) -> tuple[str, str]:
+    """The token endpoint and issuer the scenario's authorization server advertises.
 
     An unauthenticated POST gets the 401 whose ``WWW-Authenticate`` names the
     protected resource metadata; its first authorization server's RFC 8414
@@ -85,14 +85,14 @@ async def discover_token_endpoint(server_url: str) -> str:
         path = issuer.path.rstrip("/")
         well_known = issuer.copy_with(path=f"/.well-known/oauth-authorization-server{path}")
         metadata = (await http.get(str(well_known))).json()
-        return str(metadata["token_endpoint"])
+        return str(metadata["token_endpoint"]), str(metadata.get("issuer", ""))
 
 
 async def backend_auth(server_url: str, context: dict[str, Any], workdir: Path) -> dict[str, Any]:
     """The backend ``auth:`` block for an auth scenario, or {} for the others."""
     if "client_id" not in context:
         return {}
-    token_url = await discover_token_endpoint(server_url)
+    token_url, issuer = await discover_token_endpoint(server_url)
     log(f"token endpoint {token_url}")
     auth: dict[str, Any] = {
         "type": "client_credentials",
@@ -106,6 +106,8 @@ async def backend_auth(server_url: str, context: dict[str, Any], workdir: Path) 
             client_auth="private_key_jwt",
             private_key_file=str(key),
             signing_algorithm=context.get("signing_algorithm", "ES256"),
+            # The scenario verifies aud against the issuer URL.
+            assertion_audience=issuer,
         )
     else:
         auth["client_secret"] = context["client_secret"]
