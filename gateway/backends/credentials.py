@@ -350,10 +350,11 @@ class BackendCredentials:
                 if auth.client_auth == "private_key_jwt"
                 else read_secret(auth.client_secret, auth.client_secret_file, "client_secret")
             )
+            # A private key that cannot sign fails here: counted like an unreadable one.
+            request = build(secret)
         except CredentialUnavailable:
             self.requests[(grant, "secret_unreadable")] += 1
             raise
-        request = build(secret)
         started = self._clock()
         try:
             answer = await self._fetch(request)

@@ -8,16 +8,21 @@ assertion's claims and the config's refusals without a network.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import jwt
 import pytest
+import trio
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from trio.testing import MockClock
 
+from gateway.backends.credentials import BackendCredentials, TokenAnswer
 from gateway.backends.token_grants import (
     ASSERTION_LIFETIME,
     JWT_BEARER_ASSERTION,
+    TokenRequest,
     client_assertion,
     client_credentials_request,
 )
@@ -150,3 +155,63 @@ def test_the_config_refuses_a_half_set_private_key_jwt(extra: dict[str, Any], pr
 
 def test_the_config_takes_a_complete_private_key_jwt() -> None:
     _config({**BASE, "client_auth": "private_key_jwt", "private_key_file": "k"})
+
+
+class KeyEndpoint:
+    """A token endpoint that records each assertion and answers 60 s tokens."""
+
+    def __init__(self) -> None:
+        self.assertions: list[str] = []
+
+    async def __call__(self, request: TokenRequest) -> TokenAnswer:
+        self.assertions.append(request.form["client_assertion"])
+        body = {"access_token": f"tok-{len(self.assertions)}", "expires_in": 60}
+        return TokenAnswer(200, json.dumps(body).encode())
+
+
+def _file_credentials(key_file: Path, endpoint: KeyEndpoint) -> BackendCredentials:
+    return BackendCredentials(
+        "b",
+        _auth(private_key_file=str(key_file)),
+        subjects=lambda _client: None,
+        fetch=endpoint,
+    )
+
+
+async def test_the_key_file_is_read_at_each_token_request(
+    tmp_path: Path, autojump_clock: MockClock, ec_key: ec.EllipticCurvePrivateKey
+) -> None:
+    """A rotated key signs from the next token request on, without a reload."""
+    key_file = tmp_path / "key.pem"
+    key_file.write_text(_pem(ec_key) + "\n")
+    endpoint = KeyEndpoint()
+    credentials = _file_credentials(key_file, endpoint)
+    credential = credentials.shared()
+    assert credential is not None
+    assert await credential.bearer() == "tok-1"
+    rotated = ec.generate_private_key(ec.SECP256R1())
+    key_file.write_text(_pem(rotated))
+    await trio.sleep(61)
+    assert await credential.bearer() == "tok-2"
+    first, second = endpoint.assertions
+    jwt.decode(first, ec_key.public_key(), algorithms=["ES256"], audience=TOKEN_URL)
+    jwt.decode(second, rotated.public_key(), algorithms=["ES256"], audience=TOKEN_URL)
+    assert credentials.requests == {("client_credentials", "ok"): 2}
+
+
+async def test_a_missing_or_unusable_key_is_unavailable_and_counted(tmp_path: Path) -> None:
+    endpoint = KeyEndpoint()
+    missing = _file_credentials(tmp_path / "nope.pem", endpoint)
+    credential = missing.shared()
+    assert credential is not None
+    with pytest.raises(CredentialUnavailable, match="cannot read private_key file"):
+        await credential.bearer()
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a key")
+    unusable = _file_credentials(garbage, endpoint)
+    credential = unusable.shared()
+    assert credential is not None
+    with pytest.raises(CredentialUnavailable, match="private_key_file cannot sign ES256"):
+        await credential.bearer()
+    assert endpoint.assertions == []
+    assert missing.requests == unusable.requests == {("client_credentials", "secret_unreadable"): 1}
