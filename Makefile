@@ -21,7 +21,7 @@ FLAKE8_ASYNC_ARGS := \
 
 SDK2_VENV := .venv-sdk2
 
-.PHONY: run test install install-dev schema node-deps sdk2-venv haproxy conformance-deps conformance conformance-modern lint typecheck pytest bench clean
+.PHONY: run test install install-dev schema node-deps sdk2-venv haproxy conformance-deps conformance conformance-modern conformance-client lint typecheck pytest bench clean
 
 $(BIN)/mcp-gateway: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -94,6 +94,13 @@ conformance-modern: install-dev conformance-deps $(CONFORMANCE_MODERN_DIR)/node_
 		$(BIN)/python $(CONFORMANCE_MODERN_DIR)/run.py --expect --revision 2025-11-25 --engine $$engine; \
 	done
 
+# The suite's CLIENT scenarios through the gateway's backend leg: driver.py
+# starts the gateway with each scenario's server as its only backend and acts
+# as a host through it; passes when every scenario in
+# tests/conformance_client/expected.txt passes (about 30 s, 11 scenarios).
+conformance-client: install-dev conformance-deps $(CONFORMANCE_MODERN_DIR)/node_modules/.package-lock.json
+	$(BIN)/python tests/conformance_client/run.py --expect
+
 # The config's JSON Schema, generated from the config Structs: committed as
 # config/gateway.schema.json and packaged beside the default config. A test
 # fails when the Structs change and this was not run.
@@ -123,7 +130,7 @@ pytest: install-dev node-deps sdk2-venv haproxy
 	$(BIN)/coverage combine --quiet
 	$(BIN)/coverage report $(if $(PYTEST_ARGS),--fail-under=0)
 
-test: lint typecheck pytest conformance conformance-modern
+test: lint typecheck pytest conformance conformance-modern conformance-client
 
 bench: install-dev
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)

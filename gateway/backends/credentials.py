@@ -345,11 +345,16 @@ class BackendCredentials:
         self, build: Callable[[str], TokenRequest], grant: str, auth: BackendAuth
     ) -> IssuedToken:
         try:
-            secret = read_secret(auth.client_secret, auth.client_secret_file, "client_secret")
+            secret = (
+                read_secret("", auth.private_key_file, "private_key")
+                if auth.client_auth == "private_key_jwt"
+                else read_secret(auth.client_secret, auth.client_secret_file, "client_secret")
+            )
+            # A private key that cannot sign fails here: counted like an unreadable one.
+            request = build(secret)
         except CredentialUnavailable:
             self.requests[(grant, "secret_unreadable")] += 1
             raise
-        request = build(secret)
         started = self._clock()
         try:
             answer = await self._fetch(request)

@@ -26,7 +26,10 @@ from gateway.config.schema import Base, Invalid
 __all__ = ["BackendAuth", "BackendAuthType", "ClientAuthMethod"]
 
 BackendAuthType: TypeAlias = Literal["static", "client_credentials", "token_exchange"]
-ClientAuthMethod: TypeAlias = Literal["client_secret_basic", "client_secret_post"]
+ClientAuthMethod: TypeAlias = Literal[
+    "client_secret_basic", "client_secret_post", "private_key_jwt"
+]
+SigningAlgorithm: TypeAlias = Literal["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"]
 
 TokenUrl: TypeAlias = Annotated[
     str,
@@ -58,7 +61,14 @@ class BackendAuth(Base, frozen=True, kw_only=True):
         client_secret: its secret.
         client_secret_file: a file holding ``client_secret`` (read per token
             request, so a rotated Kubernetes secret is picked up).
-        client_auth: ``client_secret_basic`` (HTTP Basic, the default) or
+        private_key_file: the PEM private key that signs the client assertion
+            of ``private_key_jwt`` (read per token request, like a secret file).
+        signing_algorithm: the assertion's JWS algorithm (``RS256`` default;
+            the key's type must match).
+        assertion_audience: the assertion's ``aud``: the token endpoint by
+            default (RFC 7523); some servers want their issuer URL instead.
+        client_auth: ``client_secret_basic`` (HTTP Basic, the default),
+            ``private_key_jwt`` (a signed assertion, RFC 7523) or
             ``client_secret_post`` (in the form).
         scopes: the scopes asked for (``scope``, space separated on the wire).
         audience: the ``audience`` parameter (token exchange; many IdPs
@@ -82,6 +92,9 @@ class BackendAuth(Base, frozen=True, kw_only=True):
     client_secret: str = ""
     client_secret_file: str = ""
     client_auth: ClientAuthMethod = "client_secret_basic"
+    private_key_file: str = ""
+    signing_algorithm: SigningAlgorithm = "RS256"
+    assertion_audience: str = ""
     scopes: list[str] = msgspec.field(default_factory=list)
     audience: str = ""
     resource: str = ""
@@ -103,6 +116,15 @@ class BackendAuth(Base, frozen=True, kw_only=True):
                 problems.append(
                     ("client_secret_file", "set client_secret or client_secret_file, not both")
                 )
+            if self.client_auth == "private_key_jwt":
+                if not self.private_key_file:
+                    problems.append(("private_key_file", "private_key_jwt needs the signing key"))
+                if self.client_secret or self.client_secret_file:
+                    problems.append(
+                        ("client_secret", "private_key_jwt signs with a key, not a secret")
+                    )
+            elif self.private_key_file or self.assertion_audience:
+                problems.append(("private_key_file", "only client_auth: private_key_jwt uses it"))
             if self.token or self.token_file:
                 problems.append(("token", f"only static takes a token; {self.type} requests one"))
         if self.catalog is not None:
