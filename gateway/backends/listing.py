@@ -39,6 +39,7 @@ from gateway.catalog.snapshot import BackendListing, Kind
 from gateway.errors import ProtocolError
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.caching import NO_CACHE, CacheHint, hint_of, merge_hints
+from gateway.protocol.routing_headers import DroppedTool, tools_to_drop
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -207,6 +208,22 @@ def filtered(kind: Kind, items: Items, config: BackendConfig) -> Items:
     }[kind]
     key = kind.identity_key
     return tuple(item for item in items if rules.allows(str(item.get(key, ""))))
+
+
+def usable_tools(tools: Items) -> tuple[Items, list[DroppedTool]]:
+    """The tools a client may keep, and those it must drop (``x-mcp-header``).
+
+    SEP-2243 (``S/server/tools.mdx``): a client leaves out a tool whose
+    ``x-mcp-header`` annotations are invalid (empty, not a primitive, a
+    duplicate, bad characters), and never calls it. The gateway is the
+    backend's client: such a tool does not enter the catalog, so no host,
+    of either era, sees or calls it.
+    """
+    dropped = tools_to_drop(tools)
+    if not dropped:
+        return tools, []
+    names = {d.name for d in dropped}
+    return tuple(t for t in tools if t.get("name") not in names), dropped
 
 
 def merged(

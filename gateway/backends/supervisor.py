@@ -436,6 +436,11 @@ class Supervisor:
                 self.list_guard_trips[outcome.guard.value] += 1
                 event, fields = listing.guard_report(outcome, config)
                 self._log.warning(event, **fields)
-            fresh[kind] = listing.filtered(kind, outcome.items, config)
+            items = listing.filtered(kind, outcome.items, config)
+            if kind is Kind.TOOLS:
+                items, dropped = listing.usable_tools(items)
+                for tool in dropped:
+                    self._log.warning("backend.tool.dropped", tool=tool.name, reason=tool.reason)
+            fresh[kind] = items
             self.list_hints[kind] = outcome.hint
         return listing.merged(config, fresh, self.listing)

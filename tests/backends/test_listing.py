@@ -25,6 +25,7 @@ from gateway.backends.listing import (
     guard_report,
     merged,
     step,
+    usable_tools,
     wanted,
 )
 from gateway.catalog.snapshot import BackendListing, Kind
@@ -319,3 +320,21 @@ def test_pages_without_hints_are_uncacheable_even_when_a_guard_ends_the_walk() -
     done = step(walk, page(["a"], cursor="more"))
     assert isinstance(done, Listed) and done.guard is not None
     assert (done.hint.ttl_ms, done.hint.scope) == (0, "private")
+
+
+def _tool(name: str, header: object) -> dict[str, Any]:
+    prop = {"type": "string", "x-mcp-header": header}
+    return {"name": name, "inputSchema": {"type": "object", "properties": {"p": prop}}}
+
+
+def test_a_tool_with_an_invalid_x_mcp_header_is_dropped_and_only_that_tool() -> None:
+    """SEP-2243: an empty or non-string annotation drops its tool, with the reason."""
+    good = _tool("good", "Region")
+    plain = {"name": "plain", "inputSchema": {"type": "object"}}
+    tools = (good, _tool("empty", ""), plain, _tool("number", 7))
+    kept, dropped = usable_tools(tools)
+    assert kept == (good, plain)
+    assert [d.name for d in dropped] == ["empty", "number"]
+    assert all(d.reason for d in dropped)
+    same, none = usable_tools((good, plain))
+    assert same == (good, plain) and none == []
