@@ -18,8 +18,10 @@ Rules (config ``protocol``):
    2026-07-28 fails the attempt (``IncompatibleBackend``, naming what the
    backend said).
 4. A -32022 naming 2026-07-28 shows a modern server that refused our
-   envelope: ``initialize`` would not help, so the attempt fails
-   (``IncompatibleBackend``) in ``auto`` too.
+   envelope: the probe is sent once more (sep-2575's client retry: a
+   server may refuse a connection's first request), and a second refusal
+   fails the attempt (``IncompatibleBackend``) in ``auto`` too, since
+   ``initialize`` would not help.
 5. What discover said is kept as the ``ServerInfo`` the handshake keeps
    (``modern=True``), so the catalog, the merged instructions and the
    gateway's own discover/initialize answers read one shape.
@@ -164,7 +166,9 @@ class Handshake:
         self.count += 1
         return server_info(result)
 
-    async def _probe(self, peer: Peer, *, required: bool) -> backend_leg.Discovered | None:
+    async def _probe(
+        self, peer: Peer, *, required: bool, retry: bool = True
+    ) -> backend_leg.Discovered | None:
         """``server/discover``; the modern answer, or None to fall back (rules 2-4)."""
         params = jsonrpc.to_raw(backend_leg.discover_params())
         verdict: str
@@ -176,6 +180,11 @@ class Handshake:
             else:
                 return backend_leg.read_discover(mcp.decode_object(result))
         except RemoteProtocolError as exc:
+            if backend_leg.read_discover_error(exc.code, exc.data) and retry:
+                # It names 2026-07-28, the version we sent: ask once more, as
+                # sep-2575 has a client retry with a version the server lists
+                # (a server may refuse a first request of a connection).
+                return await self._probe(peer, required=required, retry=False)
             if backend_leg.read_discover_error(exc.code, exc.data):
                 raise IncompatibleBackend(
                     "backend speaks 2026-07-28 but refused the gateway's envelope "

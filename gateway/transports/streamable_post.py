@@ -287,14 +287,37 @@ async def _resume(
     return True
 
 
+def own_errors(body: bytes, unanswered: set[RequestId]) -> list[bytes]:
+    """The JSON-RPC error responses in ``body`` that answer requests of ours.
+
+    Each one's id leaves ``unanswered``; anything else in the body is ignored.
+    """
+    found: list[bytes] = []
+    try:
+        messages = split_json_body(body)
+    except msgspec.DecodeError:
+        return found
+    for message in messages:
+        try:
+            decoded = jsonrpc.decode(message)
+        except LocalProtocolError:
+            continue
+        if isinstance(decoded, jsonrpc.ErrorResponse) and decoded.id in unanswered:
+            unanswered.discard(decoded.id)
+            found.append(message)
+    return found
+
+
 async def _fail_from_response(
     session: HttpSession, response: httpx.Response, outgoing: Outgoing, problem: str
 ) -> None:
     """Rule 1: answer the POST's requests with an error naming what went wrong."""
     detail = None
+    body = b""
     try:
         if media_type(response) == JSON_MEDIA_TYPE:
-            detail = error_message(await read_body(response, ERROR_BODY_LIMIT))
+            body = await read_body(response, ERROR_BODY_LIMIT)
+            detail = error_message(body)
     except TransportError:
         pass
     finally:
@@ -307,6 +330,13 @@ async def _fail_from_response(
     session.log.warning(
         "backend.http.post.failed", problem=problem, requests=len(outgoing.request_ids)
     )
-    await session.fail(set(outgoing.request_ids), problem, status=response.status_code)
+    unanswered = set(outgoing.request_ids)
+    if response.status_code != 401:
+        # A 2026-07-28 server answers a refused request with HTTP 4xx and a
+        # JSON-RPC error for it (-32022 naming its versions, -32020, -32602):
+        # that error is the answer, code and data intact, not a transport fault.
+        for message in own_errors(body, unanswered):
+            await session.deliver(message)
+    await session.fail(unanswered, problem, status=response.status_code)
     # After the requests are answered: a 400 may name a forgotten session.
     session.expire_on(response.status_code, detail)

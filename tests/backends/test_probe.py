@@ -131,14 +131,30 @@ async def test_protocol_modern_times_out_clearly_on_silence(autojump_clock: Mock
 async def test_a_modern_refusal_of_the_envelope_fails_the_attempt_even_in_auto(
     autojump_clock: MockClock,
 ) -> None:
-    """Gateway choice: -32022 naming 2026-07-28 is a modern server that disliked our
-    envelope; initialize would not help, so the backend is marked incompatible."""
+    """Gateway choice: -32022 naming 2026-07-28 twice is a modern server that dislikes
+    our envelope; initialize would not help, so the backend is marked incompatible."""
     server = FakeMcpServer("picky", discover="envelope")
     connector = FakeConnector({"picky": server})
     transitions = Transitions()
     async with running_backend(one_backend("picky"), connector, transitions) as backend:
         await transitions.wait_for("picky", BackendState.INCOMPATIBLE)
         assert backend.reason.startswith("backend speaks 2026-07-28 but refused the gateway's")
+    assert server.messages("initialize") == []
+    assert len(server.messages("server/discover")) == 2  # the probe and its one retry
+
+
+async def test_a_single_refusal_of_the_envelope_is_retried_once(
+    autojump_clock: MockClock,
+) -> None:
+    """sep-2575's client retry: a server refusing the first request with -32022 naming
+    the version we sent gets the probe again, and the backend comes up modern."""
+    server = FakeMcpServer("shy", discover="envelope-once")
+    connector = FakeConnector({"shy": server})
+    transitions = Transitions()
+    async with running_backend(one_backend("shy"), connector, transitions) as backend:
+        await transitions.wait_for("shy", BackendState.UP)
+        assert backend.info is not None and backend.info.modern
+    assert len(server.messages("server/discover")) >= 2
     assert server.messages("initialize") == []
 
 

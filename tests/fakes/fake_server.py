@@ -193,7 +193,8 @@ class FakeMcpServer:
         answer_pings: whether ``ping`` is answered; flip it at any time.
         discover: how ``server/discover`` is answered: ``refuse`` (-32601,
             a handshake-era server), ``modern`` (a 2026-07-28 DiscoverResult),
-            ``silent`` (never), ``envelope`` (-32022 naming 2026-07-28).
+            ``silent`` (never), ``envelope`` (-32022 naming 2026-07-28),
+            ``envelope-once`` (that -32022 to the first probe only).
     """
 
     def __init__(
@@ -291,7 +292,9 @@ class FakeMcpServer:
         elif method == "server/discover" and self.discover != "refuse":
             if self.discover == "silent":
                 return
-            if self.discover == "envelope":
+            if self.discover in ("envelope", "envelope-once"):
+                if self.discover == "envelope-once":
+                    self.discover = "modern"  # the retry is answered
                 data = {"supported": ["2026-07-28"], "requested": "2026-07-28"}
                 connection.send(_error(request.id, -32022, "Unsupported protocol version", data))
                 return
