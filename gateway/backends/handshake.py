@@ -171,7 +171,8 @@ class Handshake:
     ) -> backend_leg.Discovered | None:
         """``server/discover``; the modern answer, or None to fall back (rules 2-4)."""
         params = jsonrpc.to_raw(backend_leg.discover_params())
-        verdict: str
+        verdict = ""
+        again = False
         try:
             with trio.move_on_after(PROBE_TIMEOUT) as scope:
                 result = await peer.request("server/discover", params)
@@ -180,19 +181,20 @@ class Handshake:
             else:
                 return backend_leg.read_discover(mcp.decode_object(result))
         except RemoteProtocolError as exc:
-            if backend_leg.read_discover_error(exc.code, exc.data) and retry:
-                # It names 2026-07-28, the version we sent: ask once more, as
-                # sep-2575 has a client retry with a version the server lists
-                # (a server may refuse a first request of a connection).
-                return await self._probe(peer, required=required, retry=False)
-            if backend_leg.read_discover_error(exc.code, exc.data):
+            if backend_leg.read_discover_error(exc.code, exc.data) and not retry:
                 raise IncompatibleBackend(
                     "backend speaks 2026-07-28 but refused the gateway's envelope "
                     f"({exc.code}: {exc.message})"
                 ) from None
+            again = backend_leg.read_discover_error(exc.code, exc.data)
             verdict = f"server/discover answered {exc.code}: {exc.message}"
         except backend_leg.NotModern as exc:
             verdict = str(exc)
+        if again:
+            # A -32022 naming 2026-07-28, the version we sent: ask once more,
+            # as sep-2575 has a client retry with a version the server lists
+            # (a server may refuse a connection's first request).
+            return await self._probe(peer, required=required, retry=False)
         if required:
             raise IncompatibleBackend(f"protocol: modern, but {verdict}")
         return None
