@@ -150,6 +150,7 @@ async def open_gateway(
             metrics.client_sessions_open.dec()
 
         clients = ClientRegistry(config.server.max_sessions, on_open=opened, on_close=closed)
+        router.tasks.on_change = clients.listeners.broadcast  # notifications/tasks
         pool.subjects = clients.subject_of  # token exchange: whose client session is it
         server = config.server
         gateway: Gateway

@@ -215,9 +215,11 @@ def usable_tools(tools: Items) -> tuple[Items, list[DroppedTool]]:
 
     SEP-2243 (``S/server/tools.mdx``): a client leaves out a tool whose
     ``x-mcp-header`` annotations are invalid (empty, not a primitive, a
-    duplicate, bad characters), and never calls it. The gateway is the
-    backend's client: such a tool does not enter the catalog, so no host,
-    of either era, sees or calls it.
+    duplicate, bad characters), and never calls it. Towards a 2026-07-28
+    backend the gateway is such a client: the tool does not enter the
+    catalog, so no host of either era sees or calls it. A handshake-era
+    backend's tools are kept (that leg has no headers; modern hosts still
+    get them filtered out of ``tools/list``).
     """
     dropped = tools_to_drop(tools)
     if not dropped:

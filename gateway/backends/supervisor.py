@@ -437,7 +437,8 @@ class Supervisor:
                 event, fields = listing.guard_report(outcome, config)
                 self._log.warning(event, **fields)
             items = listing.filtered(kind, outcome.items, config)
-            if kind is Kind.TOOLS:
+            if kind is Kind.TOOLS and self.info is not None and self.info.modern:
+                # Our leg to it is 2026-07-28: its client must drop them.
                 items, dropped = listing.usable_tools(items)
                 for tool in dropped:
                     self._log.warning("backend.tool.dropped", tool=tool.name, reason=tool.reason)

@@ -200,7 +200,8 @@ async def registered(
     )
     try:
         held = await router.listen(listener, asked.uris)
-        listener.subscription = honour(request_id, asked, _OFFERED, held)
+        tasks = router.tasks.watchable(asked.task_ids, listener.principal)
+        listener.subscription = honour(request_id, asked, _OFFERED, held, tasks)
         listeners.add(listener)
         if listeners.closing:
             listener.ended.set()

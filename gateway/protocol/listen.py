@@ -17,7 +17,10 @@ Rules (``S/basic/patterns/subscriptions.mdx``):
    honoured URI. Never progress, never log messages.
 4. Every message carries ``_meta["io.modelcontextprotocol/subscriptionId"]``
    = the listen request's id, the ack and the final result included.
-5. A teardown by the server ends with the result
+5. ``taskIds`` (the tasks extension) asks for ``notifications/tasks``, the
+   full task on each change of status, for each named task the caller owns;
+   another's or an unknown id is left out of the ack, like an unknown URI.
+6. A teardown by the server ends with the result
    ``{"resultType": "complete", "_meta": {subscriptionId}}``.
 """
 
@@ -44,6 +47,9 @@ LIST_CHANGED_FIELDS: Final = {
     "resourcesListChanged": "notifications/resources/list_changed",
 }
 _URIS_FIELD: Final = "resourceSubscriptions"
+# The tasks extension's field and notification (ext-tasks, sep-2663).
+_TASKS_FIELD: Final = "taskIds"
+TASK_STATUS: Final = "notifications/tasks"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,10 +59,12 @@ class ListenFilter:
     Attributes:
         list_changed: the list_changed methods asked for.
         uris: the public resource URIs asked for, in order, without repeats.
+        task_ids: the gateway tasks asked for (``taskIds``), likewise.
     """
 
     list_changed: frozenset[str] = frozenset()
     uris: tuple[str, ...] = ()
+    task_ids: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -67,12 +75,14 @@ class Subscription:
         subscription_id: the listen request's JSON-RPC id.
         list_changed: the list_changed methods honoured.
         uris: the public URIs honoured.
+        task_ids: the tasks honoured (the caller's own, still known).
     """
 
     subscription_id: RequestId
     list_changed: frozenset[str] = frozenset()
     uris: frozenset[str] = field(default_factory=frozenset)
     _order: tuple[str, ...] = ()
+    task_ids: tuple[str, ...] = ()
 
     def acknowledgement(self) -> bytes:
         """The first message on the stream: the honoured subset (rule 2)."""
@@ -83,6 +93,8 @@ class Subscription:
         }
         if self._order:
             notifications[_URIS_FIELD] = list(self._order)
+        if self.task_ids:
+            notifications[_TASKS_FIELD] = list(self.task_ids)
         body = {"_meta": self._meta(), "notifications": notifications}
         return jsonrpc.encode_notification(ACKNOWLEDGED, mcp.encode(body))
 
@@ -95,7 +107,7 @@ class Subscription:
         if not isinstance(decoded, jsonrpc.Notification):
             return None
         method = decoded.method
-        if method not in self.list_changed and method != RESOURCE_UPDATED:
+        if method not in self.list_changed and method not in (RESOURCE_UPDATED, TASK_STATUS):
             return None
         try:
             params = mcp.decode_params(decoded.params)
@@ -103,12 +115,14 @@ class Subscription:
             return None
         if method == RESOURCE_UPDATED and params.get("uri") not in self.uris:
             return None
+        if method == TASK_STATUS and params.get("taskId") not in self.task_ids:
+            return None
         meta = params.get("_meta")
         params["_meta"] = {**(meta if isinstance(meta, dict) else {}), **self._meta()}
         return jsonrpc.encode_notification(method, mcp.encode(params))
 
     def complete(self) -> bytes:
-        """The final result of a stream the server ends (rule 5)."""
+        """The final result of a stream the server ends (rule 6)."""
         result = {"resultType": "complete", "_meta": self._meta()}
         return jsonrpc.encode_response(self.subscription_id, mcp.encode(result))
 
@@ -137,7 +151,14 @@ def parse_filter(params: dict[str, Any]) -> ListenFilter:
         raise LocalProtocolError(
             f"notifications.{_URIS_FIELD} must be a list of strings", INVALID_PARAMS
         )
-    return ListenFilter(frozenset(wanted), tuple(dict.fromkeys(uris)))
+    task_ids = raw.get(_TASKS_FIELD, [])
+    if not isinstance(task_ids, list) or not all(isinstance(t, str) for t in task_ids):
+        raise LocalProtocolError(
+            f"notifications.{_TASKS_FIELD} must be a list of strings", INVALID_PARAMS
+        )
+    return ListenFilter(
+        frozenset(wanted), tuple(dict.fromkeys(uris)), tuple(dict.fromkeys(task_ids))
+    )
 
 
 def honour(
@@ -145,6 +166,7 @@ def honour(
     asked: ListenFilter,
     offered: frozenset[str],
     uris: list[str],
+    task_ids: frozenset[str] = frozenset(),
 ) -> Subscription:
     """The subscription the gateway agrees to (rule 2).
 
@@ -153,7 +175,11 @@ def honour(
         asked: what the request asked for.
         offered: the list_changed methods the gateway can send.
         uris: the asked URIs whose subscription the backends accepted.
+        task_ids: the tasks the caller may watch (its own, still kept).
     """
     accepted = set(uris)
     kept = tuple(uri for uri in asked.uris if uri in accepted)
-    return Subscription(subscription_id, asked.list_changed & offered, frozenset(kept), _order=kept)
+    tasks = tuple(task for task in asked.task_ids if task in task_ids)
+    return Subscription(
+        subscription_id, asked.list_changed & offered, frozenset(kept), _order=kept, task_ids=tasks
+    )

@@ -8,10 +8,12 @@ reads how it ended. ``tasks/cancel`` cancels the call's scope.
 A backend's own request during a task (elicitation, sampling, roots) parks
 it ``input_required`` until ``tasks/update`` brings the answer (``TaskRequest``).
 
+Each change of a task's status goes out as ``notifications/tasks`` to the
+listen streams that named it in ``taskIds`` (its creator's only).
+
 What a task cannot do (documented in docs/eras.md): send progress or log
-messages (the extension has none), notify over ``subscriptions/listen``
-(``taskIds`` is not honoured), or move to another replica (its table is in
-memory).
+messages (the extension has none), or move to another replica (its table
+is in memory).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from gateway.catalog.snapshot import Kind
 from gateway.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, LocalProtocolError
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.eras import MethodNotFound
+from gateway.protocol.listen import TASK_STATUS
 from gateway.protocol.modern_errors import MissingClientCapability
 from gateway.protocol.mrtr import (
     check_responses,
@@ -81,6 +84,7 @@ class TaskRequest(ModernRequest):
     """
 
     task: Task | None = None
+    changed: Callable[[Task], None] = lambda _task: None
     pending_inputs: dict[str, _Waiting] = field(default_factory=dict)
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -105,11 +109,13 @@ class TaskRequest(ModernRequest):
             raise LocalProtocolError(refused, METHOD_NOT_FOUND)
         waiting = self.pending_inputs[key] = _Waiting()
         task.waits_for(key, entry)
+        self.changed(task)
         try:
             await waiting.answered.wait()
         finally:
             del self.pending_inputs[key]
             task.answered(key)
+            self.changed(task)
         assert waiting.response is not None
         return mcp.encode(to_legacy_response(key, waiting.response)["result"])
 
@@ -151,6 +157,8 @@ class TaskRunner:
         self._ttl_ms = self._poll_ms = 0
         self.configure(max_tasks=max_tasks, ttl=ttl, poll_interval=poll_interval)
         self._running: dict[str, TaskRequest] = {}
+        # Where ``notifications/tasks`` go (the listen streams; set by the app).
+        self.on_change: Callable[[bytes], object] | None = None
         # Per view (a profile's, or a caller's effective one), kept with the
         # view itself so the id is not reused: whether it offers tasks.
         self._offered: dict[int, tuple[Snapshot, bool]] = {}
@@ -205,6 +213,7 @@ class TaskRunner:
             principal=request.principal,
             caller=request.caller,  # the access policy decides the task's call as the request's
             task=task,
+            changed=self._changed,
         )
         self._running[task.task_id] = background
         self._nursery.start_soon(self._drive, task, background, message, params)
@@ -242,7 +251,27 @@ class TaskRunner:
             task.finish(CANCELLED, now, message="cancelled by tasks/cancel")
         else:
             _record(task, reply, now)
+        self._changed(task)
         logger.info("task.ended", task=task.task_id[:8], tool=task.tool, status=task.status)
+
+    def watchable(self, task_ids: tuple[str, ...], principal: str | None) -> frozenset[str]:
+        """The ids of ``task_ids`` a listen stream of ``principal`` may follow: its own."""
+        now = trio.current_time()
+        mine: set[str] = set()
+        for task_id in task_ids:
+            try:
+                self._table.find(task_id, principal, now)
+            except LocalProtocolError:
+                continue
+            mine.add(task_id)
+        return frozenset(mine)
+
+    def _changed(self, task: Task) -> None:
+        """Tell the listen streams following ``task`` its new state (``notifications/tasks``)."""
+        if self.on_change is None:
+            return
+        body = {k: v for k, v in task.detailed().items() if k != "resultType"}
+        self.on_change(jsonrpc.encode_notification(TASK_STATUS, mcp.encode(body)))
 
 
 def _record(task: Task, reply: bytes, now: float) -> None:

@@ -17,6 +17,7 @@ import msgspec
 import trio
 
 from gateway.config import parse
+from tests.frontend.test_listen_http import SUB_ID, listen
 from tests.frontend.test_modern_http import modern, send, sse_messages
 from tests.harness import gateway_config, sdk_backend, start_gateway
 
@@ -207,3 +208,34 @@ async def test_a_tool_the_policy_hides_starts_no_task(nursery: trio.Nursery) -> 
     assert bob["error"]["message"].replace("slow_compute", "X") == nobody["error"][
         "message"
     ].replace("no_such_tool", "X")
+
+
+async def test_a_listen_stream_naming_a_task_hears_each_change_of_its_status(
+    nursery: trio.Nursery,
+) -> None:
+    """notifications/tasks: only the caller's known tasks are honoured; each change of
+    status arrives tagged, the last with the inlined result."""
+    running = await _start(nursery)
+    call = {"name": "c__confirm_delete", "arguments": {"filename": "x.txt"}}
+    task_id = (await _ask(running, "tools/call", call, **WITH_TASKS))["result"]["taskId"]
+    waiting = await _until(running, task_id, {"input_required"})
+    (key,) = waiting["inputRequests"]
+    async with (
+        httpx.AsyncClient(base_url=running.base_url, trust_env=False, timeout=WAIT) as client,
+        listen(client, "T1", {"taskIds": [task_id, "not-a-task"]}) as stream,
+    ):
+        with trio.fail_after(WAIT):
+            ack = await stream.next()
+        assert ack["params"]["notifications"] == {"taskIds": [task_id]}
+        answer = {"action": "accept", "content": {"confirm": True}}
+        update = {"taskId": task_id, "inputResponses": {key: answer}}
+        await _ask(running, "tasks/update", update, **WITH_TASKS)
+        seen: list[dict[str, Any]] = []
+        with trio.fail_after(WAIT):
+            while not seen or seen[-1]["params"]["status"] != "completed":
+                seen.append(await stream.next())
+    assert {m["method"] for m in seen} == {"notifications/tasks"}
+    assert [m["params"]["status"] for m in seen] == ["working", "completed"]
+    assert all(m["params"]["taskId"] == task_id for m in seen)
+    assert all(m["params"]["_meta"] == {SUB_ID: "T1"} for m in seen)
+    assert "confirm" in seen[-1]["params"]["result"]["content"][0]["text"]

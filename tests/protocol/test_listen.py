@@ -53,6 +53,8 @@ def test_the_filter_reads_every_field_and_drops_repeated_uris() -> None:
         {"toolsListChanged": "yes"},
         {"resourceSubscriptions": "u1"},
         {"resourceSubscriptions": [1]},
+        {"taskIds": "t1"},
+        {"taskIds": [7]},
     ],
 )
 def test_a_malformed_filter_is_invalid_params(notifications: object) -> None:
@@ -115,3 +117,21 @@ def test_the_final_result_is_complete_with_the_subscription_id() -> None:
         "id": 7,
         "result": {"resultType": "complete", "_meta": {SUBSCRIPTION_ID_KEY: 7}},
     }
+
+
+def test_task_ids_are_honoured_only_for_the_callers_tasks_and_tag_only_their_news() -> None:
+    """Rule 5: another's or an unknown task is left out; only its own task's news passes."""
+    asked = parse_filter({"notifications": {"taskIds": ["t2", "t1", "t2", "other"]}})
+    assert asked.task_ids == ("t2", "t1", "other")
+    subscription = honour(9, asked, OFFERED, [], frozenset({"t1", "t2"}))
+    ack = decoded(subscription.acknowledgement())
+    assert ack["params"]["notifications"] == {"taskIds": ["t2", "t1"]}
+    mine = subscription.tag(
+        notification("notifications/tasks", {"taskId": "t1", "status": "working"})
+    )
+    assert mine is not None
+    assert decoded(mine)["params"]["_meta"] == {SUBSCRIPTION_ID_KEY: 9}
+    theirs = notification("notifications/tasks", {"taskId": "other", "status": "working"})
+    assert subscription.tag(theirs) is None
+    plain = honour(9, ListenFilter(), OFFERED, [])
+    assert plain.tag(notification("notifications/tasks", {"taskId": "t1"})) is None
