@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Final
 import jwt
 import structlog
 
+from gateway.config.schema_auth import DEFAULT_JWT_ALGORITHMS
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
@@ -26,19 +28,9 @@ _EC_BY_CURVE: Final = {"P-256": "ES256", "P-384": "ES384", "P-521": "ES512", "se
 _OKP: Final = frozenset({"EdDSA"})
 _OCT: Final = frozenset({"HS256", "HS384", "HS512"})
 
-#: Asymmetric algorithms accepted when ``auth.jwt.algorithms`` is not set.
-DEFAULT_ALGORITHMS: Final = (
-    "RS256",
-    "RS384",
-    "RS512",
-    "PS256",
-    "PS384",
-    "PS512",
-    "ES256",
-    "ES384",
-    "ES512",
-    "EdDSA",
-)
+#: Asymmetric algorithms accepted when ``auth.jwt.algorithms`` is not set (the
+#: config's one list, so the default and the checks cannot drift apart).
+DEFAULT_ALGORITHMS: Final = tuple(DEFAULT_JWT_ALGORITHMS)
 #: Every algorithm the gateway knows; anything else in the config is an error.
 KNOWN_ALGORITHMS: Final = frozenset(DEFAULT_ALGORITHMS) | _OCT | {"ES256K"}
 
