@@ -195,7 +195,9 @@ async def test_a_backend_that_cannot_start_fails_fast_while_others_serve(
     client: ClientSession, running: Running
 ) -> None:
     """Spec (issue 2): a broken backend never stops the others; its calls fail at once."""
-    with trio.fail_after(1):  # robustness A31: within 100 ms in practice, never a timeout
+    # Robustness A31: within 100 ms in practice; the bound only tells it from a
+    # request timeout (30 s and more), with room for a loaded machine.
+    with trio.fail_after(5):
         with pytest.raises(McpError) as caught:
             await client.read_resource(AnyUrl("broken+anything://x"))
     assert caught.value.error.code == -32603
@@ -212,7 +214,7 @@ async def test_a_tool_of_a_backend_that_is_down_fails_fast_as_unavailable(
     client: ClientSession,
 ) -> None:
     """A31: a name under a down backend's prefix is unavailable (-32603), not unknown."""
-    with trio.fail_after(1):
+    with trio.fail_after(5):
         with pytest.raises(McpError) as caught:
             await client.call_tool("broken__anything", {})
     assert caught.value.error.code == -32603
