@@ -25,8 +25,9 @@ from benchmarks.common import (
     running_gateway,
     write_results,
 )
+from gateway.catalog.catalog import Catalog
 from gateway.catalog.naming import NamingRules
-from gateway.catalog.snapshot import BackendListing, Catalog, Kind
+from gateway.catalog.snapshot import BackendListing, Kind
 
 BACKENDS = 50
 TOOLS_PER_BACKEND = 200

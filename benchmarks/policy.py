@@ -18,10 +18,11 @@ import tracemalloc
 
 import msgspec
 
+from gateway.catalog.catalog import Catalog
 from gateway.catalog.effective import EffectiveViews, narrow
 from gateway.catalog.naming import NamingRules
 from gateway.catalog.profiles import ProfileViews
-from gateway.catalog.snapshot import BackendListing, Catalog, Kind
+from gateway.catalog.snapshot import BackendListing, Kind
 from gateway.config import PolicyRule
 from gateway.identity.policy import Policy
 from gateway.identity.principal import Principal

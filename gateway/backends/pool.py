@@ -21,7 +21,8 @@ from gateway.backends.backend import (
     BackendRequestHandler,
     BackendState,
 )
-from gateway.catalog.snapshot import Catalog, Kind, Snapshot
+from gateway.catalog.catalog import Catalog
+from gateway.catalog.snapshot import Kind, Snapshot
 from gateway.errors import METHOD_NOT_FOUND, LocalProtocolError
 
 if TYPE_CHECKING:

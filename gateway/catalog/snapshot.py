@@ -12,85 +12,17 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from gateway.catalog.kinds import Kind as Kind  # the catalog's callers name it from here
 from gateway.catalog.naming import NamingRules, public_name, public_uri, split_uri
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
 _encoder: Final = msgspec.json.Encoder()
-
-
-class Kind(Enum):
-    """The four lists a server offers; values are the result keys.
-
-    Everything the gateway needs to know per list (the field that names an
-    item, the method that lists it, the capability that offers it, the
-    notification that says it changed) is read from here, so a fifth list is
-    one row in ``_ROWS``, not a hunt through the router and the backends.
-    """
-
-    TOOLS = "tools"
-    PROMPTS = "prompts"
-    RESOURCES = "resources"
-    TEMPLATES = "resourceTemplates"
-
-    @property
-    def identity_key(self) -> str:
-        """The item field that identifies it (and that we namespace)."""
-        return _ROWS[self].identity_key
-
-    @property
-    def list_method(self) -> str:
-        """The MCP method that returns one page of this list."""
-        return _ROWS[self].list_method
-
-    @property
-    def capability(self) -> str:
-        """The server capability that offers this list (templates ride on ``resources``)."""
-        return _ROWS[self].capability
-
-    @property
-    def list_changed(self) -> str:
-        """The notification that says this list changed (shared by resources and templates)."""
-        return _ROWS[self].list_changed
-
-    @staticmethod
-    def changed_by(method: str) -> tuple[Kind, ...]:
-        """The kinds a ``list_changed`` notification names; empty for any other method."""
-        return _CHANGED_BY.get(method, ())
-
-
-@dataclass(frozen=True, slots=True)
-class _KindRow:
-    identity_key: str
-    list_method: str
-    capability: str
-    list_changed: str
-
-
-_ROWS: Final = {
-    Kind.TOOLS: _KindRow("name", "tools/list", "tools", "notifications/tools/list_changed"),
-    Kind.PROMPTS: _KindRow("name", "prompts/list", "prompts", "notifications/prompts/list_changed"),
-    Kind.RESOURCES: _KindRow(
-        "uri", "resources/list", "resources", "notifications/resources/list_changed"
-    ),
-    Kind.TEMPLATES: _KindRow(
-        "uriTemplate",
-        "resources/templates/list",
-        "resources",
-        "notifications/resources/list_changed",
-    ),
-}
-# One resources/list_changed covers both resource lists (spec: resources).
-_CHANGED_BY: Final = {
-    method: tuple(kind for kind, row in _ROWS.items() if row.list_changed == method)
-    for method in dict.fromkeys(row.list_changed for row in _ROWS.values())
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +150,7 @@ def _public_key(kind: Kind, prefix: str, original: str, rules: NamingRules) -> s
 
 
 @dataclass(frozen=True, slots=True)
-class _Candidate:
+class Candidate:
     """One item of one backend, named and encoded under its primary public key."""
 
     entry: Entry
@@ -226,7 +158,7 @@ class _Candidate:
 
 
 # Per backend and kind: its candidates in listing order, and its own problems.
-_Prepared = dict[Kind, tuple[list[_Candidate], list[str]]]
+Prepared = dict[Kind, tuple[list[Candidate], list[str]]]
 
 
 def _make_entry(kind: Kind, backend: str, key: str, original: str, item: dict[str, Any]) -> Entry:
@@ -235,17 +167,17 @@ def _make_entry(kind: Kind, backend: str, key: str, original: str, item: dict[st
     return Entry(key, backend, original, _encoder.encode(public_item))
 
 
-def _prepare(listing: BackendListing, rules: NamingRules) -> _Prepared:
+def prepare_listing(listing: BackendListing, rules: NamingRules) -> Prepared:
     """Name and encode one backend's items: the costly part of a rebuild.
 
     Depends on nothing but the listing, so the catalog keeps the result for
     as long as the backend's listing is the same object, and a change of one
     backend re-encodes only that backend's items.
     """
-    prepared: _Prepared = {}
+    prepared: Prepared = {}
     for kind in Kind:
         id_key = kind.identity_key
-        candidates: list[_Candidate] = []
+        candidates: list[Candidate] = []
         problems: list[str] = []
         for item in listing.items(kind):
             original = item.get(id_key)
@@ -256,7 +188,7 @@ def _prepare(listing: BackendListing, rules: NamingRules) -> _Prepared:
                 continue
             key = _public_key(kind, listing.prefix, original, rules)
             candidates.append(
-                _Candidate(_make_entry(kind, listing.backend, key, original, item), item)
+                Candidate(_make_entry(kind, listing.backend, key, original, item), item)
             )
         prepared[kind] = (candidates, problems)
     return prepared
@@ -267,7 +199,7 @@ def build_snapshot(
     rules: NamingRules,
     *,
     prefixes: Mapping[str, str] | None = None,
-    prepared: Mapping[str, _Prepared] | None = None,
+    prepared: Mapping[str, Prepared] | None = None,
 ) -> Snapshot:
     """Merge backend listings into a new snapshot.
 
@@ -286,7 +218,8 @@ def build_snapshot(
     """
     listings = list(listings)
     ready = {
-        lst.backend: (prepared or {}).get(lst.backend) or _prepare(lst, rules) for lst in listings
+        lst.backend: (prepared or {}).get(lst.backend) or prepare_listing(lst, rules)
+        for lst in listings
     }
     problems: list[str] = []
     views: dict[Kind, KindView] = {}
@@ -313,66 +246,21 @@ def build_snapshot(
                 found[entry.key] = entry
         keys = tuple(sorted(found))
         views[kind] = KindView(tuple(found[k] for k in keys), keys, found)
-    all_prefixes = dict(prefixes or {})
-    for listing in listings:
-        if listing.prefix:
-            all_prefixes.setdefault(listing.prefix, listing.backend)
-    unprefixed = tuple(sorted(lst.backend for lst in listings if not lst.prefix))
+    all_prefixes, unprefixed = routing(listings, prefixes)
     return Snapshot(
         views=views, prefixes=all_prefixes, unprefixed=unprefixed, problems=tuple(problems)
     )
 
 
-class Catalog:
-    """The current snapshot and the listings it was built from.
-
-    Backends publish and withdraw listings; each change builds a whole new
-    snapshot and reports which kinds of list actually changed, so the
-    gateway sends ``list_changed`` only when a host would see a difference.
-    """
-
-    def __init__(self, rules: NamingRules, prefixes: Mapping[str, str] | None = None) -> None:
-        self._rules = rules
-        self._prefixes = dict(prefixes or {})
-        self._listings: dict[str, BackendListing] = {}
-        # backend -> (the listing it was prepared from, the prepared items)
-        self._prepared: dict[str, tuple[BackendListing, _Prepared]] = {}
-        self.snapshot: Snapshot = EMPTY_SNAPSHOT
-        self._rebuild()
-
-    def set_prefixes(self, prefixes: Mapping[str, str]) -> None:
-        """Replace the configured prefix table (on reload)."""
-        self._prefixes = dict(prefixes)
-        self._rebuild()
-
-    def publish(self, listing: BackendListing) -> frozenset[Kind]:
-        """Add or replace one backend's listing; returns the kinds that changed."""
-        self._listings[listing.backend] = listing
-        return self._rebuild()
-
-    def withdraw(self, backend: str) -> frozenset[Kind]:
-        """Remove a backend's items (it went down); returns the kinds that changed."""
-        if self._listings.pop(backend, None) is None:
-            return frozenset()
-        return self._rebuild()
-
-    def _rebuild(self) -> frozenset[Kind]:
-        old = self.snapshot
-        prepared: dict[str, _Prepared] = {}
-        for name, listing in self._listings.items():
-            kept = self._prepared.get(name)
-            if kept is None or kept[0] is not listing:
-                kept = (listing, _prepare(listing, self._rules))
-            prepared[name] = kept[1]
-            self._prepared[name] = kept
-        for name in list(self._prepared):
-            if name not in self._listings:
-                del self._prepared[name]
-        new = build_snapshot(
-            (self._listings[name] for name in sorted(self._listings)),
-            self._rules,
-            prefixes=self._prefixes,
-            prepared=prepared,
-        )
-        self.snapshot = new
-        return frozenset(kind for kind in Kind if old.view(kind).entries != new.view(kind).entries)
+def routing(
+    listings: Iterable[BackendListing], prefixes: Mapping[str, str] | None
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Every prefix → its backend (configured ones first), and the unprefixed backends."""
+    all_prefixes = dict(prefixes or {})
+    unprefixed = []
+    for listing in listings:
+        if listing.prefix:
+            all_prefixes.setdefault(listing.prefix, listing.backend)
+        else:
+            unprefixed.append(listing.backend)
+    return all_prefixes, tuple(sorted(unprefixed))

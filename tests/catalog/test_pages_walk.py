@@ -19,10 +19,11 @@ from hypothesis.stateful import (
     rule,
 )
 
+from gateway.catalog.catalog import Catalog
 from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
 from gateway.catalog.pages import plan_page, render_page
-from gateway.catalog.snapshot import BackendListing, Catalog, Kind
+from gateway.catalog.snapshot import BackendListing, Kind
 
 BACKEND_NAMES = [f"b{i}" for i in range(6)]
 TOOL_NAMES = st.text(alphabet="abcdefghij_", min_size=1, max_size=6)

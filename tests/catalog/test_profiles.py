@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gateway.catalog.catalog import Catalog
 from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
 from gateway.catalog.pages import plan_page, render_page
@@ -22,7 +23,7 @@ from gateway.catalog.profiles import (
     ProfileViews,
     restrict,
 )
-from gateway.catalog.snapshot import BackendListing, Catalog, Kind, Snapshot, build_snapshot
+from gateway.catalog.snapshot import BackendListing, Kind, Snapshot, build_snapshot
 from gateway.errors import INVALID_PARAMS, LocalProtocolError
 
 _decoder = msgspec.json.Decoder()

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from gateway.catalog.catalog import Catalog
 from gateway.catalog.naming import NamingRules
 from gateway.catalog.snapshot import (
     EMPTY_SNAPSHOT,
     BackendListing,
-    Catalog,
     Entry,
     Kind,
     KindView,

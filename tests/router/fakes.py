@@ -15,9 +15,10 @@ import msgspec
 import trio
 
 from gateway.backends.backend import BackendState, ServerInfo
+from gateway.catalog.catalog import Catalog
 from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
-from gateway.catalog.snapshot import BackendListing, Catalog, Kind, Snapshot
+from gateway.catalog.snapshot import BackendListing, Kind, Snapshot
 from gateway.config import BackendConfig, StdioBackend, Timeouts
 from gateway.errors import BackendUnavailable, RequestTimeout
 from gateway.identity.principal import Principal

@@ -7,9 +7,10 @@ from typing import Any, NoReturn
 import msgspec
 import pytest
 
+from gateway.catalog.catalog import Catalog
 from gateway.catalog.naming import NamingRules
 from gateway.catalog.profiles import SEARCH, Override, Profile, ProfileViews
-from gateway.catalog.snapshot import BackendListing, Catalog, Kind
+from gateway.catalog.snapshot import BackendListing, Kind
 from gateway.protocol import mcp
 from gateway.router.calls import Call
 from gateway.router.search_mode import SearchMode
