@@ -94,9 +94,9 @@ async def test_requests_without_a_valid_credential_get_401_with_a_challenge(
 async def test_a_static_token_or_a_valid_jwt_is_let_in(nursery: trio.Nursery) -> None:
     """Spec (issue 7): static bearer tokens and HS256 JWTs with the right audience."""
     running = await _secured(nursery)
-    good_jwt = _jwt({"sub": "ada", "aud": "http://gw.test/mcp", "exp": time.time() + 60})
-    wrong_aud = _jwt({"sub": "ada", "aud": "http://other/mcp", "exp": time.time() + 60})
-    forged = _jwt({"sub": "ada", "aud": "http://gw.test/mcp", "exp": time.time() + 60}, "x")
+    good_jwt = _jwt({"sub": "ada", "aud": "http://gw.test/mcp", "exp": time.time() + 3600})
+    wrong_aud = _jwt({"sub": "ada", "aud": "http://other/mcp", "exp": time.time() + 3600})
+    forged = _jwt({"sub": "ada", "aud": "http://gw.test/mcp", "exp": time.time() + 3600}, "x")
     async with httpx.AsyncClient() as http:
         for token, status in [(TOKEN, 200), (good_jwt, 200), (wrong_aud, 401), (forged, 401)]:
             headers = {**HEADERS, "authorization": f"Bearer {token}"}

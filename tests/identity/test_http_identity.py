@@ -154,7 +154,7 @@ async def test_a_valid_token_without_the_required_scope_gets_403_naming_it(
     running = await _secured(nursery, required_scopes=["mcp:tools"])
 
     def token(scope: str) -> str:
-        claims = {"sub": "ada", "aud": AUDIENCE, "exp": time.time() + 60, "scope": scope}
+        claims = {"sub": "ada", "aud": AUDIENCE, "exp": time.time() + 3600, "scope": scope}
         return jwt.encode(claims, SECRET, algorithm="HS256")
 
     async with httpx.AsyncClient() as http:

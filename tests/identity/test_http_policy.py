@@ -82,7 +82,9 @@ def document(policy: list[dict[str, Any]] | None = POLICY) -> dict[str, Any]:
 def token(subject: str, groups: list[str]) -> str:
     """An HS256 access token for the gateway, with a ``groups`` claim."""
     now = int(time.time())
-    claims = {"sub": subject, "aud": AUDIENCE, "iat": now, "exp": now + 600, "groups": groups}
+    # Minted once, at collection: valid for a day, since a whole suite on a
+    # loaded machine can take longer than any short lifetime (CI saw 401s).
+    claims = {"sub": subject, "aud": AUDIENCE, "iat": now, "exp": now + 86_400, "groups": groups}
     return jwt.encode(claims, SECRET, algorithm="HS256")
 
 
