@@ -108,6 +108,7 @@ class FeatureSeries:
             registry=r,
         )
         self._children: dict[tuple[object, ...], Any] = {}
+        self._by_version: dict[str, Any] = {}
 
     def _child(self, family: Counter | Gauge, key: tuple[str, ...]) -> Any:
         """The cached labelled child of ``family`` for ``key`` (label values in order)."""
@@ -118,8 +119,17 @@ class FeatureSeries:
         return cached
 
     def count_client_request(self, version: str) -> None:
-        """One host request routed, spoken in ``version``."""
-        self._child(self.client_requests_by_era, (era_of(version), _revision(version))).inc()
+        """One host request routed, spoken in ``version``.
+
+        Once per request: one lookup by the version itself (bounded: an
+        unknown one is keyed ``other``), not by the label tuple.
+        """
+        child = self._by_version.get(version)
+        if child is None:
+            key = _revision(version)
+            child = self._child(self.client_requests_by_era, (era_of(key), key))
+            self._by_version[key] = child
+        child.inc()
 
     def session_opened(self, version: str, profile: str) -> None:
         """A client session opened (handshake) on ``profile``'s endpoint."""
