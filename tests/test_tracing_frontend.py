@@ -144,6 +144,7 @@ async def test_a_listen_stream_is_one_span_with_an_event_per_notification(
         "mcp_gateway.outcome": "ok",
         "mcp_gateway.listen.ended": "client",
         "mcp_gateway.listen.dropped": 0,
+        "mcp_gateway.listen.notifications": 2,
     }
     subscribe = _one(list(spans.get_finished_spans()), SpanKind.CLIENT, "resources/subscribe")
     assert subscribe.parent is not None and subscribe.parent.span_id == span.context.span_id

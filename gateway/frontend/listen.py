@@ -73,6 +73,7 @@ class Listener:
     profile: str = DEFAULT_PROFILE
     ended: trio.Event = field(default_factory=trio.Event)
     dropped: int = 0
+    carried: int = 0
     principal: str | None = None
     caller: Principal | None = None
     # The stream's one server span (tracing on): an event per notification.
@@ -100,6 +101,7 @@ class Listener:
         tagged = self.subscription.tag(message)
         if tagged is None:
             return False
+        self.carried += 1
         dropped = False
         try:
             self._send.send_nowait(tagged)
@@ -240,6 +242,9 @@ async def registered(
                 ended = "gateway" if listener.ended.is_set() else "client"
                 span.annotate("mcp_gateway.listen.ended", ended)
                 span.annotate("mcp_gateway.listen.dropped", listener.dropped)
+                # The SDK keeps a span's last 128 events (OTEL_SPAN_EVENT_COUNT_LIMIT):
+                # the total is an attribute, so a long stream's count survives.
+                span.annotate("mcp_gateway.listen.notifications", listener.carried)
 
 
 async def serve_listen(
