@@ -34,6 +34,7 @@ STATE_SECRET: Final = "feature-metrics-state-secret"
 JWT_SECRET: Final = "feature-metrics-jwt-secret-0123456789abcdef"
 AUDIENCE: Final = "https://gateway.example/mcp"
 ALICE: Final = "alice-secret-token-0123456789"
+BOB: Final = "bob-secret-token-0123456789"
 ELICITS: Final = {CAPS_KEY: {"elicitation": {"form": {}}}}
 
 
@@ -174,6 +175,29 @@ async def test_mrtr_rounds_retries_and_refused_request_states_are_counted(
     assert _value(running, rejections, reason="tampered") == 1
     assert _value(running, rejections, reason="expired") == 1
     assert _value(running, rejections, reason="unknown") == 1
+
+
+async def test_a_state_replayed_by_another_principal_is_counted_foreign(
+    nursery: trio.Nursery,
+) -> None:
+    """Issue 18 item 4: alice's requestState presented by bob is refused (-32602) and
+    counted as foreign, not as tampered; bob's request itself was allowed."""
+    tokens = {"alice": ALICE, "bob": BOB}
+    running = await _start(nursery, auth={"tokens": tokens})
+    call = {"name": "c__confirm_delete", "arguments": {"filename": "y.txt"}}
+    first = _body(await _modern(running, "tools/call", call, token=ALICE, **ELICITS))
+    assert first["result"]["resultType"] == "input_required", first
+    (key,) = first["result"]["inputRequests"]
+    answer = {"action": "accept", "content": {"confirm": True}}
+    state = first["result"]["requestState"]
+    retry = {**call, "requestState": state, "inputResponses": {key: answer}}
+    stolen = _body(await _modern(running, "tools/call", retry, token=BOB, **ELICITS))
+    assert stolen["error"]["code"] == -32602
+    rejections = "mcp_gateway_mrtr_rejections_total"
+    assert _value(running, rejections, reason="foreign") == 1
+    assert _value(running, rejections, reason="tampered") == 0
+    decisions = "mcp_gateway_auth_decisions_total"
+    assert _value(running, decisions, decision="allowed", reason="static") == 2
 
 
 async def test_auth_decisions_token_failures_and_tasks_are_counted(
