@@ -1,7 +1,8 @@
 """The series of the protocol features added since the first dashboard (issue 18 item 4).
 
 Eras (which revision hosts speak), profiles (sessions per endpoint, search
-mode), multi-round-trip requests and the front door's auth decisions. Every
+mode), multi-round-trip requests, the front door's auth decisions and the
+access policy's refusals. Every
 ``count_*`` method is on a request path, so each keeps the labelled children
 it made: ``labels()`` costs more than the increment (the same cache as
 ``Metrics.observe_request``). Every label value is bounded: eras and
@@ -107,6 +108,14 @@ class FeatureSeries:
             ["reason"],
             registry=r,
         )
+        self.policy_denials = Counter(
+            PREFIX + "policy_denials",
+            "Access-policy refusals, by what was refused (profile: opening a profile's "
+            "endpoint; item: a call, read or get of an item hidden from the caller; "
+            "search_target: gateway__call_tool naming a hidden tool).",
+            ["reason"],
+            registry=r,
+        )
         self._children: dict[tuple[object, ...], Any] = {}
         self._by_version: dict[str, Any] = {}
 
@@ -159,6 +168,10 @@ class FeatureSeries:
     def count_state_rejection(self, reason: str) -> None:
         """A retry's ``requestState`` was refused, for ``reason``."""
         self._child(self.mrtr_rejections, (reason,)).inc()
+
+    def count_policy_denial(self, reason: str) -> None:
+        """The access policy refused something: ``profile``, ``item`` or ``search_target``."""
+        self._child(self.policy_denials, (reason,)).inc()
 
     def count_auth(self, allowed: bool, reason: str, *, token_sent: bool = False) -> None:
         """One authentication decision; a refused token is a validation failure too."""

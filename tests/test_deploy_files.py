@@ -332,6 +332,7 @@ async def test_dashboard_metrics_are_exported(nursery: trio.Nursery) -> None:
         "mcp_gateway_mrtr_rejections_total",
         "mcp_gateway_auth_decisions_total",
         "mcp_gateway_token_validation_failures_total",
+        "mcp_gateway_policy_denials_total",
         "mcp_gateway_backend_token_requests_total",
         "mcp_gateway_tasks_created_total",
         "mcp_gateway_tasks_running",

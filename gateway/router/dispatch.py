@@ -116,6 +116,7 @@ class Router:
     ) -> None:
         self._pool = pool
         self.access = access if access is not None else AccessControl()
+        self.access.metrics = metrics
         self.profiles = profiles if profiles is not None else ProfileViews(separator=separator)
         self._held = held if held is not None else HeldCalls(nursery, sealer_for(""))
         self._held.metrics = metrics

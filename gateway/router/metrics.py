@@ -77,6 +77,10 @@ class RouterMetrics(Protocol):
         """Count one refused ``requestState``, by reason."""
         ...
 
+    def count_policy_denial(self, reason: str) -> None:
+        """Count one access-policy refusal, by what was refused."""
+        ...
+
 
 class _NoCounter:
     def labels(self, **labels: str) -> _NoCounter:
@@ -113,6 +117,9 @@ class NoMetrics:
         """Record nothing."""
 
     def count_state_rejection(self, reason: str) -> None:
+        """Record nothing."""
+
+    def count_policy_denial(self, reason: str) -> None:
         """Record nothing."""
 
 

@@ -45,12 +45,16 @@ def _value(running: Running, name: str, **labels: str) -> float:
 
 
 async def _start(
-    nursery: trio.Nursery, profiles: list[dict[str, Any]] | None = None, **sections: Any
+    nursery: trio.Nursery,
+    profiles: list[dict[str, Any]] | None = None,
+    policy: list[dict[str, Any]] | None = None,
+    **sections: Any,
 ) -> Running:
     config = gateway_config([sdk_backend("conformance_backend", "c")], **sections)
-    if profiles is not None:  # a list: gateway_config merges only mappings
+    lists = {"profiles": profiles, "policy": policy}
+    if profiles is not None or policy is not None:  # lists: gateway_config merges mappings
         document = json.loads(msgspec.json.encode(config))
-        document["profiles"] = profiles
+        document.update({k: v for k, v in lists.items() if v is not None})
         config = parse(json.dumps(document), env={})
     return await start_gateway(nursery, config)
 
@@ -198,6 +202,33 @@ async def test_a_state_replayed_by_another_principal_is_counted_foreign(
     assert _value(running, rejections, reason="tampered") == 0
     decisions = "mcp_gateway_auth_decisions_total"
     assert _value(running, decisions, decision="allowed", reason="static") == 2
+
+
+async def test_access_policy_refusals_are_counted_by_what_was_refused(
+    nursery: trio.Nursery,
+) -> None:
+    """Issue 18 item 4: a principal no rule grants the profile is refused (403, reason
+    profile); a call of a tool the policy hides from the caller is refused (item)."""
+    policy = [
+        {
+            "name": "alice",
+            "tokens": ["alice"],
+            "profiles": ["default"],
+            "tools": {"allow": ["c__slow_compute"]},
+        }
+    ]
+    running = await _start(nursery, policy=policy, auth={"tokens": {"alice": ALICE, "bob": BOB}})
+    refused = await _modern(running, "server/discover", {}, token=BOB)
+    assert refused.status_code == 403
+    hidden = {"name": "c__confirm_delete", "arguments": {"filename": "z"}}
+    answer = _body(await _modern(running, "tools/call", hidden, token=ALICE, **ELICITS))
+    assert "error" in answer, answer
+    allowed = {"name": "c__slow_compute", "arguments": {"seconds": 0}}
+    assert "result" in _body(await _modern(running, "tools/call", allowed, token=ALICE))
+    denials = "mcp_gateway_policy_denials_total"
+    assert _value(running, denials, reason="profile") == 1
+    assert _value(running, denials, reason="item") == 1
+    assert _value(running, denials, reason="search_target") == 0
 
 
 async def test_auth_decisions_token_failures_and_tasks_are_counted(

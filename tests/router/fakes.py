@@ -292,6 +292,10 @@ class RecordingMetrics:
         """Count by reason."""
         self._add("state_rejections", reason)
 
+    def count_policy_denial(self, reason: str) -> None:
+        """Count by reason."""
+        self._add("policy_denials", reason)
+
 
 def make_router(
     pool: FakePool, nursery: trio.Nursery, page_size: int = 0, metrics: RouterMetrics = NO_METRICS
