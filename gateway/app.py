@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
     from gateway.backends.channel import ChannelOpener
+    from gateway.backends.handshake import ServerInfo
     from gateway.config import GatewayConfig
 from gateway.errors import ConfigError
 
@@ -140,6 +141,7 @@ async def open_gateway(
             router.client_opened(session)
             metrics.client_sessions_opened.inc()
             metrics.client_sessions_open.inc()
+            metrics.session_opened(session.protocol_version, session.profile)
 
         session_limiter = RateLimiter(config.limits.session_rate, config.limits.session_burst)
 
@@ -148,6 +150,7 @@ async def open_gateway(
             router.client_closed(session.session_id, housekeeping)
             session_limiter.forget(session.session_id)
             metrics.client_sessions_open.dec()
+            metrics.session_closed(session.profile)
 
         clients = ClientRegistry(config.server.max_sessions, on_open=opened, on_close=closed)
         router.tasks.on_change = clients.listeners.broadcast  # notifications/tasks
@@ -244,10 +247,14 @@ async def open_gateway(
                     b.initializations,
                     dict(b.list_guard_trips),
                     dict(b.credentials.requests) if b.credentials is not None else {},
+                    era=_era(b.info),
+                    sessions_by_era={"legacy": b.handshake.count, "modern": b.handshake.discovered},
+                    requests_by_era=dict(b.handshake.requests),
                 )
                 for b in pool.backends.values()
             ]
         )
+        metrics.watch_tasks(router.tasks.sample)
         pool.on_catalog_change(catalog_changed)
         router.search.follow(pool.snapshot)  # tools listed before the hook was in place
         pool.on_state_change(track_state)
@@ -257,6 +264,11 @@ async def open_gateway(
             for session in clients:
                 clients.close(session)
             housekeeping.cancel_scope.cancel()
+
+
+def _era(info: ServerInfo | None) -> str:
+    """The era of a backend's current session; "" before its first handshake."""
+    return "" if info is None else "modern" if info.modern else "legacy"
 
 
 async def _watch_loop_lag(metrics: Metrics) -> None:

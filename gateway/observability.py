@@ -11,20 +11,24 @@ from __future__ import annotations
 
 import logging
 import sys
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
 
 from gateway import __version__
+from gateway.observability_scrape import (
+    BACKEND_STATES,
+    PREFIX,
+    BackendCollector,
+    BackendSample,
+    TaskCollector,
+    TaskSample,
+)
+from gateway.observability_series import FeatureSeries
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Mapping
-
-PREFIX: Final = "mcp_gateway_"
+    from collections.abc import Callable, Iterable
 # Sub-millisecond (a catalog page) to minutes (a long tool call).
 LATENCY_BUCKETS: Final = (
     0.0005,
@@ -114,14 +118,19 @@ def configure_logging(level: str = "info", fmt: str = "auto", stream: TextIO | N
     )
 
 
-class Metrics:
-    """Every metric the gateway exports, on one registry."""
+class Metrics(FeatureSeries):
+    """Every metric the gateway exports, on one registry.
+
+    The series of the eras, profiles, search mode, MRTR and auth decisions
+    are :class:`~gateway.observability_series.FeatureSeries`'s.
+    """
 
     def __init__(
         self, registry: CollectorRegistry | None = None, *, tool_label_cap: int = 1000
     ) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
+        super().__init__(r)
         self.requests = Counter(
             PREFIX + "requests_total",
             "Requests from hosts, by backend, method and outcome.",
@@ -256,7 +265,11 @@ class Metrics:
 
     def watch_backends(self, sample: Callable[[], Iterable[BackendSample]]) -> None:
         """Export per-backend state read at scrape time (no bookkeeping on the hot path)."""
-        self.registry.register(_BackendCollector(sample))
+        self.registry.register(BackendCollector(sample))
+
+    def watch_tasks(self, sample: Callable[[], TaskSample]) -> None:
+        """Export the task table's counts, read at scrape time."""
+        self.registry.register(TaskCollector(sample))
 
     def observe_request(self, method: str, outcome: str, seconds: float, backend: str = "") -> None:
         """Count one routed host request and record its duration.
@@ -288,65 +301,12 @@ class Metrics:
         self.tool_calls.labels(backend=key[0], tool=key[1]).inc()
 
 
-BACKEND_STATES: Final = ("starting", "up", "down", "incompatible", "stopped")
-
-
-@dataclass(frozen=True, slots=True)
-class BackendSample:
-    """One backend's state at scrape time."""
-
-    name: str
-    state: str
-    in_flight: int
-    restarts: int
-    initializations: int
-    list_guard_trips: Mapping[str, int] = field(default_factory=dict)
-    token_requests: Mapping[tuple[str, str], int] = field(default_factory=dict)
-
-
-class _BackendCollector(Collector):
-    def __init__(self, sample: Callable[[], Iterable[BackendSample]]) -> None:
-        self._sample = sample
-
-    def collect(self) -> Iterator[Metric]:
-        state = GaugeMetricFamily(
-            PREFIX + "backend_state",
-            "1 for the backend's current state.",
-            labels=["backend", "state"],
-        )
-        in_flight = GaugeMetricFamily(
-            PREFIX + "backend_requests_in_flight",
-            "Requests waiting on the backend.",
-            labels=["backend"],
-        )
-        restarts = CounterMetricFamily(
-            PREFIX + "backend_restarts",
-            "Times the backend's session was lost after being up.",
-            labels=["backend"],
-        )
-        inits = CounterMetricFamily(
-            PREFIX + "backend_initializations",
-            "Backend sessions initialized (first start, restarts, per-client sessions).",
-            labels=["backend"],
-        )
-        guards = CounterMetricFamily(
-            PREFIX + "list_guard_trips",
-            "Backend listings cut short by a guard (repeated cursor, max pages, max items).",
-            labels=["backend", "reason"],
-        )
-        tokens = CounterMetricFamily(
-            PREFIX + "backend_token_requests",
-            "Token requests for a backend's credential (auth:), by grant and outcome.",
-            labels=["backend", "grant", "outcome"],
-        )
-        for backend in self._sample():
-            for (grant, outcome), count in backend.token_requests.items():
-                tokens.add_metric([backend.name, grant, outcome], count)
-            for reason, count in backend.list_guard_trips.items():
-                guards.add_metric([backend.name, reason], count)
-            for name in BACKEND_STATES:
-                state.add_metric([backend.name, name], 1.0 if backend.state == name else 0.0)
-            in_flight.add_metric([backend.name], backend.in_flight)
-            restarts.add_metric([backend.name], backend.restarts)
-            inits.add_metric([backend.name], backend.initializations)
-        yield from (state, in_flight, restarts, inits, guards, tokens)
+__all__ = [
+    "BACKEND_STATES",
+    "PREFIX",
+    "BackendSample",
+    "Metrics",
+    "TaskSample",
+    "configure_logging",
+    "set_log_level",
+]

@@ -24,6 +24,11 @@ Rules:
    trio copies into every task a request spawns: the HTTP headers of the
    request being routed (:func:`incoming_http`) and the ``traceparent`` the
    backend request being sent carries (:func:`outgoing_http_headers`).
+5. What the frontend answers itself (``initialize``, ``server/discover``,
+   ``subscriptions/listen``) is a server span too, opened by
+   :func:`answered` with the router's attributes. A listen stream is *one*
+   span for the stream's life, with an event per notification it carries:
+   a span per notification would be a trace per keep-alive.
 """
 
 from __future__ import annotations
@@ -32,10 +37,15 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from gateway.errors import ConfigError
+import trio
+
+from gateway.errors import INTERNAL_ERROR, ConfigError, ProtocolError
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+
+    #: What a span attribute or event attribute may hold here.
+    Attribute = str | int | bool
 
     import msgspec
 
@@ -52,6 +62,14 @@ class ServerSpan(Protocol):
 
     def finish(self, outcome: str, backend: str, code: int | None) -> None:
         """End it with the request's outcome, the backend that served it, its error code."""
+        ...
+
+    def event(self, name: str, attributes: Mapping[str, Attribute]) -> None:
+        """Record something that happened while it is open (a listen's notification)."""
+        ...
+
+    def annotate(self, key: str, value: Attribute) -> None:
+        """Set one more attribute before it finishes."""
         ...
 
 
@@ -81,7 +99,7 @@ class Tracer(Protocol):
         method: str,
         params: dict[str, Any],
         *,
-        version: str,
+        version: str | None,
         profile: str,
         incoming: Mapping[str, str] | None,
     ) -> ServerSpan:
@@ -173,6 +191,53 @@ def outgoing(carrier: dict[str, str]) -> Iterator[None]:
         yield
     finally:
         _outgoing.reset(token)
+
+
+@contextmanager
+def answered(
+    method: str,
+    params: dict[str, Any],
+    *,
+    version: str | None,
+    profile: str,
+    cancelled: str = "cancelled",
+) -> Iterator[ServerSpan | None]:
+    """A server span around a request the frontend answers itself (rule 5).
+
+    Yields None when tracing is off. The span ends with the block: ``ok``,
+    ``error`` with the JSON-RPC code of a ``ProtocolError`` (-32603 for any
+    other exception, as the host is answered), or ``cancelled`` when the
+    block is cancelled (``cancelled="ok"`` where a cancellation is how the
+    request normally ends, a listen stream the host closes).
+
+    Args:
+        method: the MCP method.
+        params: the request's params (their ``_meta`` trace context is continued).
+        version: the revision the host speaks.
+        profile: the profile endpoint it came in on.
+        cancelled: the outcome a cancellation counts as.
+    """
+    tracer = active
+    if tracer is None:
+        yield None
+        return
+    span = tracer.server_span(
+        method, params, version=version, profile=profile, incoming=incoming_headers()
+    )
+    outcome, code = "ok", None
+    try:
+        yield span
+    except ProtocolError as exc:
+        outcome, code = "error", exc.code
+        raise
+    except trio.Cancelled:
+        outcome = cancelled
+        raise
+    except Exception:
+        outcome, code = "error", INTERNAL_ERROR
+        raise
+    finally:
+        span.finish(outcome, "", code)
 
 
 async def traced(

@@ -152,6 +152,14 @@ class _ServerSpan:
         otel_context.detach(self._token)  # type: ignore[arg-type]  # the token attach gave
         span.end()
 
+    def event(self, name: str, attributes: Mapping[str, str | int | bool]) -> None:
+        """Record an event on it (a listen stream's notification)."""
+        self._span.add_event(name, dict(attributes))
+
+    def annotate(self, key: str, value: str | int | bool) -> None:
+        """Set one more attribute."""
+        self._span.set_attribute(key, value)
+
 
 class _ClientSpan:
     """One backend request's span; its context travels in ``params`` and ``carrier``."""
@@ -231,7 +239,7 @@ class OtelTracer:
         method: str,
         params: dict[str, Any],
         *,
-        version: str,
+        version: str | None,
         profile: str,
         incoming: Mapping[str, str] | None,
     ) -> _ServerSpan:

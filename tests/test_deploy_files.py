@@ -12,13 +12,16 @@ import re
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+import trio
 import yaml
 from prometheus_client import CollectorRegistry, generate_latest
 
 from gateway import observability
 from gateway.config import ShutdownConfig, parse
 from gateway.observability import Metrics
+from tests.harness import gateway_config, open_client, sdk_backend, start_gateway
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -82,15 +85,36 @@ def _configmap_text() -> str:
 
 
 def _exported_metric_names() -> set[str]:
-    """Every series name the gateway's /metrics can show."""
+    """Every series name the gateway's /metrics can show (the metrics object alone)."""
     registry = CollectorRegistry()
     metrics = Metrics(registry)
     # Per-backend families read at scrape time, registered by app.py.
     watch = getattr(metrics, "watch_backends", None)
     if watch is not None:
         watch(lambda: [observability.BackendSample("demo", "up", 0, 0, 1)])
+    return _names_in(generate_latest(registry).decode(), registry)
+
+
+async def _served_metric_names(nursery: trio.Nursery) -> set[str]:
+    """Every series name a real gateway's /metrics shows after one call through it.
+
+    What ``app.py`` registers beside ``Metrics`` (the backend and task
+    collectors) is only there in a served gateway, so this is the list the
+    dashboard is checked against.
+    """
+    running = await start_gateway(nursery, gateway_config([sdk_backend("alpha")]))
+    async with open_client(running.url) as session:
+        await session.call_tool("alpha__echo", {"text": "hi"})
+    async with httpx.AsyncClient(base_url=running.base_url, trust_env=False) as client:
+        scraped = await client.get("/metrics")
+    assert scraped.status_code == 200
+    return _names_in(scraped.text, running.gateway.metrics.registry)
+
+
+def _names_in(exposition: str, registry: CollectorRegistry) -> set[str]:
+    """The series names of an exposition, and those its families may show later."""
     names: set[str] = set()
-    for line in generate_latest(registry).decode().splitlines():
+    for line in exposition.splitlines():
         if line.startswith("# TYPE "):
             names.add(line.split()[2])
         elif line and not line.startswith("#"):
@@ -287,11 +311,33 @@ def test_alert_metrics_are_exported() -> None:
     assert used - exported == set()
 
 
-def test_dashboard_metrics_are_exported() -> None:
-    exported = _exported_metric_names()
+async def test_dashboard_metrics_are_exported(nursery: trio.Nursery) -> None:
+    """Issue 18 item 4: every metric a panel queries is one a served gateway exports."""
+    exported = await _served_metric_names(nursery)
     exprs = _dashboard_expressions()
     used = {name for expr in exprs for name in METRIC_NAME.findall(expr)}
     assert len(used) >= 9
+    # The panels of issue 18 item 4: eras, profiles, search, MRTR, auth, tasks.
+    assert used >= {
+        "mcp_gateway_client_requests_by_era_total",
+        "mcp_gateway_client_sessions_by_era_total",
+        "mcp_gateway_backend_requests_by_era_total",
+        "mcp_gateway_backend_era",
+        "mcp_gateway_backend_sessions_by_era_total",
+        "mcp_gateway_profile_sessions_open",
+        "mcp_gateway_tool_search_calls_total",
+        "mcp_gateway_tool_search_hits_total",
+        "mcp_gateway_mrtr_input_required_total",
+        "mcp_gateway_mrtr_retries_total",
+        "mcp_gateway_mrtr_rejections_total",
+        "mcp_gateway_auth_decisions_total",
+        "mcp_gateway_token_validation_failures_total",
+        "mcp_gateway_policy_denials_total",
+        "mcp_gateway_backend_token_requests_total",
+        "mcp_gateway_tasks_created_total",
+        "mcp_gateway_tasks_running",
+        "mcp_gateway_tasks_ended_total",
+    }
     assert used - exported == set()
     for expr in exprs:
         assert METRIC_NAME.search(expr), f"no gateway metric in {expr!r}"

@@ -130,13 +130,14 @@ class Backend:
         log = logger.bind(backend=self.name)
         # The ``auth:`` block at work (its token request counts are a metric).
         self.credentials, opener, client_opener = connectors(config, connect, subjects)
-        self._handshake = Handshake()
+        # Sessions opened and requests sent, by era (metrics read at scrape time).
+        self.handshake = Handshake()
         self._gate = Gate(self.name, config.max_in_flight, config.max_pending)
         self._links = Links(
             config,
             connect=opener,
             connect_client=client_opener,
-            handshake=self._handshake,
+            handshake=self.handshake,
             on_request=self._handle_request,
             on_notification=self._handle_notification,
             log=log,
@@ -146,7 +147,7 @@ class Backend:
         self._supervisor = Supervisor(
             config,
             connect=opener,
-            handshake=self._handshake,
+            handshake=self.handshake,
             links=self._links,
             on_change=lambda: on_change(self),
             on_request=self._handle_request,
@@ -195,7 +196,7 @@ class Backend:
     @property
     def initializations(self) -> int:
         """Initialize answers received, shared and per-client sessions alike (a metric)."""
-        return self._handshake.count
+        return self.handshake.count
 
     @property
     def list_guard_trips(self) -> collections.Counter[str]:
@@ -297,6 +298,7 @@ class Backend:
                 (``notifications/cancelled``).
             RemoteProtocolError: the backend answered with an error.
         """
+        self.handshake.sent(self.info)
         tracer = tracing.active
         if tracer is not None:  # the only cost when tracing is off (tracing rule 1)
             version = None if self.info is None else self.info.protocol_version

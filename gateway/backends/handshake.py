@@ -29,6 +29,7 @@ Rules (config ``protocol``):
 
 from __future__ import annotations
 
+import collections
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -136,11 +137,18 @@ class Handshake:
     Attributes:
         count: ``initialize`` answers received.
         discovered: ``server/discover`` answers that made a session modern.
+        requests: requests sent on the backend's sessions, by their era.
     """
 
     def __init__(self) -> None:
         self.count = 0
         self.discovered = 0
+        self.requests: collections.Counter[str] = collections.Counter()
+
+    def sent(self, info: ServerInfo | None) -> None:
+        """Count one request sent on a session of ``info``'s era (a metric)."""
+        if info is not None:
+            self.requests["modern" if info.modern else "legacy"] += 1
 
     async def __call__(self, peer: Peer, protocol: str = "legacy") -> ServerInfo:
         """Open ``peer`` as ``protocol`` says; the caller sets the deadline.

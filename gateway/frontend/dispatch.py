@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import structlog
 import trio
 
+from gateway import tracing
 from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.errors import INTERNAL_ERROR, LocalProtocolError
 from gateway.frontend.failures import (
@@ -55,22 +56,25 @@ def open_client_session(
     version = negotiate_as_server(params.get("protocolVersion"))
     info = params.get("clientInfo")
     caps = params.get("capabilities")
-    session = clients.open(
-        version,
-        info if isinstance(info, dict) else {},
-        caps if isinstance(caps, dict) else {},
-        profile,
-        principal,
-    )
-    session.caller = caller
-    logger.info(
-        "client.session.opened",
-        client_session=session.session_id[:8],
-        protocol_version=version,
-        client=session.client_info.get("name"),
-        profile=profile,
-    )
-    return session, jsonrpc.encode_response(request.id, router.initialize_result(version, profile))
+    # A server span like a routed request's (tracing rule 5); nothing when off.
+    with tracing.answered("initialize", params, version=version, profile=profile):
+        session = clients.open(
+            version,
+            info if isinstance(info, dict) else {},
+            caps if isinstance(caps, dict) else {},
+            profile,
+            principal,
+        )
+        session.caller = caller
+        logger.info(
+            "client.session.opened",
+            client_session=session.session_id[:8],
+            protocol_version=version,
+            client=session.client_info.get("name"),
+            profile=profile,
+        )
+        result = router.initialize_result(version, profile)
+    return session, jsonrpc.encode_response(request.id, result)
 
 
 async def route_request(

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from gateway.frontend.origin import OriginPolicy
     from gateway.identity.authenticator import AuthHolder
     from gateway.identity.principal import Principal
+    from gateway.observability_series import FeatureSeries
 
 logger = structlog.get_logger("gateway.frontend")
 
@@ -45,6 +46,7 @@ class Guard:
         auth: holds the authenticator in force (a reload swaps it).
         principal_limiter: the per-credential token buckets.
         resource_path: the MCP path whose metadata a challenge names.
+        metrics: where each authentication decision is counted (none: nowhere).
     """
 
     def __init__(
@@ -53,11 +55,13 @@ class Guard:
         auth: AuthHolder | None = None,
         principal_limiter: RateLimiter | None = None,
         resource_path: str = "/mcp",
+        metrics: FeatureSeries | None = None,
     ) -> None:
         self.origin = origin
         self._auth = auth
         self._limiter = principal_limiter
         self._resource_path = resource_path
+        self._metrics = metrics
 
     async def admit(self, scope: h.Scope) -> Principal | None:
         """The request's principal (None when auth is off).
@@ -80,6 +84,8 @@ class Guard:
             principal = await auth.authenticate(h.header(scope, b"authorization"))
         except Unauthenticated as exc:
             logger.info("auth.refused", reason=str(exc), token_sent=exc.token_sent)
+            if self._metrics is not None:
+                self._metrics.count_auth(False, exc.kind, token_sent=exc.token_sent)
             raise Rejection(
                 401,
                 f"Unauthorized: {exc}",
@@ -87,11 +93,15 @@ class Guard:
             ) from None
         except InsufficientScope as exc:
             logger.info("auth.insufficient_scope", missing=exc.missing)
+            if self._metrics is not None:
+                self._metrics.count_auth(False, "insufficient_scope")
             raise Rejection(
                 403,
                 f"Forbidden: {exc}",
                 headers=[(b"www-authenticate", auth.challenge(self._resource_path, exc))],
             ) from None
+        if principal is not None and self._metrics is not None:
+            self._metrics.count_auth(True, principal.kind)  # static or jwt
         if principal is not None and self._limiter is not None:
             wait = self._limiter.check(principal.key, trio.current_time())
             if wait:

@@ -102,7 +102,7 @@ class LegacySseEndpoint:
     ) -> None:
         self._router = router
         self._clients = clients
-        self.guard = Guard(origin_policy, auth, resource_path=resource_path)
+        self.guard = Guard(origin_policy, auth, resource_path=resource_path, metrics=metrics)
         self._messages_path = messages_path
         self._max_body = max_body_bytes
         self._links: dict[str, _Link] = {}

@@ -29,11 +29,13 @@ from typing import TYPE_CHECKING, Any, Final
 import structlog
 import trio
 
+from gateway import tracing
 from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.errors import METHOD_NOT_FOUND, LocalProtocolError
 from gateway.frontend import http_util as h
 from gateway.frontend.get_stream import KEEPALIVE_INTERVAL
-from gateway.protocol.listen import LIST_CHANGED_FIELDS, Subscription, honour
+from gateway.protocol import jsonrpc
+from gateway.protocol.listen import LIST_CHANGED_FIELDS, LISTEN, Subscription, honour
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterator
@@ -71,8 +73,11 @@ class Listener:
     profile: str = DEFAULT_PROFILE
     ended: trio.Event = field(default_factory=trio.Event)
     dropped: int = 0
+    carried: int = 0
     principal: str | None = None
     caller: Principal | None = None
+    # The stream's one server span (tracing on): an event per notification.
+    span: tracing.ServerSpan | None = None
 
     def __post_init__(self) -> None:
         self._send, self.inbox = trio.open_memory_channel[bytes](LISTENER_QUEUE)
@@ -96,10 +101,15 @@ class Listener:
         tagged = self.subscription.tag(message)
         if tagged is None:
             return False
+        self.carried += 1
+        dropped = False
         try:
             self._send.send_nowait(tagged)
         except trio.WouldBlock:
             self.dropped += 1
+            dropped = True
+        if self.span is not None:  # tracing on: one event, never a span of its own
+            self.span.event("notification", _event_attributes(message, dropped))
         return True
 
     async def request(
@@ -158,6 +168,16 @@ class Listeners:
             listener.ended.set()
 
 
+def _event_attributes(message: bytes, dropped: bool) -> dict[str, str | int | bool]:
+    """A notification's event on the listen span: its method, and whether it was dropped."""
+    decoded = jsonrpc.decode(message)  # tag() decoded it already: it is a notification
+    method = decoded.method if isinstance(decoded, jsonrpc.Notification) else ""
+    attributes: dict[str, str | int | bool] = {"mcp.method.name": method}
+    if dropped:
+        attributes["mcp_gateway.dropped"] = True
+    return attributes
+
+
 async def _chunk(send: h.Send, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body, "more_body": True})
 
@@ -198,19 +218,33 @@ async def registered(
         principal=None if caller is None else caller.key,
         caller=caller,
     )
-    try:
-        held = await router.listen(listener, asked.uris)
-        tasks = router.tasks.watchable(asked.task_ids, listener.principal)
-        listener.subscription = honour(request_id, asked, _OFFERED, held, tasks)
-        listeners.add(listener)
-        if listeners.closing:
-            listener.ended.set()
-        yield listener
-    finally:
-        listeners.remove(listener)
-        router.listener_closed(listener.session_id)
-        if listener.dropped:
-            logger.warning("listen.dropped", count=listener.dropped)
+    # One span for the stream's life (tracing rule 5): the host closing it is
+    # how it normally ends, so a cancellation is "ok"; the backend subscribe
+    # requests router.listen sends are its children.
+    params: dict[str, Any] = {"_meta": dict(envelope.trace)}
+    version = envelope.protocol_version
+    with tracing.answered(LISTEN, params, version=version, profile=profile, cancelled="ok") as span:
+        listener.span = span
+        try:
+            held = await router.listen(listener, asked.uris)
+            tasks = router.tasks.watchable(asked.task_ids, listener.principal)
+            listener.subscription = honour(request_id, asked, _OFFERED, held, tasks)
+            listeners.add(listener)
+            if listeners.closing:
+                listener.ended.set()
+            yield listener
+        finally:
+            listeners.remove(listener)
+            router.listener_closed(listener.session_id)
+            if listener.dropped:
+                logger.warning("listen.dropped", count=listener.dropped)
+            if span is not None:
+                ended = "gateway" if listener.ended.is_set() else "client"
+                span.annotate("mcp_gateway.listen.ended", ended)
+                span.annotate("mcp_gateway.listen.dropped", listener.dropped)
+                # The SDK keeps a span's last 128 events (OTEL_SPAN_EVENT_COUNT_LIMIT):
+                # the total is an attribute, so a long stream's count survives.
+                span.annotate("mcp_gateway.listen.notifications", listener.carried)
 
 
 async def serve_listen(

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 import structlog
 import trio
 
+from gateway import tracing
 from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.catalog.snapshot import Kind
 from gateway.errors import LocalProtocolError
@@ -178,7 +179,9 @@ async def serve_modern(
         )
         return
     if request.method == "server/discover":
-        result = mcp.encode(router.discover_result(profile))
+        version = envelope.protocol_version
+        with tracing.answered(request.method, params, version=version, profile=profile):
+            result = mcp.encode(router.discover_result(profile))
         await h.respond(send, 200, jsonrpc.encode_response(request.id, result))
         return
 

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 import trio
 
+from gateway import tracing
 from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.errors import INTERNAL_ERROR, INVALID_REQUEST, LocalProtocolError
 from gateway.frontend.failures import (
@@ -232,7 +233,9 @@ class ModernStdio:
     async def _route(self, request: Request, envelope: Envelope, params: dict[str, Any]) -> bytes:
         """Rule 2: the router's answer as a modern host receives it."""
         if request.method == "server/discover":
-            result = mcp.encode(self._router.discover_result(self._profile))
+            version = envelope.protocol_version
+            with tracing.answered(request.method, params, version=version, profile=self._profile):
+                result = mcp.encode(self._router.discover_result(self._profile))
             return jsonrpc.encode_response(request.id, result)
         modern = ModernRequest(envelope=envelope, emit=self._emit, profile=self._profile)
         try:

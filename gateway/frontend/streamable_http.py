@@ -101,7 +101,7 @@ class McpEndpoint:
     ) -> None:
         self._router = router
         self._clients = clients
-        self.guard = Guard(origin_policy, auth, principal_limiter, path)
+        self.guard = Guard(origin_policy, auth, principal_limiter, path, metrics)
         self._max_body = max_body_bytes
         self._is_draining = is_draining
         self._session_limiter = session_limiter

@@ -42,11 +42,15 @@ class Unauthenticated(Exception):
         reason: why, for the host.
         token_sent: whether a bearer token was sent (then the challenge
             says ``error="invalid_token"``).
+        kind: which check failed, from a fixed vocabulary (``missing``,
+            ``unknown_token``, ``no_subject``, or a ``TokenRejected.kind``):
+            the ``reason`` label of the auth metrics.
     """
 
-    def __init__(self, reason: str, *, token_sent: bool) -> None:
+    def __init__(self, reason: str, *, token_sent: bool, kind: str = "") -> None:
         super().__init__(reason)
         self.token_sent = token_sent
+        self.kind = kind or ("invalid" if token_sent else "missing")
 
 
 class InsufficientScope(Exception):
@@ -171,7 +175,7 @@ class Authenticator:
         if static is not None:
             return static
         if not self._jwt_on or token.count(b".") != 2:
-            raise Unauthenticated("unknown token", token_sent=True)
+            raise Unauthenticated("unknown token", token_sent=True, kind="unknown_token")
         when = time.time() if now is None else now
         remembered = self._remembered(token, when)
         if remembered is not None:
@@ -180,7 +184,7 @@ class Authenticator:
         try:
             claims = await self._verify(text, when)
         except tokens.TokenRejected as exc:
-            raise Unauthenticated(str(exc), token_sent=True) from None
+            raise Unauthenticated(str(exc), token_sent=True, kind=exc.kind) from None
         if len(self._verified) >= VERIFIED_CACHE_SIZE:
             self._verified.clear()  # bounded memory beats exactness under a token flood
         self._verified[token] = (self.keys, claims)
@@ -217,7 +221,7 @@ class Authenticator:
             tokens.check_times(claims, self.rules.leeway, now)
         except tokens.TokenRejected as exc:
             del self._verified[token]
-            raise Unauthenticated(str(exc), token_sent=True) from None
+            raise Unauthenticated(str(exc), token_sent=True, kind=exc.kind) from None
         return claims
 
     def _static_principal(self, token: bytes) -> Principal | None:
@@ -236,7 +240,9 @@ class Authenticator:
             client = claims.get("client_id") or claims.get("azp")
             subject = client if isinstance(client, str) and client else ""
         if not subject:
-            raise Unauthenticated("JWT names no subject (sub, client_id)", token_sent=True)
+            raise Unauthenticated(
+                "JWT names no subject (sub, client_id)", token_sent=True, kind="no_subject"
+            )
         scopes = scopes_of(claims)
         missing = [s for s in self.required_scopes if s not in scopes]
         if missing:

@@ -29,11 +29,28 @@ MAX_TOKEN_CHARS: Final = 16 * 1024
 
 
 class TokenRejected(Exception):
-    """The token is not acceptable; ``str()`` says why (never the token itself)."""
+    """The token is not acceptable; ``str()`` says why (never the token itself).
+
+    Args:
+        reason: why, for the host.
+        kind: which check failed, from a fixed vocabulary (``malformed``,
+            ``algorithm``, ``unknown_key``, ``signature``, ``audience``,
+            ``issuer``, ``claims``, ``expired``, ``not_yet_valid``): the
+            ``reason`` label of the token metrics, never parsed from ``reason``.
+    """
+
+    kind = "invalid"
+
+    def __init__(self, reason: str, *, kind: str | None = None) -> None:
+        super().__init__(reason)
+        if kind is not None:
+            self.kind = kind
 
 
 class UnknownKey(TokenRejected):
     """The token names a key the current key set does not have (a refetch may help)."""
+
+    kind = "unknown_key"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,17 +87,17 @@ def verify(token: str, keys: KeySet, rules: JwtRules, now: float) -> dict[str, A
         TokenRejected: anything else wrong with the token.
     """
     if len(token) > MAX_TOKEN_CHARS:
-        raise TokenRejected("token too long")
+        raise TokenRejected("token too long", kind="malformed")
     try:
         header = jwt.get_unverified_header(token)
     except jwt.PyJWTError:
-        raise TokenRejected("malformed JWT") from None
+        raise TokenRejected("malformed JWT", kind="malformed") from None
     alg = header.get("alg")
     kid = header.get("kid")
     if not isinstance(alg, str) or alg.lower() == "none":
-        raise TokenRejected("JWT algorithm missing or 'none'")
+        raise TokenRejected("JWT algorithm missing or 'none'", kind="algorithm")
     if kid is not None and not isinstance(kid, str):
-        raise TokenRejected("JWT kid is not a string")
+        raise TokenRejected("JWT kid is not a string", kind="malformed")
     key: Any
     if alg == SECRET_ALGORITHM and rules.secret and kid is None:
         key = rules.secret
@@ -89,9 +106,11 @@ def verify(token: str, keys: KeySet, rules: JwtRules, now: float) -> dict[str, A
         if found is None:
             if kid:
                 raise UnknownKey(f"no key with kid {kid[:64]!r}")
-            raise TokenRejected(f"no key for algorithm {alg[:16]!r}")
+            raise TokenRejected(f"no key for algorithm {alg[:16]!r}", kind="algorithm")
         if alg not in found.algorithms:
-            raise TokenRejected(f"algorithm {alg[:16]!r} is not allowed for this key")
+            raise TokenRejected(
+                f"algorithm {alg[:16]!r} is not allowed for this key", kind="algorithm"
+            )
         key = found.key
     try:
         with warnings.catch_warnings():
@@ -113,15 +132,15 @@ def verify(token: str, keys: KeySet, rules: JwtRules, now: float) -> dict[str, A
                 },
             )
     except jwt.InvalidAudienceError:
-        raise TokenRejected("JWT audience is not this gateway") from None
+        raise TokenRejected("JWT audience is not this gateway", kind="audience") from None
     except jwt.InvalidIssuerError:
-        raise TokenRejected("JWT issuer not accepted") from None
+        raise TokenRejected("JWT issuer not accepted", kind="issuer") from None
     except jwt.MissingRequiredClaimError as exc:
-        raise TokenRejected(f"JWT lacks the {exc.claim!r} claim") from None
+        raise TokenRejected(f"JWT lacks the {exc.claim!r} claim", kind="claims") from None
     except jwt.InvalidSignatureError:
-        raise TokenRejected("JWT signature does not verify") from None
+        raise TokenRejected("JWT signature does not verify", kind="signature") from None
     except (jwt.PyJWTError, ValueError, TypeError):
-        raise TokenRejected("malformed JWT") from None
+        raise TokenRejected("malformed JWT", kind="malformed") from None
     check_times(claims, rules.leeway, now)
     return claims
 
@@ -134,15 +153,15 @@ def check_times(claims: Mapping[str, Any], leeway: float, now: float) -> None:
     """
     exp = claims.get("exp")
     if not _is_number(exp):
-        raise TokenRejected("JWT without exp")
+        raise TokenRejected("JWT without exp", kind="claims")
     if now > exp + leeway:
-        raise TokenRejected("JWT expired")
+        raise TokenRejected("JWT expired", kind="expired")
     nbf = claims.get("nbf")
     if nbf is not None:
         if not _is_number(nbf):
-            raise TokenRejected("JWT nbf is not a number")
+            raise TokenRejected("JWT nbf is not a number", kind="claims")
         if now + leeway < nbf:
-            raise TokenRejected("JWT not valid yet")
+            raise TokenRejected("JWT not valid yet", kind="not_yet_valid")
 
 
 def _is_number(value: object) -> TypeGuard[float]:

@@ -23,6 +23,7 @@ from gateway.catalog.effective import EffectiveViews, changed_kinds, hidden, nar
 from gateway.catalog.profiles import restrict
 from gateway.catalog.snapshot import Kind
 from gateway.identity.policy import EVERYTHING_ON, ProfileAccess, decide
+from gateway.router.metrics import NO_METRICS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from gateway.catalog.snapshot import Snapshot
     from gateway.identity.policy import Policy
     from gateway.identity.principal import Principal
+    from gateway.router.metrics import RouterMetrics
     from gateway.router.views import ClientPeer
 
 logger = structlog.get_logger("gateway.policy")
@@ -88,6 +90,8 @@ class AccessControl:
         self.policy = policy
         self.audit_calls = audit_calls
         self.views = EffectiveViews()
+        # Refusals by reason (the router sets its own).
+        self.metrics: RouterMetrics = NO_METRICS
 
     def apply(
         self,
@@ -198,6 +202,7 @@ class AccessControl:
             item=None,
             reason="profile",
         )
+        self.metrics.count_policy_denial("profile")
         return False
 
     def audit(
@@ -248,6 +253,7 @@ class AccessControl:
                 profile=client.profile,
                 item=item[1][:256],
             )
+            self.metrics.count_policy_denial("item")
         if self.audit_calls and method in AUDITED:
             logger.info(
                 "policy.call",
@@ -269,6 +275,7 @@ class AccessControl:
                 item=name[:256],
                 via="gateway__call_tool",
             )
+            self.metrics.count_policy_denial("search_target")
 
 
 def list_changes(

@@ -288,6 +288,7 @@ class Forwarder:
         if isinstance(client, ModernRequest):
             if self._held is None:
                 raise LocalProtocolError("no requestState sealer configured", INTERNAL_ERROR)
+            self._held.metrics.count_input_required("backend")
             return mcp.encode(
                 modern_backend.seal_for_host(
                     self._held.sealer,

@@ -116,8 +116,10 @@ class Router:
     ) -> None:
         self._pool = pool
         self.access = access if access is not None else AccessControl()
+        self.access.metrics = metrics
         self.profiles = profiles if profiles is not None else ProfileViews(separator=separator)
         self._held = held if held is not None else HeldCalls(nursery, sealer_for(""))
+        self._held.metrics = metrics
         self._nursery = nursery
         self._metrics = metrics
         self._log_request = logger.info if log_requests else logger.debug
@@ -129,6 +131,7 @@ class Router:
         calls = Calls(targets, forwarder, metrics)
         self._lists = Lists(pool, cursors, page_size, metrics)
         self.search = SearchMode(lambda: pool.snapshot, calls.call_tool, separator, self.profiles)
+        self.search.metrics = metrics
         self.search.on_hidden = lambda call, name: self.access.denied_search_target(
             call.client, self.view(call.client.profile), name
         )
@@ -400,6 +403,7 @@ class Router:
             # must not be able to mint time series (bounded labels).
             method = request.method if handler is not None else "other"
             self._metrics.observe_request(method, outcome, elapsed, call.backend)
+            self._metrics.count_client_request(client.protocol_version)
             self._log_request(
                 "request.routed",
                 client_session=client.session_id[:8],

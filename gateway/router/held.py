@@ -50,7 +50,11 @@ import trio
 
 from gateway.errors import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_TIMEOUT_CODE, LocalProtocolError
 from gateway.protocol import jsonrpc, mcp
-from gateway.protocol.modern_errors import MissingClientCapability, ModernProtocolError
+from gateway.protocol.modern_errors import (
+    InvalidSealedToken,
+    MissingClientCapability,
+    ModernProtocolError,
+)
 from gateway.protocol.mrtr import (
     MRTR_METHODS,
     check_responses,
@@ -60,12 +64,14 @@ from gateway.protocol.mrtr import (
     to_legacy_response,
 )
 from gateway.protocol.sealed import REQUEST_STATE, Sealer
+from gateway.router.metrics import NO_METRICS
 from gateway.router.modern_backend import restore
 
 if TYPE_CHECKING:
     import msgspec
 
     from gateway.protocol.jsonrpc import Request, RequestId
+    from gateway.router.metrics import RouterMetrics
     from gateway.router.modern import ModernRequest
     from gateway.router.views import Emit
 
@@ -78,6 +84,23 @@ UNKNOWN_STATE: Final = (
     "Invalid or expired requestState: this gateway replica holds no call for it "
     "(it expired, was already answered, or another replica or a restarted gateway issued it)"
 )
+# What a sealed state's failed check (``InvalidSealedToken.reason``) is counted as.
+STATE_REJECTIONS: Final = {
+    "not a token": "tampered",
+    "malformed": "tampered",
+    "signature": "tampered",
+    "expired": "expired",
+    "principal": "foreign",
+    "request": "mismatched",
+}
+
+
+class UnknownRequestState(ModernProtocolError):
+    """A verified ``requestState`` names no call held here now (-32602, rule 6)."""
+
+    def __init__(self) -> None:
+        super().__init__(UNKNOWN_STATE, INVALID_PARAMS)
+
 
 Run = Callable[["ModernRequest", "Request", dict[str, Any]], Awaitable[bytes]]
 
@@ -204,7 +227,7 @@ class HeldCall:
                 now, or malformed ``inputResponses``.
         """
         if not self.awaiting_retry or round_no != self.round or backend != self.backend:
-            raise ModernProtocolError(UNKNOWN_STATE, INVALID_PARAMS)
+            raise UnknownRequestState
         open_asks = {k: a for k, a in self._asks.items() if not a.answered.is_set()}
         check = check_responses(params, open_asks)
         self.awaiting_retry = False
@@ -252,6 +275,7 @@ class HeldCall:
 
     def _input_required(self, msg_id: RequestId, asks: dict[str, _Ask]) -> bytes:
         self.round += 1
+        self._table.metrics.count_input_required("bridge")
         self.awaiting_retry = True
         self.expiry.deadline = trio.current_time() + self._table.lifetime
         state = self._table.sealer.seal(
@@ -307,6 +331,8 @@ class HeldCalls:
         self.lifetime = lifetime
         self._nursery = nursery
         self._held: dict[str, HeldCall] = {}
+        # Rounds, retries and refused states (the router sets its own).
+        self.metrics: RouterMetrics = NO_METRICS
 
     def __len__(self) -> int:
         """How many calls the table holds now."""
@@ -340,6 +366,25 @@ class HeldCalls:
             held = HeldCall(self, request, message, params)
             self._nursery.start_soon(held.run, run, message)
             return await held.serve_round(message.id, first_stream)
+        self.metrics.count_retry()
+        try:
+            return await self._retry(request, message, params, run, state)
+        except InvalidSealedToken as exc:
+            self.metrics.count_state_rejection(STATE_REJECTIONS.get(exc.reason, "tampered"))
+            raise
+        except UnknownRequestState:
+            self.metrics.count_state_rejection("unknown")
+            raise
+
+    async def _retry(
+        self,
+        request: ModernRequest,
+        message: Request,
+        params: dict[str, Any],
+        run: Run,
+        state: object,
+    ) -> bytes:
+        """A round that carries ``requestState``: verified, then served (rules 2, 4, 6)."""
         sealed = self.sealer.unseal(
             state,
             purpose=REQUEST_STATE,
@@ -359,7 +404,7 @@ class HeldCalls:
         pending_key, _, round_text = sealed.state.decode("ascii", "replace").partition(":")
         held_call = self._held.get(pending_key)
         if held_call is None or not round_text.isdigit():
-            raise ModernProtocolError(UNKNOWN_STATE, INVALID_PARAMS)
+            raise UnknownRequestState
         held_call.accept(params, int(round_text), sealed.backend)
         return await held_call.serve_round(message.id, request.emit)
 

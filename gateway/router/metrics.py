@@ -57,6 +57,30 @@ class RouterMetrics(Protocol):
         """Count one tools/call (tool labels are capped by the implementation)."""
         ...
 
+    def count_client_request(self, version: str) -> None:
+        """Count one routed request by the era and revision the host spoke."""
+        ...
+
+    def count_tool_search(self, profile: str, hits: int | None) -> None:
+        """Count one search-mode search (None: its arguments were refused)."""
+        ...
+
+    def count_input_required(self, origin: str) -> None:
+        """Count one ``input_required`` round (``bridge`` or ``backend``)."""
+        ...
+
+    def count_retry(self) -> None:
+        """Count one retry carrying ``requestState``."""
+        ...
+
+    def count_state_rejection(self, reason: str) -> None:
+        """Count one refused ``requestState``, by reason."""
+        ...
+
+    def count_policy_denial(self, reason: str) -> None:
+        """Count one access-policy refusal, by what was refused."""
+        ...
+
 
 class _NoCounter:
     def labels(self, **labels: str) -> _NoCounter:
@@ -78,6 +102,24 @@ class NoMetrics:
         """Record nothing."""
 
     def count_tool_call(self, backend: str, tool: str) -> None:
+        """Record nothing."""
+
+    def count_client_request(self, version: str) -> None:
+        """Record nothing."""
+
+    def count_tool_search(self, profile: str, hits: int | None) -> None:
+        """Record nothing."""
+
+    def count_input_required(self, origin: str) -> None:
+        """Record nothing."""
+
+    def count_retry(self) -> None:
+        """Record nothing."""
+
+    def count_state_rejection(self, reason: str) -> None:
+        """Record nothing."""
+
+    def count_policy_denial(self, reason: str) -> None:
         """Record nothing."""
 
 

@@ -52,6 +52,7 @@ from gateway.catalog.snapshot import EMPTY_SNAPSHOT, Kind
 from gateway.errors import INVALID_PARAMS, LocalProtocolError
 from gateway.protocol import mcp, revisions
 from gateway.router.calls import downgraded
+from gateway.router.metrics import NO_METRICS
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     from gateway.catalog.profiles import ProfileViews
     from gateway.catalog.snapshot import Snapshot
     from gateway.router.calls import Call
+    from gateway.router.metrics import RouterMetrics
 
 _decoder: Final = msgspec.json.Decoder(dict[str, Any])
 _SEARCH_HINT: Final = "Use {search} to find the tools this endpoint offers."
@@ -114,6 +116,8 @@ class SearchMode:
         # Told when gateway__call_tool names a tool outside the caller's
         # effective view (the router's audit line); nothing by default.
         self.on_hidden: Callable[[Call, str], None] | None = None
+        # Searches by profile and result (the router sets its own).
+        self.metrics: RouterMetrics = NO_METRICS
 
     @property
     def indexed(self) -> Snapshot:
@@ -172,20 +176,27 @@ class SearchMode:
         if not isinstance(arguments, dict):
             return _tool_error(f"{name}: arguments must be an object")
         if name == self.search_name:
-            return self._search(call, arguments)
+            return self._counted_search(call, arguments)
         return await self._call(call, params, arguments)
 
-    def _search(self, call: Call, arguments: dict[str, Any]) -> msgspec.Raw:
+    def _counted_search(self, call: Call, arguments: dict[str, Any]) -> msgspec.Raw:
+        """``_search``, counted by profile and result (hit, miss, invalid)."""
+        result, hits = self._search(call, arguments)
+        self.metrics.count_tool_search(call.client.profile, hits)
+        return result
+
+    def _search(self, call: Call, arguments: dict[str, Any]) -> tuple[msgspec.Raw, int | None]:
+        """The search's result and how many tools it found (None: bad arguments)."""
         query = arguments.get("query")
         limit = arguments.get("limit", 8)
         if not isinstance(query, str) or not query.strip():
-            return _tool_error(f"{self.search_name}: 'query' must be a non-empty string")
+            return _tool_error(f"{self.search_name}: 'query' must be a non-empty string"), None
         if isinstance(limit, bool) or not isinstance(limit, int):
-            return _tool_error(f"{self.search_name}: 'limit' must be an integer")
+            return _tool_error(f"{self.search_name}: 'limit' must be an integer"), None
         if not MIN_LIMIT <= limit <= MAX_LIMIT:
             return _tool_error(
                 f"{self.search_name}: 'limit' must be between {MIN_LIMIT} and {MAX_LIMIT}"
-            )
+            ), None
         view = call.snapshot
         profile = call.client.profile
         tools = view.view(Kind.TOOLS).by_key
@@ -205,7 +216,7 @@ class SearchMode:
             if (entry := tools.get(hit.name)) is not None
         ]
         result = mcp.encode(search_tools_result(hits))
-        return downgraded(result, call.client.protocol_version, revisions.call_result)
+        return downgraded(result, call.client.protocol_version, revisions.call_result), len(hits)
 
     async def _call(
         self, call: Call, params: dict[str, Any], arguments: dict[str, Any]

@@ -18,6 +18,7 @@ is in memory).
 
 from __future__ import annotations
 
+import collections
 import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ import trio
 
 from gateway.catalog.snapshot import Kind
 from gateway.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, LocalProtocolError
+from gateway.observability_scrape import TaskSample
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.eras import MethodNotFound
 from gateway.protocol.listen import TASK_STATUS
@@ -157,6 +159,9 @@ class TaskRunner:
         self._ttl_ms = self._poll_ms = 0
         self.configure(max_tasks=max_tasks, ttl=ttl, poll_interval=poll_interval)
         self._running: dict[str, TaskRequest] = {}
+        # What the metrics read at scrape time (``sample``): nothing per request.
+        self._created = 0
+        self._ended: collections.Counter[str] = collections.Counter()
         # Where ``notifications/tasks`` go (the listen streams; set by the app).
         self.on_change: Callable[[bytes], object] | None = None
         # Per view (a profile's, or a caller's effective one), kept with the
@@ -216,6 +221,7 @@ class TaskRunner:
             changed=self._changed,
         )
         self._running[task.task_id] = background
+        self._created += 1
         self._nursery.start_soon(self._drive, task, background, message, params)
         logger.info("task.created", task=task.task_id[:8], tool=name)
         return jsonrpc.encode_response(message.id, mcp.encode(task.created()))
@@ -251,8 +257,13 @@ class TaskRunner:
             task.finish(CANCELLED, now, message="cancelled by tasks/cancel")
         else:
             _record(task, reply, now)
+        self._ended[task.status] += 1
         self._changed(task)
         logger.info("task.ended", task=task.task_id[:8], tool=task.tool, status=task.status)
+
+    def sample(self) -> TaskSample:
+        """The counts the task metrics export (read at scrape time)."""
+        return TaskSample(self._created, len(self._running), dict(self._ended))
 
     def watchable(self, task_ids: tuple[str, ...], principal: str | None) -> frozenset[str]:
         """The ids of ``task_ids`` a listen stream of ``principal`` may follow: its own."""

@@ -54,6 +54,11 @@ async def test_input_required_passes_to_a_modern_host_with_the_backends_state_se
     # A stateless gateway: the same retry verifies again (nothing was held).
     again = (await modern_call(running, 3, "tools/call", retry, **ELICIT))["result"]
     assert again["resultType"] == "complete"
+    # Issue 18 item 4: one backend round, two retries, none refused.
+    get = running.gateway.metrics.registry.get_sample_value
+    assert get("mcp_gateway_mrtr_input_required_total", {"origin": "backend"}) == 1
+    assert get("mcp_gateway_mrtr_input_required_total", {"origin": "bridge"}) is None
+    assert get("mcp_gateway_mrtr_retries_total") == 2
 
 
 async def test_a_tampered_sealed_state_is_refused_before_the_backend(
@@ -75,6 +80,10 @@ async def test_a_tampered_sealed_state_is_refused_before_the_backend(
     async with http_client(running) as client:
         response = await send(client, modern(3, "tools/call", other, **ELICIT))
     assert response.json()["error"]["code"] == -32602
+    # Issue 18 item 4: each refusal counted by its reason.
+    get = running.gateway.metrics.registry.get_sample_value
+    assert get("mcp_gateway_mrtr_rejections_total", {"reason": "tampered"}) == 1
+    assert get("mcp_gateway_mrtr_rejections_total", {"reason": "mismatched"}) == 1
 
 
 async def test_input_required_is_driven_for_a_legacy_host_with_its_elicitation_callback(

@@ -255,6 +255,8 @@ class RecordingMetrics:
         self.counts: dict[tuple[str, ...], int] = {}
         self.requests: list[tuple[str, str, str]] = []
         self.tool_calls: list[tuple[str, str]] = []
+        # The FeatureSeries calls (eras, search, MRTR), apart from ``counts``.
+        self.features: dict[tuple[str, ...], int] = {}
         self.timeouts = _Series(self.counts, ("timeouts",))
         self.cancellations = _Series(self.counts, ("cancellations",))
         self.invalid_cursors = _Series(self.counts, ("invalid_cursors",))
@@ -267,6 +269,33 @@ class RecordingMetrics:
     def count_tool_call(self, backend: str, tool: str) -> None:
         """Keep (backend, tool)."""
         self.tool_calls.append((backend, tool))
+
+    def _add(self, *key: str) -> None:
+        self.features[key] = self.features.get(key, 0) + 1
+
+    def count_client_request(self, version: str) -> None:
+        """Count by revision."""
+        self._add("client_requests", version)
+
+    def count_tool_search(self, profile: str, hits: int | None) -> None:
+        """Count by profile and hits."""
+        self._add("tool_search", profile, str(hits))
+
+    def count_input_required(self, origin: str) -> None:
+        """Count by origin."""
+        self._add("input_required", origin)
+
+    def count_retry(self) -> None:
+        """Count."""
+        self._add("retries")
+
+    def count_state_rejection(self, reason: str) -> None:
+        """Count by reason."""
+        self._add("state_rejections", reason)
+
+    def count_policy_denial(self, reason: str) -> None:
+        """Count by reason."""
+        self._add("policy_denials", reason)
 
 
 def make_router(

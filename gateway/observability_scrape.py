@@ -1,0 +1,160 @@
+"""Metric families read at scrape time: the backends' state and the task table.
+
+What the backends and the task runner already count for themselves (plain
+integers and ``collections.Counter``s they keep anyway) is read when
+Prometheus scrapes, so the request path pays for no label lookup at all:
+the collectors below turn a sample of those counts into metric families.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator, Mapping
+
+PREFIX: Final = "mcp_gateway_"
+BACKEND_STATES: Final = ("starting", "up", "down", "incompatible", "stopped")
+#: The eras a leg speaks: ``modern`` is 2026-07-28 (stateless), ``legacy`` the handshake.
+ERAS: Final = ("modern", "legacy")
+#: How a task ends (the 2026-07-28 tasks extension's terminal statuses).
+TASK_ENDINGS: Final = ("completed", "failed", "cancelled")
+
+
+@dataclass(frozen=True, slots=True)
+class BackendSample:
+    """One backend's state at scrape time.
+
+    ``era`` is the era of its current session ("" before its first
+    handshake); ``sessions_by_era`` counts handshakes by the era they
+    settled on, ``requests_by_era`` the requests sent on sessions of each.
+    """
+
+    name: str
+    state: str
+    in_flight: int
+    restarts: int
+    initializations: int
+    list_guard_trips: Mapping[str, int] = field(default_factory=dict)
+    token_requests: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    era: str = ""
+    sessions_by_era: Mapping[str, int] = field(default_factory=dict)
+    requests_by_era: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskSample:
+    """The task table at scrape time (``router.tasks.TaskRunner.sample``).
+
+    Attributes:
+        created: tasks ever created.
+        running: tasks whose call has not ended.
+        ended: tasks ended, by terminal status.
+    """
+
+    created: int
+    running: int
+    ended: Mapping[str, int] = field(default_factory=dict)
+
+
+class BackendCollector(Collector):
+    """The per-backend families, from a sample taken at each scrape."""
+
+    def __init__(self, sample: Callable[[], Iterable[BackendSample]]) -> None:
+        self._sample = sample
+
+    def collect(self) -> Iterator[Metric]:
+        """One family per backend figure, every backend a sample."""
+        state = GaugeMetricFamily(
+            PREFIX + "backend_state",
+            "1 for the backend's current state.",
+            labels=["backend", "state"],
+        )
+        in_flight = GaugeMetricFamily(
+            PREFIX + "backend_requests_in_flight",
+            "Requests waiting on the backend.",
+            labels=["backend"],
+        )
+        restarts = CounterMetricFamily(
+            PREFIX + "backend_restarts",
+            "Times the backend's session was lost after being up.",
+            labels=["backend"],
+        )
+        inits = CounterMetricFamily(
+            PREFIX + "backend_initializations",
+            "Backend sessions initialized (first start, restarts, per-client sessions).",
+            labels=["backend"],
+        )
+        guards = CounterMetricFamily(
+            PREFIX + "list_guard_trips",
+            "Backend listings cut short by a guard (repeated cursor, max pages, max items).",
+            labels=["backend", "reason"],
+        )
+        tokens = CounterMetricFamily(
+            PREFIX + "backend_token_requests",
+            "Token requests for a backend's credential (auth:), by grant and outcome.",
+            labels=["backend", "grant", "outcome"],
+        )
+        era = GaugeMetricFamily(
+            PREFIX + "backend_era",
+            "1 for the era the backend's current session speaks (modern: 2026-07-28).",
+            labels=["backend", "era"],
+        )
+        sessions = CounterMetricFamily(
+            PREFIX + "backend_sessions_by_era",
+            "Backend sessions opened, by the era the handshake settled on.",
+            labels=["backend", "era"],
+        )
+        requests = CounterMetricFamily(
+            PREFIX + "backend_requests_by_era",
+            "Requests the gateway sent the backend, by the era of the session they went on.",
+            labels=["backend", "era"],
+        )
+        for backend in self._sample():
+            name = backend.name
+            for (grant, outcome), count in backend.token_requests.items():
+                tokens.add_metric([name, grant, outcome], count)
+            for reason, count in backend.list_guard_trips.items():
+                guards.add_metric([name, reason], count)
+            for value in BACKEND_STATES:
+                state.add_metric([name, value], 1.0 if backend.state == value else 0.0)
+            in_flight.add_metric([name], backend.in_flight)
+            restarts.add_metric([name], backend.restarts)
+            inits.add_metric([name], backend.initializations)
+            if backend.era:
+                for value in ERAS:
+                    era.add_metric([name, value], 1.0 if backend.era == value else 0.0)
+            for value, count in backend.sessions_by_era.items():
+                sessions.add_metric([name, value], count)
+            for value, count in backend.requests_by_era.items():
+                requests.add_metric([name, value], count)
+        yield from (state, in_flight, restarts, inits, guards, tokens, era, sessions, requests)
+
+
+class TaskCollector(Collector):
+    """The task families (2026-07-28 tasks extension), from the runner's own counts."""
+
+    def __init__(self, sample: Callable[[], TaskSample]) -> None:
+        self._sample = sample
+
+    def collect(self) -> Iterator[Metric]:
+        """Created and ended as counters, running as a gauge."""
+        sample = self._sample()
+        created = CounterMetricFamily(
+            PREFIX + "tasks_created", "Tasks the gateway created (tools/call as a task)."
+        )
+        created.add_metric([], sample.created)
+        running = GaugeMetricFamily(PREFIX + "tasks_running", "Tasks whose call is still running.")
+        running.add_metric([], sample.running)
+        ended = CounterMetricFamily(
+            PREFIX + "tasks_ended",
+            "Tasks ended, by status (completed, failed, cancelled).",
+            labels=["status"],
+        )
+        for status in TASK_ENDINGS:
+            ended.add_metric([status], sample.ended.get(status, 0))
+        yield from (created, running, ended)
