@@ -52,6 +52,7 @@ from typing import Any
 from benchmarks import lean
 from benchmarks.common import BENCH_SERVER, RESULTS, ROOT, bench_backend, running_gateway
 from benchmarks.lean import HttpConnection, PipeClient
+from benchmarks.peers import PEERS, compare
 
 SDK_SERVER = [sys.executable, str(ROOT / "benchmarks" / "sdk_server.py")]
 ECHO_ARGS = {"text": "hello"}
@@ -204,12 +205,36 @@ def section_calls(args: argparse.Namespace) -> dict[str, Any]:
                     _call_rows(label, gateway, direct, backend_cpu, rows, runs, notes)
                     runs[-1].update(backend=name, engine=engine, concurrency=concurrency)
             conn.close()
+    peers = _measure_peers(args, servers, directs, rows, runs, notes)
     notes.append(
         "direct = the same server over stdio, requests pipelined with <concurrency> in flight; "
         "gateway = one HTTP connection and MCP session per in-flight request; [engine] is "
         "server.engine; every engine's ratios are to the same direct figures"
     )
-    return {"rows": rows, "runs": runs, "notes": notes}
+    tables = [compare.peer_table(runs, args.engines[0], peers)] if args.peers else []
+    return {"rows": rows, "runs": runs, "notes": notes, "tables": tables}
+
+
+def _measure_peers(
+    args: argparse.Namespace,
+    servers: Sequence[tuple[str, list[str], dict[str, Any]]],
+    directs: dict[tuple[str, int], tuple[lean.LoadResult, float]],
+    rows: list[dict[str, Any]],
+    runs: list[dict[str, Any]],
+    notes: list[str],
+) -> list[str]:
+    """The same load through each peer (``--peers``), ratios to the same direct figures."""
+
+    def record(peer: str, backend: str, concurrency: int, result: lean.LoadResult) -> None:
+        direct, backend_cpu = directs[backend, concurrency]
+        label = f"{backend} c={concurrency} [peer:{peer}]"
+        _call_rows(label, result, direct, backend_cpu, rows, runs, notes, targets=False)
+        runs[-1].update(backend=backend, engine=f"peer:{peer}", concurrency=concurrency)
+
+    if not args.peers:
+        return []
+    pairs = [(name, argv) for name, argv, _cfg in servers]
+    return compare.measure_peers(args, pairs, record, notes)
 
 
 def _call_rows(
@@ -220,8 +245,14 @@ def _call_rows(
     rows: list[dict[str, Any]],
     runs: list[dict[str, Any]],
     notes: list[str],
+    *,
+    targets: bool = True,
 ) -> None:
-    """The rows, run record and notes of one gateway load against its direct figures."""
+    """The rows, run record and notes of one gateway (or peer) load against its direct figures.
+
+    ``targets`` is False for a peer: its figures are reported, but the
+    gateway's targets are not a peer's, so its rows carry no verdict.
+    """
     g, d = gateway.summary(), direct.summary()
     d["backend_cpu_us_per_call"] = backend_cpu / direct.calls * 1e6
     runs.append({"gateway": g, "direct": d})
@@ -266,7 +297,12 @@ def _call_rows(
             note=f"({cpu / 300:.1f}x the budget)",
         )
     )
-    for what, result in (("gateway", gateway), ("direct", direct)):
+    if not targets:
+        for row in rows[-4:]:
+            row.update(target="", verdict="-")
+            row["pass"] = None
+    measured = (("gateway", gateway), ("direct", direct)) if targets else (("peer", gateway),)
+    for what, result in measured:
         warning = _client_note(f"{label} {what}", result.client_cpu_share)
         if warning:
             notes.append(warning)
@@ -929,6 +965,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default="h11,hypercorn",
         help="comma list of server.engine values the calls section runs on (h11,hypercorn)",
     )
+    p.add_argument(
+        "--peers",
+        default=",".join(PEERS),
+        help=f"comma list of peers the calls section also measures ({','.join(PEERS)}); "
+        "'none' for none",
+    )
     p.add_argument("--list-shapes", help="backends x tools, comma list (10x50,50x20,50x200)")
     p.add_argument("--list-repeats", type=int, help="walks per shape (15)")
     p.add_argument("--startup-backends", help="comma list (10,50)")
@@ -967,6 +1009,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             setattr(args, name, value)
     args.concurrency = [int(x) for x in str(args.concurrency).split(",")]
     args.engines = [e.strip() for e in str(args.engines).split(",") if e.strip()]
+    args.peers = [] if args.peers == "none" else [x.strip() for x in args.peers.split(",") if x]
+    if set(args.peers) - set(PEERS):
+        p.error(f"unknown peer(s): {', '.join(sorted(set(args.peers) - set(PEERS)))}")
     args.list_shapes = _shapes(args.list_shapes)
     args.startup_backends = [int(x) for x in str(args.startup_backends).split(",")]
     args.startup_big = None if args.startup_big == "none" else _shapes(args.startup_big)[0]
@@ -1006,13 +1051,29 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         data["quick"] = args.quick
         sections[name] = data
         print_table(TITLES[name], data["rows"], data.get("notes", ()))
+        for table in data.get("tables", ()):
+            compare.print_grid(table)
     missed = [
         f"{name}: {row['metric']}"
         for name, data in sections.items()
         for row in data["rows"]
         if row["pass"] is False
     ]
+    missed += [
+        f"{name}: ahead of every peer, {row['backend']} c={row['concurrency']}"
+        for name, data in sections.items()
+        for table in data.get("tables", ())
+        for row in table["rows"]
+        if row["pass"] is False
+    ]
     passed = sum(1 for data in sections.values() for row in data["rows"] if row["pass"])
+    passed += sum(
+        1
+        for data in sections.values()
+        for table in data.get("tables", ())
+        for row in table["rows"]
+        if row["pass"]
+    )
     print(f"\ntargets: {passed} pass, {len(missed)} miss; {time.time() - started:.0f} s")
     result = {
         "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
