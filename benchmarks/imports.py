@@ -28,37 +28,18 @@ import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from io import BytesIO
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from benchmarks.common import ROOT, bench_backend, free_port, write_results
+from benchmarks.common import ROOT, baseline_tree, bench_backend, free_port, write_results
 
 # The last commit before the start-path cuts of issue 17 (lazy PyJWT,
 # cryptography, httpx and cli_hosts).
 BEFORE_CUTS = "b5361c0"
-
-
-@contextmanager
-def baseline_tree(rev: str) -> Iterator[Path]:
-    """The gateway package of ``rev`` in a temporary folder."""
-    archive = subprocess.run(
-        ["git", "archive", "--format=tar", rev, "gateway"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-    ).stdout
-    with tempfile.TemporaryDirectory(prefix="gateway-baseline-") as folder:
-        with tarfile.open(fileobj=BytesIO(archive)) as tar:
-            tar.extractall(folder, filter="data")
-        yield Path(folder)
 
 
 def _config(folder: Path) -> tuple[Path, int]:

@@ -35,6 +35,7 @@ sections already in that file are kept.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -50,7 +51,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import lean
-from benchmarks.common import BENCH_SERVER, RESULTS, ROOT, bench_backend, running_gateway
+from benchmarks.common import (
+    BENCH_SERVER,
+    RESULTS,
+    ROOT,
+    baseline_tree,
+    bench_backend,
+    running_gateway,
+)
 from benchmarks.lean import HttpConnection, PipeClient
 from benchmarks.peers import PEERS, compare, py_spy
 
@@ -176,8 +184,13 @@ def section_calls(args: argparse.Namespace) -> dict[str, Any]:
     runs: list[dict[str, Any]] = []
     notes: list[str] = []
     directs: dict[tuple[str, int], tuple[lean.LoadResult, float]] = {}
-    for engine in args.engines:
-        with running_gateway([cfg for _, _, cfg in servers], engine=engine) as (url, proc, _ready):
+    for build in args.engines:
+        engine, _, rev = build.partition("@")
+        tree = baseline_tree(rev) if rev else contextlib.nullcontext(None)
+        with (
+            tree as folder,
+            running_gateway([cfg for _, _, cfg in servers], engine, folder) as (url, proc, _),
+        ):
             conn = HttpConnection(url)
             sessions = [conn.open_session() for _ in range(top)]
             for name, argv, _cfg in servers:
@@ -206,10 +219,10 @@ def section_calls(args: argparse.Namespace) -> dict[str, Any]:
                         duration=args.duration,
                         watch_pid=proc.pid,
                     )
-                    label = f"{name} c={concurrency} [{engine}]"
+                    label = f"{name} c={concurrency} [{build}]"
                     _call_rows(label, gateway, direct, backend_cpu, rows, runs, notes)
-                    runs[-1].update(backend=name, engine=engine, concurrency=concurrency)
-                if name == "bench" and engine == args.engines[0] and args.flame:
+                    runs[-1].update(backend=name, engine=build, concurrency=concurrency)
+                if name == "bench" and build == args.engines[0] and args.flame:
                     _flame_graph(args, url, sessions[:FLAME_CONCURRENCY], tool, proc.pid, notes)
             conn.close()
     peers = _measure_peers(args, servers, directs, rows, runs, notes)
@@ -1021,7 +1034,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--engines",
         default="h11,hypercorn",
-        help="comma list of server.engine values the calls section runs on (h11,hypercorn)",
+        help="comma list of server.engine values the calls section runs on (h11,hypercorn); "
+        "ENGINE@REV runs the gateway package of commit REV (git archive) on ENGINE, in the "
+        "same run, for a before/after",
     )
     p.add_argument(
         "--peers",
