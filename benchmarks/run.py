@@ -8,6 +8,9 @@ against the issue's target. Sections:
   official-SDK one (``sdk_server.py``, FastMCP) at concurrency 1, 8, 64:
   calls/s, p50, p99 and the gateway process's own CPU per call. Direct: the
   same server over stdio, requests pipelined with the same number in flight.
+  The same load then goes through each installed peer (``benchmarks/peers``:
+  FastMCP's proxy, mcp-proxy), one table with a column per peer, and py-spy
+  records a flame graph of one more c=8 run (``calls-c8-flame.svg``).
 - ``lists``: the full tools/list walk of 10x50, 50x20 and 50x200 tools, at
   the default page size and in one page, against one server listing the
   same number of tools directly.
@@ -22,7 +25,7 @@ The load generator is lean (``lean.py``: raw HTTP/1.1 and raw pipes, no SDK)
 and reports its own CPU share; a figure whose client was above 80 % of a
 core is flagged, since the client may then have been the limit.
 
-Run everything (about 8 minutes on 2 cores)::
+Run everything (5 min 49 s on 2 shared cores, 2026-12-03)::
 
     .venv/bin/python -m benchmarks.run
     .venv/bin/python -m benchmarks.run --quick          # smoke, under 2 minutes
