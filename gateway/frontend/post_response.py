@@ -52,11 +52,16 @@ def may_emit_related(capabilities: Mapping[str, Any], params: msgspec.Raw | None
     elicitation, roots), only to a client that declared that capability
     (``router/to_clients.py`` refuses it otherwise). The token is looked
     for in the raw bytes, without decoding: a false "yes" (the word in an
-    argument) costs the nursery, never a message.
+    argument) costs the nursery, never a message. JSON may spell a key with
+    escapes (``"progress\\u0054oken"``), so any ``\\u00`` escape in the params
+    counts as a "yes" too.
     """
     if not ASKABLE_FEATURES.isdisjoint(capabilities):
         return True
-    return params is not None and b"progressToken" in bytes(params)
+    if params is None:
+        return False
+    raw = bytes(params)
+    return b"progressToken" in raw or b"\\u00" in raw
 
 
 def _refuse(message: bytes) -> bool:

@@ -57,6 +57,10 @@ def _raw(text: str) -> msgspec.Raw:
         ({}, _raw('{"name":"echo","arguments":{"text":"hi"}}'), False),
         ({"experimental": {}}, _raw('{"name":"echo"}'), False),
         ({}, _raw('{"name":"echo","_meta":{"progressToken":7}}'), True),
+        # An escaped key is still the key once decoded: the plain path must not guess.
+        ({}, _raw('{"name":"echo","_meta":{"progress\\u0054oken":7}}'), True),
+        ({}, _raw('{"name":"echo","arguments":{"text":"caf\\u00e9"}}'), True),
+        ({}, _raw('{"name":"echo","arguments":{"text":"progressToken"}}'), True),
         ({"sampling": {}}, None, True),
         ({"elicitation": {}}, _raw('{"name":"echo"}'), True),
         ({"roots": {"listChanged": True}}, _raw('{"name":"echo"}'), True),
