@@ -21,6 +21,7 @@ is installed by the same command into a venv of its own (``tools``).
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -89,7 +90,7 @@ def _command(name: str, port: int, backends: Sequence[tuple[str, Sequence[str]]]
         command = [str(venv_bin(name) / "mcp-proxy"), "--host", "127.0.0.1", "--port", str(port)]
         command += ["--log-level", "WARNING"]
         for backend, argv in backends:
-            command += ["--named-server", backend, subprocess.list2cmdline(list(argv))]
+            command += ["--named-server", backend, shlex.join(argv)]
         return command
     raise ValueError(f"unknown peer {name!r}")
 
