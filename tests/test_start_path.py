@@ -3,11 +3,12 @@
 A fresh interpreter, as ``mcp-gateway serve`` starts: the command line
 parsed, the process and app modules imported, a config of one stdio backend
 loaded (what runs after that, the backends' start, is measured by
-``benchmarks/imports.py`` on a real ``serve``). PyJWT and cryptography (token checks and grants), httpx (HTTP
-backends, token endpoints, JWKS) and ``gateway.cli_hosts`` (``import`` and
-``connect``) must not be among the modules loaded: each is imported where it
-is used. ``-X importtime`` put them at about a ninth of the start path's
-import time (docs/performance.md); no timing is asserted here.
+``benchmarks/imports.py`` on a real ``serve``). PyJWT and cryptography
+(token checks and grants), httpx (HTTP backends, token endpoints, JWKS) and
+``gateway.cli_hosts`` (``import`` and ``connect``) must not be among the
+modules loaded: each is imported where it is used. ``-X importtime`` put
+them at about a ninth of the start path's import time
+(docs/performance.md); no timing is asserted here.
 """
 
 from __future__ import annotations
