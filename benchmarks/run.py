@@ -1048,7 +1048,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "'none' for none",
     )
     p.add_argument(
-        "--no-flame", dest="flame", action="store_false", help="skip the py-spy flame graph"
+        "--flame",
+        action=argparse.BooleanOptionalAction,
+        help="record the py-spy flame graph of the c=8 run (default: on, off with --quick, "
+        "which would replace the committed SVG with a short run's)",
     )
     p.add_argument("--list-shapes", help="backends x tools, comma list (10x50,50x20,50x200)")
     p.add_argument("--list-repeats", type=int, help="walks per shape (15)")
@@ -1082,6 +1085,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "fanout_trials": 2 if quick else 5,
         "payload_sizes": "1m,10m",
         "payload_repeats": 2 if quick else 7,
+        "flame": not quick,
     }
     for name, value in defaults.items():
         if getattr(args, name) is None:
