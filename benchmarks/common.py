@@ -7,10 +7,12 @@ import os
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from io import BytesIO
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +47,32 @@ def bench_backend(name: str, tools: int = 1, **env: str) -> dict[str, Any]:
 
 
 @contextmanager
+def baseline_tree(rev: str) -> Iterator[Path]:
+    """The gateway package of ``rev`` in a temporary folder."""
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", rev, "gateway"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout
+    with tempfile.TemporaryDirectory(prefix="gateway-baseline-") as folder:
+        with tarfile.open(fileobj=BytesIO(archive)) as tar:
+            tar.extractall(folder, filter="data")
+        yield Path(folder)
+
+
+@contextmanager
 def running_gateway(
-    backends: Sequence[dict[str, Any]], engine: str = "h11", **sections: Any
+    backends: Sequence[dict[str, Any]],
+    engine: str = "h11",
+    tree: Path | None = None,
+    **sections: Any,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes], float]]:
     """Run ``mcp-gateway serve`` in a child; yields (url, process, seconds to ready).
 
-    ``engine`` is ``server.engine`` (h11, the default, or hypercorn).
+    ``engine`` is ``server.engine`` (h11, the default, or hypercorn);
+    ``tree`` a folder holding another build of the ``gateway`` package
+    (:func:`baseline_tree`), run instead of the working tree's.
     """
     port = free_port()
     server = {"host": "127.0.0.1", "port": port, "engine": engine}
@@ -61,11 +83,13 @@ def running_gateway(
         json.dump(config, handle)  # JSON is YAML
         path = handle.name
     started = time.perf_counter()
+    env = None if tree is None else {**os.environ, "PYTHONPATH": str(tree)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "gateway", "serve", "-c", path],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        cwd=ROOT,
+        cwd=tree or ROOT,
+        env=env,
     )
     try:
         base = f"http://127.0.0.1:{port}"

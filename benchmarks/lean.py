@@ -189,6 +189,21 @@ def initialize_body(msg_id: int = 0) -> bytes:
 INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
 
 
+def _json_body(response: HttpResponse) -> bytes:
+    """The JSON-RPC message of a response, JSON or a one-message SSE stream.
+
+    The gateway answers a plain call with ``application/json``; FastMCP's
+    proxy (a peer in the benchmark) answers with an SSE stream holding the
+    answer as its last ``data:`` line.
+    """
+    if not response.headers.get("content-type", "").startswith("text/event-stream"):
+        return response.body
+    data = [line[5:].strip() for line in response.body.splitlines() if line.startswith(b"data:")]
+    if not data:
+        raise RuntimeError(f"an SSE response without data: {response.body[:200]!r}")
+    return data[-1]
+
+
 class _ClosedIdle(ConnectionError):
     """The server closed the connection without answering."""
 
@@ -275,7 +290,7 @@ class HttpConnection:
         response = self.request(_encode(message), post_headers(session))
         if response.status != 200:
             raise RuntimeError(f"HTTP {response.status}: {response.body[:200]!r}")
-        decoded = _json.decode(response.body)
+        decoded = _json.decode(_json_body(response))
         if "error" in decoded:
             raise RuntimeError(decoded["error"])
         return decoded["result"]

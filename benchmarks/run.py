@@ -8,6 +8,9 @@ against the issue's target. Sections:
   official-SDK one (``sdk_server.py``, FastMCP) at concurrency 1, 8, 64:
   calls/s, p50, p99 and the gateway process's own CPU per call. Direct: the
   same server over stdio, requests pipelined with the same number in flight.
+  The same load then goes through each installed peer (``benchmarks/peers``:
+  FastMCP's proxy, mcp-proxy), one table with a column per peer, and py-spy
+  records a flame graph of one more c=8 run (``calls-c8-flame.svg``).
 - ``lists``: the full tools/list walk of 10x50, 50x20 and 50x200 tools, at
   the default page size and in one page, against one server listing the
   same number of tools directly.
@@ -22,7 +25,7 @@ The load generator is lean (``lean.py``: raw HTTP/1.1 and raw pipes, no SDK)
 and reports its own CPU share; a figure whose client was above 80 % of a
 core is flagged, since the client may then have been the limit.
 
-Run everything (about 8 minutes on 2 cores)::
+Run everything (5 min 49 s on 2 shared cores, 2026-12-03)::
 
     .venv/bin/python -m benchmarks.run
     .venv/bin/python -m benchmarks.run --quick          # smoke, under 2 minutes
@@ -35,6 +38,7 @@ sections already in that file are kept.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -50,8 +54,16 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import lean
-from benchmarks.common import BENCH_SERVER, RESULTS, ROOT, bench_backend, running_gateway
+from benchmarks.common import (
+    BENCH_SERVER,
+    RESULTS,
+    ROOT,
+    baseline_tree,
+    bench_backend,
+    running_gateway,
+)
 from benchmarks.lean import HttpConnection, PipeClient
+from benchmarks.peers import PEERS, compare, py_spy
 
 SDK_SERVER = [sys.executable, str(ROOT / "benchmarks" / "sdk_server.py")]
 ECHO_ARGS = {"text": "hello"}
@@ -60,6 +72,11 @@ MIB = 1 << 20
 # CPU used by other processes during a measured window above which the
 # figure is flagged as noisy (in cores; this machine may be shared).
 NOISE_CORES = 0.25
+
+# The py-spy flame graph of the calls section (issue 17): the fast backend at
+# this concurrency on the first engine, a file committed next to the table.
+FLAME_CONCURRENCY = 8
+FLAME_FILE = "calls-c8-flame.svg"
 
 SECTIONS = ("calls", "lists", "startup", "sessions", "fanout", "payload")
 
@@ -170,8 +187,13 @@ def section_calls(args: argparse.Namespace) -> dict[str, Any]:
     runs: list[dict[str, Any]] = []
     notes: list[str] = []
     directs: dict[tuple[str, int], tuple[lean.LoadResult, float]] = {}
-    for engine in args.engines:
-        with running_gateway([cfg for _, _, cfg in servers], engine=engine) as (url, proc, _ready):
+    for build in args.engines:
+        engine, _, rev = build.partition("@")
+        tree = baseline_tree(rev) if rev else contextlib.nullcontext(None)
+        with (
+            tree as folder,
+            running_gateway([cfg for _, _, cfg in servers], engine, folder) as (url, proc, _),
+        ):
             conn = HttpConnection(url)
             sessions = [conn.open_session() for _ in range(top)]
             for name, argv, _cfg in servers:
@@ -200,16 +222,93 @@ def section_calls(args: argparse.Namespace) -> dict[str, Any]:
                         duration=args.duration,
                         watch_pid=proc.pid,
                     )
-                    label = f"{name} c={concurrency} [{engine}]"
+                    label = f"{name} c={concurrency} [{build}]"
                     _call_rows(label, gateway, direct, backend_cpu, rows, runs, notes)
-                    runs[-1].update(backend=name, engine=engine, concurrency=concurrency)
+                    runs[-1].update(backend=name, engine=build, concurrency=concurrency)
+                if name == "bench" and build == args.engines[0] and args.flame:
+                    _flame_graph(args, url, sessions[:FLAME_CONCURRENCY], tool, proc.pid, notes)
             conn.close()
+    peers = _measure_peers(args, servers, directs, rows, runs, notes)
     notes.append(
         "direct = the same server over stdio, requests pipelined with <concurrency> in flight; "
         "gateway = one HTTP connection and MCP session per in-flight request; [engine] is "
         "server.engine; every engine's ratios are to the same direct figures"
     )
-    return {"rows": rows, "runs": runs, "notes": notes}
+    tables = [compare.peer_table(runs, args.engines[0], peers)] if args.peers else []
+    return {"rows": rows, "runs": runs, "notes": notes, "tables": tables}
+
+
+def _flame_graph(
+    args: argparse.Namespace,
+    url: str,
+    sessions: Sequence[str],
+    tool: str,
+    pid: int,
+    notes: list[str],
+) -> None:
+    """Record the gateway with py-spy during one more c=8 load on the fast backend.
+
+    A run of its own, after the measured ones, so the sampler's cost is in
+    no figure. The SVG is committed next to the README's table
+    (``benchmarks/results/calls-c8-flame.svg``) and regenerated by every
+    full run.
+    """
+    spy = py_spy()
+    if spy is None:
+        notes.append("flame graph: py-spy not installed (python -m benchmarks.peers); none made")
+        return
+    output = RESULTS / FLAME_FILE
+    output.parent.mkdir(parents=True, exist_ok=True)
+    seconds = max(1, round(args.duration))
+    command = [str(spy), "record", "--pid", str(pid), "--duration", str(seconds)]
+    command += ["--rate", "250", "--nonblocking", "--output", str(output)]
+    recorder = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    load = lean.http_load(
+        url,
+        sessions,
+        "tools/call",
+        {"name": tool, "arguments": ECHO_ARGS},
+        warmup=0.2,
+        duration=seconds + 1.0,
+        watch_pid=pid,
+    )
+    try:
+        _, err = recorder.communicate(timeout=seconds + 60)
+    except subprocess.TimeoutExpired:
+        recorder.kill()
+        _, err = recorder.communicate()
+    if recorder.returncode != 0:
+        reason = err.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
+        notes.append(f"flame graph: py-spy failed ({reason[0]}); none made")
+        return
+    cpu = load.summary()["target_cpu_us_per_call"]
+    notes.append(
+        f"flame graph of the gateway at c={len(sessions)}, fast backend: "
+        f"{output.relative_to(ROOT)} ({cpu:.0f} µs of gateway CPU a call while sampled)"
+    )
+    _progress(f"flame graph written: {output.relative_to(ROOT)}")
+
+
+def _measure_peers(
+    args: argparse.Namespace,
+    servers: Sequence[tuple[str, list[str], dict[str, Any]]],
+    directs: dict[tuple[str, int], tuple[lean.LoadResult, float]],
+    rows: list[dict[str, Any]],
+    runs: list[dict[str, Any]],
+    notes: list[str],
+) -> list[str]:
+    """The same load through each peer (``--peers``), ratios to the same direct figures."""
+
+    def record(peer: str, backend: str, concurrency: int, result: lean.LoadResult) -> None:
+        direct, backend_cpu = directs[backend, concurrency]
+        label = f"{backend} c={concurrency} [peer:{peer}]"
+        _call_rows(label, result, direct, backend_cpu, rows, runs, notes, targets=False)
+        runs[-1].update(backend=backend, engine=f"peer:{peer}", concurrency=concurrency)
+
+    if not args.peers:
+        return []
+    pairs = [(name, argv) for name, argv, _cfg in servers]
+    return compare.measure_peers(args, pairs, record, notes)
 
 
 def _call_rows(
@@ -220,8 +319,14 @@ def _call_rows(
     rows: list[dict[str, Any]],
     runs: list[dict[str, Any]],
     notes: list[str],
+    *,
+    targets: bool = True,
 ) -> None:
-    """The rows, run record and notes of one gateway load against its direct figures."""
+    """The rows, run record and notes of one gateway (or peer) load against its direct figures.
+
+    ``targets`` is False for a peer: its figures are reported, but the
+    gateway's targets are not a peer's, so its rows carry no verdict.
+    """
     g, d = gateway.summary(), direct.summary()
     d["backend_cpu_us_per_call"] = backend_cpu / direct.calls * 1e6
     runs.append({"gateway": g, "direct": d})
@@ -266,7 +371,12 @@ def _call_rows(
             note=f"({cpu / 300:.1f}x the budget)",
         )
     )
-    for what, result in (("gateway", gateway), ("direct", direct)):
+    if not targets:
+        for row in rows[-4:]:
+            row.update(target="", verdict="-")
+            row["pass"] = None
+    measured = (("gateway", gateway), ("direct", direct)) if targets else (("peer", gateway),)
+    for what, result in measured:
         warning = _client_note(f"{label} {what}", result.client_cpu_share)
         if warning:
             notes.append(warning)
@@ -927,7 +1037,21 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--engines",
         default="h11,hypercorn",
-        help="comma list of server.engine values the calls section runs on (h11,hypercorn)",
+        help="comma list of server.engine values the calls section runs on (h11,hypercorn); "
+        "ENGINE@REV runs the gateway package of commit REV (git archive) on ENGINE, in the "
+        "same run, for a before/after",
+    )
+    p.add_argument(
+        "--peers",
+        default=",".join(PEERS),
+        help=f"comma list of peers the calls section also measures ({','.join(PEERS)}); "
+        "'none' for none",
+    )
+    p.add_argument(
+        "--flame",
+        action=argparse.BooleanOptionalAction,
+        help="record the py-spy flame graph of the c=8 run (default: on, off with --quick, "
+        "which would replace the committed SVG with a short run's)",
     )
     p.add_argument("--list-shapes", help="backends x tools, comma list (10x50,50x20,50x200)")
     p.add_argument("--list-repeats", type=int, help="walks per shape (15)")
@@ -961,12 +1085,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "fanout_trials": 2 if quick else 5,
         "payload_sizes": "1m,10m",
         "payload_repeats": 2 if quick else 7,
+        "flame": not quick,
     }
     for name, value in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
     args.concurrency = [int(x) for x in str(args.concurrency).split(",")]
     args.engines = [e.strip() for e in str(args.engines).split(",") if e.strip()]
+    args.peers = [] if args.peers == "none" else [x.strip() for x in args.peers.split(",") if x]
+    if set(args.peers) - set(PEERS):
+        p.error(f"unknown peer(s): {', '.join(sorted(set(args.peers) - set(PEERS)))}")
     args.list_shapes = _shapes(args.list_shapes)
     args.startup_backends = [int(x) for x in str(args.startup_backends).split(",")]
     args.startup_big = None if args.startup_big == "none" else _shapes(args.startup_big)[0]
@@ -1006,13 +1134,29 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         data["quick"] = args.quick
         sections[name] = data
         print_table(TITLES[name], data["rows"], data.get("notes", ()))
+        for table in data.get("tables", ()):
+            compare.print_grid(table)
     missed = [
         f"{name}: {row['metric']}"
         for name, data in sections.items()
         for row in data["rows"]
         if row["pass"] is False
     ]
+    missed += [
+        f"{name}: ahead of every peer, {row['backend']} c={row['concurrency']}"
+        for name, data in sections.items()
+        for table in data.get("tables", ())
+        for row in table["rows"]
+        if row["pass"] is False
+    ]
     passed = sum(1 for data in sections.values() for row in data["rows"] if row["pass"])
+    passed += sum(
+        1
+        for data in sections.values()
+        for table in data.get("tables", ())
+        for row in table["rows"]
+        if row["pass"]
+    )
     print(f"\ntargets: {passed} pass, {len(missed)} miss; {time.time() - started:.0f} s")
     result = {
         "date": time.strftime("%Y-%m-%dT%H:%M:%S"),

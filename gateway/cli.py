@@ -23,17 +23,9 @@ from typing import TYPE_CHECKING, Final
 import msgspec
 
 from gateway import __version__, tracing
-from gateway.cli_hosts import (
-    CONNECT_HOSTS,
-    connect_entry,
-    import_yaml,
-    merge_into,
-    read_by,
-    snippet,
-)
 from gateway.cli_setup import ConfigChoice, choose_config, init, schema_text, set_python_env
 from gateway.config import GatewayConfig, format_problems, load
-from gateway.config.schema_hosts import HOST_FORMATS
+from gateway.config.schema_hosts import CONNECT_HOSTS, HOST_FORMATS
 from gateway.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -181,6 +173,8 @@ def _import(args: argparse.Namespace) -> None:
         if not sep or not ident or not variable:
             _fail("import", f"--input {item!r}: expected ID=VAR")
         inputs[ident] = variable
+    from gateway.cli_hosts import import_yaml  # only import and connect load it (start-up)
+
     try:
         sys.stdout.write(import_yaml(args.file, args.format, inputs))
     except ConfigError as exc:
@@ -189,6 +183,8 @@ def _import(args: argparse.Namespace) -> None:
 
 
 def _connect(args: argparse.Namespace) -> None:
+    from gateway.cli_hosts import connect_entry, merge_into, read_by, snippet  # see _import
+
     url: str | None = args.url
     stdio_config: str | None = None
     config_path = choose_config(args.config).path

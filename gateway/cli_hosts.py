@@ -22,7 +22,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 
@@ -30,7 +30,7 @@ from gateway.config.backends_from import read_entry
 from gateway.config.hosts import root_key
 from gateway.config.jsonc import JsoncError, has_comments, loads
 from gateway.config.problems import Problems
-from gateway.config.schema_hosts import BackendsFrom
+from gateway.config.schema_hosts import CONNECT_HOSTS, BackendsFrom
 from gateway.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -46,14 +46,6 @@ __all__ = [
     "merge_into",
     "read_by",
 ]
-
-# Hosts `connect` knows, and whether each can reach a server by URL.
-CONNECT_HOSTS: Final = {
-    "claude-desktop": False,
-    "claude-code": True,
-    "cursor": True,
-    "vscode": True,
-}
 
 
 def import_yaml(path: str, fmt: str, inputs: dict[str, str]) -> str:

@@ -2,9 +2,10 @@
 
 The grants themselves (requests, responses, freshness) are sans-IO in
 :mod:`gateway.backends.token_grants`; this module does the I/O: reading
-secret files, POSTing to the token endpoint with httpx, and an
-``httpx.Auth`` that puts the token on every request of a backend's HTTP
-client.
+secret files, POSTing to the token endpoint with httpx, and the
+credential whose ``httpx.Auth`` (:mod:`gateway.backends.bearer_auth`) puts
+the token on every request of a backend's HTTP client. httpx is imported
+where it is used, so a gateway with only stdio backends does not load it.
 
 Rules:
 
@@ -32,7 +33,6 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-import httpx
 import structlog
 import trio
 
@@ -52,8 +52,10 @@ from gateway.config import NetworkBackend
 from gateway.errors import CredentialUnavailable
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator, Awaitable, Callable, Hashable
+    from collections.abc import Awaitable, Callable, Hashable
     from contextlib import AbstractAsyncContextManager
+
+    import httpx
 
     from gateway.backends.channel import ChannelOpener
     from gateway.config import BackendConfig
@@ -94,6 +96,8 @@ async def http_fetch(request: TokenRequest) -> TokenAnswer:
         CredentialUnavailable: the endpoint could not be reached, or did not
             answer in ``TOKEN_REQUEST_TIMEOUT``.
     """
+    import httpx  # here, not at the top: only HTTP backends and token grants need it (start-up)
+
     try:
         with trio.fail_after(TOKEN_REQUEST_TIMEOUT):
             async with (
@@ -136,40 +140,6 @@ def read_secret(value: str, path: str, what: str) -> str:
     return text
 
 
-class BearerAuth(httpx.Auth):
-    """Puts a bearer token on every request; on a 401, one retry with a fresh one (rule 3).
-
-    Args:
-        source: returns the token to send (cached or fetched).
-        refused: told the token a backend refused, to drop it.
-        retry: whether a 401 is worth a retry (not for a static token).
-    """
-
-    def __init__(
-        self,
-        source: Callable[[], Awaitable[str]],
-        refused: Callable[[str], None],
-        *,
-        retry: bool = True,
-    ) -> None:
-        self._source = source
-        self._refused = refused
-        self._retry = retry
-
-    async def async_auth_flow(
-        self, request: httpx.Request
-    ) -> AsyncGenerator[httpx.Request, httpx.Response]:
-        """Send ``request`` with the token; once more with a new one after a 401."""
-        token = await self._source()
-        request.headers["authorization"] = f"Bearer {token}"
-        response = yield request
-        if response.status_code != 401 or not self._retry:
-            return
-        self._refused(token)
-        request.headers["authorization"] = f"Bearer {await self._source()}"
-        yield request
-
-
 class ChannelCredential:
     """The credential of one backend session (shared or one client's).
 
@@ -192,6 +162,8 @@ class ChannelCredential:
 
     def http_auth(self) -> httpx.Auth:
         """For an HTTP transport's client: every request carries the token."""
+        from gateway.backends.bearer_auth import BearerAuth  # httpx only for HTTP backends
+
         return BearerAuth(self._source, self._refused, retry=self._retry)
 
     async def bearer(self) -> str:

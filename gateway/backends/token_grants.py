@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
-import jwt
 import msgspec
 
 from gateway.errors import CredentialUnavailable
@@ -156,6 +155,8 @@ def client_assertion(auth: BackendAuth, private_key: str, now: float, jti: str) 
         "exp": int(now) + ASSERTION_LIFETIME,
         "jti": jti,
     }
+    import jwt  # here, not at the top: PyJWT loads cryptography, a start-up cost (performance.md)
+
     try:
         return jwt.encode(claims, private_key, algorithm=auth.signing_algorithm)
     except (ValueError, TypeError, jwt.PyJWTError) as exc:

@@ -10,6 +10,12 @@ about half the CPU of SSE (docs/architecture.md, "JSON first").
 Only a request that has something to say before its answer pays for a
 writer task, and that task belongs to the request's own nursery: it cannot
 outlive the request, and the request cannot end before it has written.
+
+A request that cannot have anything to say first (no progress token, and a
+client that declared none of the capabilities a backend's question needs)
+takes the plain path: no nursery, no writer, the route runs in the POST's
+own task and its answer is one JSON body. The nursery alone cost about
+9 µs a POST (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -21,9 +27,13 @@ import trio
 
 from gateway.frontend import http_util as h
 from gateway.protocol.headers import MCP_SESSION_ID_HEADER_RAW
+from gateway.router.to_clients import ASKABLE_FEATURES
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Mapping
+    from typing import Any
+
+    import msgspec
 
     from gateway.router import Emit
 
@@ -34,11 +44,44 @@ if TYPE_CHECKING:
 RELATED_MESSAGE_BUFFER: Final = 64
 
 
+def may_emit_related(capabilities: Mapping[str, Any], params: msgspec.Raw | None) -> bool:
+    """Whether a handshake-era request may have messages to send before its answer.
+
+    Two things can come first: progress, only for a request whose ``_meta``
+    carries a ``progressToken``, and a backend's question (sampling,
+    elicitation, roots), only to a client that declared that capability
+    (``router/to_clients.py`` refuses it otherwise). The token is looked
+    for in the raw bytes, without decoding: a false "yes" (the word in an
+    argument) costs the nursery, never a message. JSON may spell a key with
+    escapes (``"progress\\u0054oken"``), so any ``\\u00`` escape in the params
+    counts as a "yes" too.
+    """
+    if not ASKABLE_FEATURES.isdisjoint(capabilities):
+        return True
+    if params is None:
+        return False
+    raw = bytes(params)
+    return b"progressToken" in raw or b"\\u00" in raw
+
+
+def _refuse(message: bytes) -> bool:
+    """The ``Emit`` of the plain path: nothing is streamed, the caller falls back.
+
+    Falling back is what every caller of an ``Emit`` already does when a
+    stream is full or over: progress is dropped, a question goes to the GET
+    stream. On the plain path neither can arise (see ``may_emit``), so this
+    only keeps a wrong guess from losing a question.
+    """
+    return False
+
+
 async def respond_to_request(
     send: h.Send,
     session_id: str | None,
     route: Callable[[Emit], Awaitable[bytes]],
     json_status: Callable[[bytes], int] | None = None,
+    *,
+    may_emit: bool = True,
 ) -> None:
     """Route one request with ``route`` and write its response.
 
@@ -52,7 +95,16 @@ async def respond_to_request(
         json_status: the HTTP status of an answer sent as JSON (a modern
             error has its own); 200 when not given. An answer at the end of
             an SSE stream goes out under the stream's 200.
+        may_emit: False when the request cannot have related messages
+            (:func:`may_emit_related`): the plain JSON path, with no nursery.
     """
+    if not may_emit:
+        reply = await route(_refuse)
+        if reply:
+            await h.respond(send, 200 if json_status is None else json_status(reply), reply)
+        else:
+            await _EventStream(send, session_id).end()  # cancelled by the host
+        return
     stream = _EventStream(send, session_id)
     async with trio.open_nursery() as nursery:
         related = _RelatedWriter(stream, nursery)

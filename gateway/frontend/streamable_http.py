@@ -26,7 +26,7 @@ from gateway.frontend.get_stream import KEEPALIVE_INTERVAL as KEEPALIVE_INTERVAL
 from gateway.frontend.get_stream import serve_get_stream
 from gateway.frontend.guard import Guard, too_many
 from gateway.frontend.modern import serve_modern
-from gateway.frontend.post_response import respond_to_request
+from gateway.frontend.post_response import may_emit_related, respond_to_request
 from gateway.frontend.rejection import Rejection
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.eras import (
@@ -369,4 +369,5 @@ class McpEndpoint:
         async def route(emit: Emit) -> bytes:
             return await route_request(self._router, session, request, emit, metrics=self._metrics)
 
-        await respond_to_request(send, session.session_id, route)
+        may_emit = may_emit_related(session.capabilities, request.params)
+        await respond_to_request(send, session.session_id, route, may_emit=may_emit)

@@ -16,7 +16,6 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-import httpx
 import structlog
 import trio
 
@@ -24,6 +23,8 @@ from gateway.identity.keys import JwksError, KeySet
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
+
+    import httpx
 
     from gateway.observability import Metrics
 
@@ -113,6 +114,8 @@ class JwksSource:
         Started with ``nursery.start``: returns control once the first fetch
         has been tried (good or not), so the first tokens find keys.
         """
+        import httpx  # here, not at the top: a start-up cost only a JWKS URL needs
+
         async with httpx.AsyncClient(
             transport=self._transport, timeout=self._timeout, follow_redirects=False
         ) as client:
@@ -153,6 +156,8 @@ class JwksSource:
             return reply.status_code, body, reply.headers.get("cache-control")
 
     async def _fetch(self, client: httpx.AsyncClient) -> None:
+        import httpx  # loaded by run() already: a dict lookup
+
         self._last_attempt = trio.current_time()
         outcome = "ok"
         finished = False

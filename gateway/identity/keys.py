@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-import jwt
 import structlog
 
 from gateway.config.schema_auth import DEFAULT_JWT_ALGORITHMS
@@ -149,6 +148,8 @@ def _one_key(jwk: object, allowed: frozenset[str], index: int) -> VerificationKe
             reason="no allowed algorithm fits this key",
         )
         return None
+    import jwt  # here, not at the top: PyJWT loads cryptography, a start-up cost (performance.md)
+
     try:
         parsed = jwt.PyJWK(jwk, algorithm=next(iter(sorted(algorithms))))
     except (jwt.PyJWKError, jwt.InvalidKeyError, ValueError, TypeError) as exc:

@@ -14,9 +14,6 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
-import jwt
-from jwt.warnings import InsecureKeyLengthWarning
-
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -88,6 +85,11 @@ def verify(token: str, keys: KeySet, rules: JwtRules, now: float) -> dict[str, A
     """
     if len(token) > MAX_TOKEN_CHARS:
         raise TokenRejected("token too long", kind="malformed")
+    # Here, not at the top: PyJWT loads cryptography, a start-up cost
+    # (performance.md); after the first token this is a dict lookup.
+    import jwt
+    from jwt.warnings import InsecureKeyLengthWarning
+
     try:
         header = jwt.get_unverified_header(token)
     except jwt.PyJWTError:

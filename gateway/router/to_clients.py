@@ -52,6 +52,9 @@ _CLIENT_FEATURES: Final = {
     "elicitation/create": "elicitation",
     "roots/list": "roots",
 }
+#: The client capabilities without which no backend request reaches a client
+#: (the frontend's plain JSON path relies on it: docs/performance.md).
+ASKABLE_FEATURES: Final = frozenset(_CLIENT_FEATURES.values())
 
 
 class ToClients:

@@ -143,10 +143,11 @@ async def test_a_router_that_raises_after_progress_ends_the_sse_stream_with_minu
     router.progress_first = True
     app, metrics = _app(router)
     session = await _open_session(app)
+    # Progress needs a token: a request without one takes the plain JSON path.
+    call = {"jsonrpc": "2.0", "id": "x", "method": "tools/call"}
+    call["params"] = {"name": "t", "_meta": {"progressToken": 1}}
     with capture_logs() as logs:
-        response = await _post(
-            app, {"jsonrpc": "2.0", "id": "x", "method": "tools/call"}, session=session
-        )
+        response = await _post(app, call, session=session)
     assert response.status == 200
     assert response.complete
     messages = sse_messages(response.body)

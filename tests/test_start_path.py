@@ -1,0 +1,69 @@
+"""The start path loads no module only rare paths use (issue 17, "Ready sooner").
+
+A fresh interpreter, as ``mcp-gateway serve`` starts: the command line
+parsed, the process and app modules imported, a config of one stdio backend
+loaded (what runs after that, the backends' start, is measured by
+``benchmarks/imports.py`` on a real ``serve``). PyJWT and cryptography
+(token checks and grants), httpx (HTTP backends, token endpoints, JWKS) and
+``gateway.cli_hosts`` (``import`` and ``connect``) must not be among the
+modules loaded: each is imported where it is used. ``-X importtime`` put
+them at about a ninth of the start path's import time
+(docs/performance.md); no timing is asserted here.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+RARE = ("jwt", "cryptography", "httpx", "gateway.cli_hosts")
+
+PROBE = """
+import sys
+from gateway import cli, process
+from gateway.app import open_gateway
+from gateway.config import load
+
+cli._parser().parse_args(["serve", "-c", sys.argv[1]])
+config = load(sys.argv[1])
+assert config.backends[0].name == "echo"
+rare = {rare!r}
+print(sorted(m for m in sys.modules if m in rare or m.split(".")[0] in rare))
+"""
+
+
+def test_serving_stdio_backends_without_auth_loads_no_rare_module(tmp_path: Path) -> None:
+    config = tmp_path / "gateway.yaml"
+    config.write_text(
+        "backends:\n"
+        "  - name: echo\n"
+        "    transport: stdio\n"
+        f"    command: {sys.executable}\n"
+        "    args: ['-c', 'pass']\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(rare=RARE), str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_probe_sees_a_rare_module_when_one_is_loaded(tmp_path: Path) -> None:
+    """The check above can fail: the connect command's module is on its list."""
+    probe = PROBE.replace("from gateway.app import open_gateway", "import gateway.cli_hosts")
+    config = tmp_path / "gateway.yaml"
+    config.write_text(
+        f"backends:\n  - name: echo\n    transport: stdio\n    command: {sys.executable}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe.format(rare=RARE), str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "gateway.cli_hosts" in done.stdout
