@@ -35,12 +35,14 @@ import msgspec
 import trio
 
 from gateway import __version__
+from gateway.backends.backend import BackendState
 from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.catalog.snapshot import Kind
 from gateway.errors import METHOD_NOT_FOUND, LocalProtocolError
 from gateway.protocol import mcp
+from gateway.protocol.caching import NO_CACHE, combined_hint
 from gateway.protocol.discover import discover_result
-from gateway.protocol.eras import LEGACY_BACKEND_HINT, SERVED_VERSIONS
+from gateway.protocol.eras import SERVED_VERSIONS
 from gateway.protocol.jsonrpc import Request
 from gateway.protocol.modern_errors import MissingClientCapability, ModernProtocolError
 from gateway.router import initialize
@@ -165,7 +167,9 @@ def backend_request(request: Request, params: object) -> Request:
     return Request(request.id, request.method, backend_params(params))
 
 
-def discover(pool: PoolView, shown: Callable[[str], bool]) -> dict[str, Any]:
+def discover(
+    pool: PoolView, shown: Callable[[str], bool], *, per_principal: bool = False
+) -> dict[str, Any]:
     """The gateway's ``server/discover`` result (rule 5).
 
     Capabilities are those the gateway offers a legacy host: on 2026-07-28
@@ -173,13 +177,24 @@ def discover(pool: PoolView, shown: Callable[[str], bool]) -> dict[str, Any]:
     which ``frontend.listen`` serves (list_changed whenever the merged view
     changes; ``subscribe`` only while a backend up offers subscriptions).
     Only the ``shown`` backends (a profile's) count.
+
+    The cache hint combines those of the ``shown`` backends up now, whose
+    answers the result is made of (``caching.combined_hint``): a
+    2026-07-28 backend's own discover hint, ``{0, private}`` for a
+    handshake-era one, none up at all ``{0, private}``; ``private`` when
+    ``per_principal`` (an access policy is in force).
     """
     caps = initialize.server_capabilities(pool, shown)
+    hints = [
+        b.info.discover_hint if b.info is not None and b.info.modern else NO_CACHE
+        for b in pool.backends.values()
+        if b.state is BackendState.UP and shown(b.name)
+    ]
     return discover_result(
         supported_versions=SERVED_VERSIONS,
         capabilities=caps,
         server_info={"name": initialize.SERVER_NAME, "version": __version__},
-        hint=LEGACY_BACKEND_HINT,
+        hint=combined_hint(hints, per_principal=per_principal),
         instructions=initialize.instructions(pool, shown),
     )
 
