@@ -20,6 +20,8 @@ import trio
 
 from gateway.backends.backend import BackendState
 from gateway.catalog.cursor import CursorCodec
+from gateway.config import PolicyRule
+from gateway.identity.policy import Policy
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.caching import NO_CACHE, CacheHint
 from gateway.protocol.envelope import Envelope
@@ -188,3 +190,30 @@ async def test_a_legacy_hosts_read_gets_no_hint_fields(nursery: trio.Nursery) ->
     router = make_router(pool, nursery)
     answer = await ask(router, FakeClient("legacy"), "resources/read", uri="old+mem://a")
     assert not {"ttlMs", "cacheScope"} & set(answer["result"])
+
+
+async def test_a_list_is_private_under_a_policy_even_for_a_principal_that_sees_everything(
+    nursery: trio.Nursery,
+) -> None:
+    """Gateway rule (issue 14): the list a principal allowed everything gets is more
+    than another may see, so no shared cache may keep it."""
+    pool = FakePool()
+    backend = modern(FakeBackend("m"))
+    backend.list_hint = lambda kind: CacheHint(ttl_ms=20000, scope="public")  # type: ignore[method-assign] # a modern backend's walk
+    pool.add(backend, tools=({"name": "t"},))
+    open_to_all = Policy.from_config(
+        msgspec.convert([{"name": "all", "everyone": True, "profiles": ["*"]}], list[PolicyRule])
+    )
+    assert open_to_all is not None
+    plain = make_router(pool, nursery)
+    guarded = Router(
+        pool, CursorCodec("test"), 0, nursery=nursery, access=AccessControl(open_to_all)
+    )
+    for router, scope in ((plain, "public"), (guarded, "private")):
+        message = jsonrpc.Request(3, "tools/list", None)
+        reply = jsonrpc.decode(await router.handle_modern(modern_request(PLATFORM), message, {}))
+        assert isinstance(reply, jsonrpc.Response)
+        result = mcp.decode_object(reply.result)
+        assert result is not None
+        assert [t["name"] for t in result["tools"]] == ["m__t"]
+        assert (result["ttlMs"], result["cacheScope"]) == (20000, scope)
