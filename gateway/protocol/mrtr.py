@@ -295,6 +295,27 @@ def from_legacy_request(
     return (named if named is not None else key_for(request_id)), entry
 
 
+def without_key_hint(params: msgspec.Raw | None) -> msgspec.Raw | None:
+    """A backend's request params as a handshake-era host gets them: no key hint.
+
+    The hint is addressed to the gateway; a legacy host is sent the request
+    itself, so the key it named means nothing there. Params without it are
+    returned as they are (byte for byte).
+    """
+    if params is None or INPUT_KEY_META.encode() not in bytes(params):
+        return params
+    body = msgspec.json.decode(params)
+    meta = body.get("_meta") if isinstance(body, dict) else None
+    if not isinstance(meta, dict) or INPUT_KEY_META not in meta:
+        return params
+    kept = {k: v for k, v in meta.items() if k != INPUT_KEY_META}
+    if kept:
+        body["_meta"] = kept
+    else:
+        del body["_meta"]
+    return msgspec.Raw(msgspec.json.encode(body))
+
+
 def legacy_result(response: Mapping[str, Any]) -> dict[str, Any]:
     """The host's input response as the JSON-RPC result a backend waits for."""
     return {k: v for k, v in response.items() if k != "resultType"}

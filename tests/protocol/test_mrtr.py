@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -34,6 +35,7 @@ from gateway.protocol.mrtr import (
     require_capabilities,
     required_capability,
     to_legacy_response,
+    without_key_hint,
 )
 
 FORM = {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {}}}
@@ -231,6 +233,22 @@ def test_a_usable_named_key_never_looks_like_a_bridged_id(named: str) -> None:
         assert key == named
         with pytest.raises(ValueError, match="bridged"):
             id_for(key)
+
+
+def test_a_legacy_host_gets_the_request_without_the_key_hint() -> None:
+    """Gateway convention: the hint is removed, other ``_meta`` kept; params without
+    it pass byte for byte."""
+    hinted = msgspec.Raw(msgspec.json.encode(_named("user_name")["params"]))
+    out = without_key_hint(hinted)
+    assert out is not None
+    assert msgspec.json.decode(out) == {"message": "Name?", "_meta": {"com.example/x": 1}}
+    alone = msgspec.Raw(msgspec.json.encode({"message": "m", "_meta": {INPUT_KEY_META: "k"}}))
+    assert msgspec.json.decode(without_key_hint(alone) or b"") == {"message": "m"}
+    plain = msgspec.Raw(b'{"message": "m", "_meta": {"x": 1}}')
+    assert without_key_hint(plain) is plain
+    mentioned = msgspec.Raw(b'{"message": "dev.mcp-gateway/inputKey"}')
+    assert without_key_hint(mentioned) is mentioned
+    assert without_key_hint(None) is None
 
 
 @pytest.mark.parametrize(
