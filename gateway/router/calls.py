@@ -53,11 +53,10 @@ from gateway.errors import (
     RemoteProtocolError,
 )
 from gateway.protocol import backend_leg, jsonrpc, mcp, revisions
-from gateway.protocol.caching import COMPLETE, backend_hint, combined_hint
 from gateway.protocol.modern_errors import UNSUPPORTED_PROTOCOL_VERSION
 from gateway.protocol.versions import resource_not_found_code
 from gateway.router import modern_backend
-from gateway.router.modern import ModernRequest
+from gateway.router.modern import ModernRequest, with_read_hint
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -84,9 +83,8 @@ class Call:
     # The tag of the effective view ``snapshot`` is ("" when no policy
     # narrows it): cursors are made for, and checked against, this view.
     view_tag: str = ""
-    # Whether an access policy is in force: then what a request sees may
-    # differ by principal (even one that sees everything sees more than
-    # another), so no cache may share it (``cacheScope: private``).
+    # An access policy is in force: what a request sees depends on who
+    # asks, so no cache may share it (``cacheScope: private``).
     per_principal: bool = False
 
 
@@ -356,26 +354,6 @@ def downgraded(
         return result
     body = mcp.decode_object(result)
     return result if body is None else mcp.encode(adapt(body, version))
-
-
-def with_read_hint(
-    result: msgspec.Raw, backend: BackendView, *, per_principal: bool
-) -> msgspec.Raw:
-    """A modern host's ``resources/read`` result with the owning backend's hint.
-
-    A 2026-07-28 backend's own ``ttlMs``/``cacheScope``; a handshake-era
-    one promised nothing: ``{0, private}`` whatever its result holds;
-    ``private`` under an access policy (``caching.combined_hint``). An
-    ``input_required`` result is left as it is (it carries no hint; the
-    frontend strips any).
-    """
-    body = mcp.decode_object(result)
-    if body is None or body.get("resultType", COMPLETE) != COMPLETE:
-        return result
-    info = backend.info
-    own = backend_hint(info is not None and info.modern, body)
-    body.update(combined_hint([own], per_principal=per_principal).as_fields())
-    return mcp.encode(body)
 
 
 class Calls:

@@ -40,7 +40,7 @@ from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.catalog.snapshot import Kind
 from gateway.errors import METHOD_NOT_FOUND, LocalProtocolError
 from gateway.protocol import mcp
-from gateway.protocol.caching import NO_CACHE, combined_hint
+from gateway.protocol.caching import COMPLETE, NO_CACHE, backend_hint, combined_hint
 from gateway.protocol.discover import discover_result
 from gateway.protocol.eras import SERVED_VERSIONS
 from gateway.protocol.jsonrpc import Request
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from gateway.identity.principal import Principal
     from gateway.protocol.envelope import Envelope
     from gateway.router.held import HeldCall
-    from gateway.router.views import Emit, PoolView
+    from gateway.router.views import BackendView, Emit, PoolView
 
 _ENVELOPE_PREFIX: Final = "io.modelcontextprotocol/"
 _ids: Final = itertools.count(1)
@@ -208,3 +208,23 @@ def public_tool_schema(snapshot: Snapshot, name: object) -> object:
         return None
     tool = mcp.decode_object(msgspec.Raw(entry.encoded))
     return None if tool is None else tool.get("inputSchema")
+
+
+def with_read_hint(
+    result: msgspec.Raw, backend: BackendView, *, per_principal: bool
+) -> msgspec.Raw:
+    """A modern host's ``resources/read`` result with the owning backend's hint.
+
+    A 2026-07-28 backend's own ``ttlMs``/``cacheScope``; a handshake-era
+    one promised nothing: ``{0, private}`` whatever its result holds;
+    ``private`` under an access policy (``caching.combined_hint``). An
+    ``input_required`` result is left as it is (it carries no hint; the
+    frontend strips any).
+    """
+    body = mcp.decode_object(result)
+    if body is None or body.get("resultType", COMPLETE) != COMPLETE:
+        return result
+    info = backend.info
+    own = backend_hint(info is not None and info.modern, body)
+    body.update(combined_hint([own], per_principal=per_principal).as_fields())
+    return mcp.encode(body)
