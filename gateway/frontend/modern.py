@@ -66,7 +66,7 @@ if TYPE_CHECKING:
 
 logger = structlog.get_logger("gateway.frontend")
 # The four list methods, whose pages carry the hint the router merged, and
-# resources/read, whose result carries its backend's (router/calls).
+# resources/read, whose result carries its backend's (router/modern).
 HINTED_METHODS: Final = frozenset(kind.list_method for kind in Kind) | {"resources/read"}
 
 
@@ -122,7 +122,7 @@ def finish(router: Router, request: Request, params: dict[str, Any], reply: byte
     if result is None:
         return reply
     # A list page's hint was merged by the router from the backends' own
-    # (router/lists), a read's is its backend's (router/calls); anything
+    # (router/lists), a read's is its backend's (router/modern); anything
     # else gets the safe default.
     hint = hint_of(result) if request.method in HINTED_METHODS else LEGACY_BACKEND_HINT
     body, dropped = modern_result(request.method, result, params, hint)
