@@ -39,6 +39,7 @@ from gateway import __version__
 from gateway.config import SseBackend
 from gateway.errors import GatewayError, RemoteProtocolError
 from gateway.protocol import backend_leg, jsonrpc, mcp
+from gateway.protocol.caching import NO_CACHE, CacheHint
 from gateway.protocol.versions import LATEST_VERSION, accept_as_client
 
 if TYPE_CHECKING:
@@ -70,6 +71,8 @@ class ServerInfo:
     version: str
     modern: bool = False
     supported_versions: tuple[str, ...] = ()
+    # A modern backend's own discover hint (a handshake-era one gives none).
+    discover_hint: CacheHint = NO_CACHE
 
 
 class IncompatibleBackend(GatewayError):
@@ -128,6 +131,7 @@ def discovered_info(found: backend_leg.Discovered) -> ServerInfo:
         version=found.version,
         modern=True,
         supported_versions=found.supported_versions,
+        discover_hint=found.hint,
     )
 
 

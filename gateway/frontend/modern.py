@@ -66,8 +66,9 @@ if TYPE_CHECKING:
     from gateway.router import Emit, Router
 
 logger = structlog.get_logger("gateway.frontend")
-# The four list methods, whose pages carry the hint the router merged.
-LIST_METHODS: Final = frozenset(kind.list_method for kind in Kind)
+# The four list methods, whose pages carry the hint the router merged, and
+# resources/read, whose result carries its backend's (router/modern).
+HINTED_METHODS: Final = frozenset(kind.list_method for kind in Kind) | {"resources/read"}
 
 
 def _error_status(reply: bytes) -> int:
@@ -122,8 +123,9 @@ def finish(router: Router, request: Request, params: dict[str, Any], reply: byte
     if result is None:
         return reply
     # A list page's hint was merged by the router from the backends' own
-    # (router/lists); anything else gets the safe default.
-    hint = hint_of(result) if request.method in LIST_METHODS else LEGACY_BACKEND_HINT
+    # (router/lists), a read's is its backend's (router/modern); anything
+    # else gets the safe default.
+    hint = hint_of(result) if request.method in HINTED_METHODS else LEGACY_BACKEND_HINT
     body, dropped = modern_result(request.method, result, params, hint)
     for tool in dropped:
         logger.warning("tool.dropped", tool=tool.name, reason=tool.reason, era="2026-07-28")

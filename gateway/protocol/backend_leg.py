@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from gateway import __version__
+from gateway.protocol.caching import NO_CACHE, CacheHint, hint_of
 from gateway.protocol.envelope import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
@@ -91,6 +92,9 @@ class Discovered(msgspec.Struct, frozen=True, kw_only=True):
         instructions: its instructions, if any.
         name: ``serverInfo.name`` from the result's ``_meta`` ("" when absent).
         version: ``serverInfo.version`` ("" when absent).
+        hint: the result's own ``ttlMs``/``cacheScope`` (read leniently,
+            ``caching.hint_of``): what it contributes to the gateway's
+            merged ``server/discover``.
     """
 
     supported_versions: tuple[str, ...]
@@ -98,6 +102,7 @@ class Discovered(msgspec.Struct, frozen=True, kw_only=True):
     instructions: str | None
     name: str
     version: str
+    hint: CacheHint = NO_CACHE
 
 
 def with_envelope(
@@ -174,6 +179,7 @@ def read_discover(result: object) -> Discovered:
         instructions=instructions if isinstance(instructions, str) else None,
         name=str(info.get("name", "")),
         version=str(info.get("version", "")),
+        hint=hint_of(result),
     )
 
 

@@ -16,6 +16,12 @@ Rules, from 2026-07-28 ``S/server/utilities/caching.mdx`` unless noted:
 - Merging several backends (a merged list, discover): the shortest
   ``ttlMs`` and ``private`` when any input is private. With no input at all
   (nothing to merge) the hint is ``{0, private}``.
+- What a backend contributes (:func:`backend_hint`): a handshake-era
+  backend promised nothing, so ``{0, private}`` whatever its result holds;
+  a 2026-07-28 backend its own hint, read as above.
+- A merged view that depends on who asks (an access policy in force) is
+  ``private`` whatever the backends said (:func:`combined_hint`): a shared
+  cache must not hand one principal's view to another (§Cache Scope).
 - Results of an MRTR retry (params with ``inputResponses`` or
   ``requestState``) MUST NOT be cached (§Cache Key); the spec still asks
   for hints on complete results, so they get ``{0, private}``.
@@ -89,6 +95,33 @@ def merge_hints(hints: Iterable[CacheHint]) -> CacheHint:
         return NO_CACHE
     scope: Scope = "private" if any(h.scope == "private" for h in items) else "public"
     return CacheHint(ttl_ms=min(h.ttl_ms for h in items), scope=scope)
+
+
+def backend_hint(modern: bool, result: Mapping[str, Any] | None) -> CacheHint:
+    """What one backend's answer contributes: its own hint if modern, else none.
+
+    Args:
+        modern: whether the backend speaks 2026-07-28 (discover found it).
+        result: the backend's result (its DiscoverResult, list page or
+            ReadResourceResult); ``None`` when it gave none.
+    """
+    if not modern or result is None:
+        return NO_CACHE
+    return hint_of(result)
+
+
+def combined_hint(hints: Iterable[CacheHint], *, per_principal: bool) -> CacheHint:
+    """The hint of a result built from ``hints``, for whom it may be reused.
+
+    Args:
+        hints: what each contributing backend gave (:func:`backend_hint`).
+        per_principal: whether the result depends on who asks (a policy
+            narrows views per principal): then it is ``private``.
+    """
+    merged = merge_hints(hints)
+    if per_principal and merged.scope != "private":
+        return CacheHint(ttl_ms=merged.ttl_ms, scope="private")
+    return merged
 
 
 def is_retry(params: Mapping[str, Any] | None) -> bool:

@@ -29,6 +29,15 @@ A modern server never sends a request to the client; it answers
   related-task ``_meta`` (meaningless to the host) and URL mode's
   ``elicitationId`` (removed in 2026-07-28, changelog). The host's
   response becomes the JSON-RPC result the backend waits for.
+- A key the backend names: the spec lets the server choose its keys, and
+  a handshake-era request has no field for one, so a backend that wants a
+  key of its own (a fixture whose modern clients expect ``user_name``)
+  puts it in ``_meta["dev.mcp-gateway/inputKey"]`` (gateway convention,
+  removed before the host sees the entry). It is used when it is a
+  non-empty string of at most 128 characters, not already taken in the
+  round (or, for a task, over the task's life), and not shaped like a
+  bridged id (JSON text of a number or string), so it never collides with
+  a key :func:`key_for` makes; otherwise the id's key is used.
 """
 
 from __future__ import annotations
@@ -44,14 +53,20 @@ from gateway.protocol.envelope import missing_capabilities
 from gateway.protocol.modern_errors import MissingClientCapability, ModernProtocolError
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Container, Mapping
 
 MRTR_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
 ELICIT: Final = "elicitation/create"
 SAMPLE: Final = "sampling/createMessage"
 ROOTS: Final = "roots/list"
 INPUT_METHODS: Final = frozenset({ELICIT, SAMPLE, ROOTS})
-_BACKEND_ONLY_META: Final = ("progressToken", "io.modelcontextprotocol/related-task")
+INPUT_KEY_META: Final = "dev.mcp-gateway/inputKey"
+INPUT_KEY_MAX: Final = 128
+_BACKEND_ONLY_META: Final = (
+    "progressToken",
+    "io.modelcontextprotocol/related-task",
+    INPUT_KEY_META,
+)
 
 
 class InputRequired(msgspec.Struct, frozen=True, kw_only=True):
@@ -233,8 +248,26 @@ def id_for(key: str) -> int | str:
     return value
 
 
-def from_legacy_request(message: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+def _named_key(meta: object, taken: Container[str]) -> str | None:
+    """The key a backend named in ``_meta`` (see the module rules), if usable."""
+    named = meta.get(INPUT_KEY_META) if isinstance(meta, dict) else None
+    if not isinstance(named, str) or not 0 < len(named) <= INPUT_KEY_MAX or named in taken:
+        return None
+    try:
+        id_for(named)
+    except ValueError:
+        return named
+    return None  # shaped like a bridged id: it could collide with one
+
+
+def from_legacy_request(
+    message: Mapping[str, Any], taken: Container[str] = ()
+) -> tuple[str, dict[str, Any]]:
     """A backend's server-to-client JSON-RPC request as ``(key, inputRequests entry)``.
+
+    Args:
+        message: the backend's request.
+        taken: keys already in use, which a key the backend names may not reuse.
 
     Raises:
         ValueError: not an elicitation, sampling or roots request with an id.
@@ -249,6 +282,7 @@ def from_legacy_request(message: Mapping[str, Any]) -> tuple[str, dict[str, Any]
     params: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
     params.pop("elicitationId", None)
     meta = params.get("_meta")
+    named = _named_key(meta, taken)
     if isinstance(meta, dict):
         kept = {k: v for k, v in meta.items() if k not in _BACKEND_ONLY_META}
         if kept:
@@ -258,7 +292,33 @@ def from_legacy_request(message: Mapping[str, Any]) -> tuple[str, dict[str, Any]
     entry: dict[str, Any] = {"method": method}
     if params or method != ROOTS:
         entry["params"] = params
-    return key_for(request_id), entry
+    return (named if named is not None else key_for(request_id)), entry
+
+
+def without_key_hint(params: msgspec.Raw | None) -> msgspec.Raw | None:
+    """A backend's request params as a handshake-era host gets them: no key hint.
+
+    The hint is addressed to the gateway; a legacy host is sent the request
+    itself, so the key it named means nothing there. Params without it are
+    returned as they are (byte for byte).
+    """
+    if params is None or INPUT_KEY_META.encode() not in bytes(params):
+        return params
+    body = msgspec.json.decode(params)
+    meta = body.get("_meta") if isinstance(body, dict) else None
+    if not isinstance(meta, dict) or INPUT_KEY_META not in meta:
+        return params
+    kept = {k: v for k, v in meta.items() if k != INPUT_KEY_META}
+    if kept:
+        body["_meta"] = kept
+    else:
+        del body["_meta"]
+    return msgspec.Raw(msgspec.json.encode(body))
+
+
+def legacy_result(response: Mapping[str, Any]) -> dict[str, Any]:
+    """The host's input response as the JSON-RPC result a backend waits for."""
+    return {k: v for k, v in response.items() if k != "resultType"}
 
 
 def to_legacy_response(key: str, response: Mapping[str, Any]) -> dict[str, Any]:
@@ -267,5 +327,4 @@ def to_legacy_response(key: str, response: Mapping[str, Any]) -> dict[str, Any]:
     Raises:
         ValueError: a key that is not a bridged request id.
     """
-    result = {k: v for k, v in response.items() if k != "resultType"}
-    return {"jsonrpc": "2.0", "id": id_for(key), "result": result}
+    return {"jsonrpc": "2.0", "id": id_for(key), "result": legacy_result(response)}

@@ -56,7 +56,7 @@ from gateway.protocol import backend_leg, jsonrpc, mcp, revisions
 from gateway.protocol.modern_errors import UNSUPPORTED_PROTOCOL_VERSION
 from gateway.protocol.versions import resource_not_found_code
 from gateway.router import modern_backend
-from gateway.router.modern import ModernRequest
+from gateway.router.modern import ModernRequest, with_read_hint
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -83,6 +83,9 @@ class Call:
     # The tag of the effective view ``snapshot`` is ("" when no policy
     # narrows it): cursors are made for, and checked against, this view.
     view_tag: str = ""
+    # An access policy is in force: what a request sees depends on who
+    # asks, so no cache may share it (``cacheScope: private``).
+    per_principal: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,7 +402,10 @@ class Calls:
         target = self._targets.uri(uri, call)
         params["uri"] = target.original
         result = await self._forward(call, target.backend, "resources/read", params)
-        return mcp.rewrite_read_result(result, _uri_mapper(target.backend))
+        result = mcp.rewrite_read_result(result, _uri_mapper(target.backend))
+        if isinstance(call.client, ModernRequest):
+            return with_read_hint(result, target.backend, per_principal=call.per_principal)
+        return result
 
     async def complete(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
         """``completion/complete``: route by the prompt or resource reference."""

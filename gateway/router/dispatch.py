@@ -238,7 +238,9 @@ class Router:
 
     def discover_result(self, profile: str = DEFAULT_PROFILE) -> dict[str, Any]:
         """The gateway's ``server/discover`` answer (``modern.discover``)."""
-        result = modern.discover(self._pool, self._shows(profile))
+        result = modern.discover(
+            self._pool, self._shows(profile), per_principal=self.access.policy is not None
+        )
         if self.tasks.offered(self.view(profile)):
             capabilities = result["capabilities"]
             extensions = capabilities.setdefault("extensions", {})
@@ -360,7 +362,9 @@ class Router:
         handler = self._handlers.get(request.method)
         outcome = "ok"
         base, effective, tag = self.effective(client)
-        call = Call(client, effective, emit, view_tag=tag)
+        call = Call(
+            client, effective, emit, view_tag=tag, per_principal=self.access.policy is not None
+        )
         err: ProtocolError | None = None
         span: tracing.ServerSpan | None = None
         params: dict[str, Any] | None = None

@@ -60,8 +60,8 @@ from gateway.protocol.mrtr import (
     check_responses,
     from_legacy_request,
     input_required_result,
+    legacy_result,
     missing_for,
-    to_legacy_response,
 )
 from gateway.protocol.sealed import REQUEST_STATE, Sealer
 from gateway.router.metrics import NO_METRICS
@@ -192,7 +192,7 @@ class HeldCall:
                 backend is answered with it.
         """
         message = {"id": next(self._ids), "method": method, "params": mcp.decode_params(params)}
-        key, entry = from_legacy_request(message)
+        key, entry = from_legacy_request(message, taken=self._asks)
         gap = missing_for({key: entry}, self.request.capabilities)
         if gap:
             self.request.fail(MissingClientCapability(gap))
@@ -217,7 +217,7 @@ class HeldCall:
             del self._asks[key]
         if ask.error is not None or ask.response is None:
             raise ask.error or LocalProtocolError("no answer", INTERNAL_ERROR)
-        return mcp.encode(to_legacy_response(key, ask.response)["result"])
+        return mcp.encode(legacy_result(ask.response))
 
     def accept(self, params: dict[str, Any], round_no: int, backend: str) -> None:
         """Rules 5 and 6: hand a retry's answers to the waiting backend requests.

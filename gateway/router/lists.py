@@ -29,7 +29,7 @@ from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.catalog.snapshot import Kind
 from gateway.errors import LocalProtocolError
 from gateway.protocol import mcp, revisions
-from gateway.protocol.caching import merge_hints
+from gateway.protocol.caching import combined_hint
 from gateway.router.modern import ModernRequest
 
 if TYPE_CHECKING:
@@ -165,17 +165,20 @@ class Lists:
         self._metrics.pages_served.labels(kind=kind.value).inc()
         rendered = render_page(kind.value, items, next_cursor, unavailable)
         if isinstance(call.client, ModernRequest):
-            return self._with_hint(kind, rendered, private=bool(call.view_tag))
+            return self._with_hint(kind, rendered, per_principal=call.per_principal)
         return rendered
 
-    def _with_hint(self, kind: Kind, page: msgspec.Raw, *, private: bool) -> msgspec.Raw:
+    def _with_hint(self, kind: Kind, page: msgspec.Raw, *, per_principal: bool) -> msgspec.Raw:
         """A modern host's page with the merged hint of the backends behind the list.
 
         Every backend up that offers the list contributes (``caching.mdx``
         §Interaction with Pagination: every page carries the same hint):
         the shortest ``ttlMs``, ``private`` if any is; a handshake-era
         backend counts as ``{0, private}``, so one of them makes the list
-        uncacheable, and so does an empty set of contributors.
+        uncacheable, and so does an empty set of contributors. Under an
+        access policy the list depends on who asks: ``private``, so no
+        shared cache hands one principal's list to another (even a
+        principal that sees everything sees more than others may).
         """
         hints = [
             backend.list_hint(kind)
@@ -185,11 +188,7 @@ class Lists:
         body = mcp.decode_object(page)
         if body is None:  # pragma: no cover - render_page always builds an object
             return page
-        body.update(merge_hints(hints).as_fields())
-        if private:
-            # The list depends on who asks (an access policy narrows it):
-            # no shared cache may hand it to another principal.
-            body["cacheScope"] = "private"
+        body.update(combined_hint(hints, per_principal=per_principal).as_fields())
         return mcp.encode(body)
 
     async def _fetch_passthrough(

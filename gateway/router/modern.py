@@ -35,12 +35,14 @@ import msgspec
 import trio
 
 from gateway import __version__
+from gateway.backends.backend import BackendState
 from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.catalog.snapshot import Kind
 from gateway.errors import METHOD_NOT_FOUND, LocalProtocolError
 from gateway.protocol import mcp
+from gateway.protocol.caching import COMPLETE, NO_CACHE, backend_hint, combined_hint
 from gateway.protocol.discover import discover_result
-from gateway.protocol.eras import LEGACY_BACKEND_HINT, SERVED_VERSIONS
+from gateway.protocol.eras import SERVED_VERSIONS
 from gateway.protocol.jsonrpc import Request
 from gateway.protocol.modern_errors import MissingClientCapability, ModernProtocolError
 from gateway.router import initialize
@@ -52,7 +54,7 @@ if TYPE_CHECKING:
     from gateway.identity.principal import Principal
     from gateway.protocol.envelope import Envelope
     from gateway.router.held import HeldCall
-    from gateway.router.views import Emit, PoolView
+    from gateway.router.views import BackendView, Emit, PoolView
 
 _ENVELOPE_PREFIX: Final = "io.modelcontextprotocol/"
 _ids: Final = itertools.count(1)
@@ -165,7 +167,9 @@ def backend_request(request: Request, params: object) -> Request:
     return Request(request.id, request.method, backend_params(params))
 
 
-def discover(pool: PoolView, shown: Callable[[str], bool]) -> dict[str, Any]:
+def discover(
+    pool: PoolView, shown: Callable[[str], bool], *, per_principal: bool = False
+) -> dict[str, Any]:
     """The gateway's ``server/discover`` result (rule 5).
 
     Capabilities are those the gateway offers a legacy host: on 2026-07-28
@@ -173,13 +177,24 @@ def discover(pool: PoolView, shown: Callable[[str], bool]) -> dict[str, Any]:
     which ``frontend.listen`` serves (list_changed whenever the merged view
     changes; ``subscribe`` only while a backend up offers subscriptions).
     Only the ``shown`` backends (a profile's) count.
+
+    The cache hint combines those of the ``shown`` backends up now, whose
+    answers the result is made of (``caching.combined_hint``): a
+    2026-07-28 backend's own discover hint, ``{0, private}`` for a
+    handshake-era one, none up at all ``{0, private}``; ``private`` when
+    ``per_principal`` (an access policy is in force).
     """
     caps = initialize.server_capabilities(pool, shown)
+    hints = [
+        b.info.discover_hint if b.info is not None and b.info.modern else NO_CACHE
+        for b in pool.backends.values()
+        if b.state is BackendState.UP and shown(b.name)
+    ]
     return discover_result(
         supported_versions=SERVED_VERSIONS,
         capabilities=caps,
         server_info={"name": initialize.SERVER_NAME, "version": __version__},
-        hint=LEGACY_BACKEND_HINT,
+        hint=combined_hint(hints, per_principal=per_principal),
         instructions=initialize.instructions(pool, shown),
     )
 
@@ -193,3 +208,23 @@ def public_tool_schema(snapshot: Snapshot, name: object) -> object:
         return None
     tool = mcp.decode_object(msgspec.Raw(entry.encoded))
     return None if tool is None else tool.get("inputSchema")
+
+
+def with_read_hint(
+    result: msgspec.Raw, backend: BackendView, *, per_principal: bool
+) -> msgspec.Raw:
+    """A modern host's ``resources/read`` result with the owning backend's hint.
+
+    A 2026-07-28 backend's own ``ttlMs``/``cacheScope``; a handshake-era
+    one promised nothing: ``{0, private}`` whatever its result holds;
+    ``private`` under an access policy (``caching.combined_hint``). An
+    ``input_required`` result is left as it is (it carries no hint; the
+    frontend strips any).
+    """
+    body = mcp.decode_object(result)
+    if body is None or body.get("resultType", COMPLETE) != COMPLETE:
+        return result
+    info = backend.info
+    own = backend_hint(info is not None and info.modern, body)
+    body.update(combined_hint([own], per_principal=per_principal).as_fields())
+    return mcp.encode(body)

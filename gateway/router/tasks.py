@@ -37,8 +37,8 @@ from gateway.protocol.modern_errors import MissingClientCapability
 from gateway.protocol.mrtr import (
     check_responses,
     from_legacy_request,
+    legacy_result,
     missing_for,
-    to_legacy_response,
 )
 from gateway.protocol.tasks import (
     CANCELLED,
@@ -89,6 +89,8 @@ class TaskRequest(ModernRequest):
     changed: Callable[[Task], None] = lambda _task: None
     pending_inputs: dict[str, _Waiting] = field(default_factory=dict)
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    # Every key the task has asked under: unique over its life (sep-2663).
+    used_keys: set[str] = field(default_factory=set)
 
     async def ask(self, backend: str, method: str, params: msgspec.Raw | None) -> msgspec.Raw:
         """Park the task ``input_required`` until the client answers.
@@ -102,9 +104,10 @@ class TaskRequest(ModernRequest):
         assert task is not None
         message = {"id": next(self.ids), "method": method, "params": mcp.decode_params(params)}
         try:
-            key, entry = from_legacy_request(message)
+            key, entry = from_legacy_request(message, taken=self.used_keys)
         except ValueError as exc:
             raise LocalProtocolError(str(exc), METHOD_NOT_FOUND) from None
+        self.used_keys.add(key)
         gap = missing_for({key: entry}, self.capabilities)
         if gap:
             refused = f"{method}: the client did not declare {gap}"
@@ -119,7 +122,7 @@ class TaskRequest(ModernRequest):
             task.answered(key)
             self.changed(task)
         assert waiting.response is not None
-        return mcp.encode(to_legacy_response(key, waiting.response)["result"])
+        return mcp.encode(legacy_result(waiting.response))
 
     def update(self, params: dict[str, Any]) -> None:
         """Hand ``tasks/update``'s answers to the backend requests waiting for them.

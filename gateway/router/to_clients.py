@@ -32,6 +32,7 @@ from gateway.errors import (
     LocalProtocolError,
 )
 from gateway.protocol import jsonrpc, mcp
+from gateway.protocol.mrtr import without_key_hint
 from gateway.router.modern import ModernRequest
 
 if TYPE_CHECKING:
@@ -191,7 +192,7 @@ class ToClients:
             return await peer.ask(backend.name, method, params)  # bounded by router/held
         emit = related.emit if related is not None else None
         with trio.move_on_after(backend.config.timeouts.request) as scope:
-            return await peer.request(method, params, emit)
+            return await peer.request(method, without_key_hint(params), emit)
         assert scope.cancelled_caught
         raise LocalProtocolError(
             f"{method}: the client did not answer within {backend.config.timeouts.request:g} s",

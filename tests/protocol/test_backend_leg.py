@@ -16,6 +16,7 @@ from gateway.protocol.backend_leg import (
     read_discover_error,
     with_envelope,
 )
+from gateway.protocol.caching import NO_CACHE, CacheHint
 
 META: Final = "io.modelcontextprotocol/"
 SCHEMA: Final = {
@@ -112,6 +113,16 @@ def test_read_discover_tolerates_odd_field_types() -> None:
         {"supportedVersions": ["2026-07-28"], "capabilities": [], "instructions": 5, "_meta": 1}
     )
     assert (found.capabilities, found.instructions, found.name) == ({}, None, "")
+    assert found.hint == NO_CACHE
+
+
+def test_read_discover_keeps_the_backends_cache_hint() -> None:
+    """S/server/utilities/caching.mdx: a DiscoverResult is cacheable; its hint is kept
+    for the gateway's merged discover (issue 14)."""
+    found = read_discover(
+        {"supportedVersions": ["2026-07-28"], "ttlMs": 30000.7, "cacheScope": "public"}
+    )
+    assert found.hint == CacheHint(ttl_ms=30000, scope="public")
 
 
 def test_only_a_32022_naming_2026_07_28_is_a_modern_refusal() -> None:

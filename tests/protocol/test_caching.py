@@ -17,6 +17,8 @@ from gateway.protocol.caching import (
     CACHEABLE_METHODS,
     NO_CACHE,
     CacheHint,
+    backend_hint,
+    combined_hint,
     finish_result,
     hint_of,
     merge_hints,
@@ -63,6 +65,38 @@ def test_a_merged_hint_never_promises_more_than_any_input(items: list[CacheHint]
     merged = merge_hints(items)
     assert all(merged.ttl_ms <= h.ttl_ms for h in items)
     assert (merged.scope == "public") == all(h.scope == "public" for h in items)
+
+
+def test_a_handshake_era_backend_contributes_no_cache_whatever_its_result_holds() -> None:
+    """Gateway rule (issue 14): a legacy backend promised nothing; a modern one its own."""
+    stray = {"contents": [], "ttlMs": 60000, "cacheScope": "public"}
+    assert backend_hint(False, stray) == NO_CACHE
+    assert backend_hint(False, None) == NO_CACHE
+    assert backend_hint(True, None) == NO_CACHE
+    assert backend_hint(True, stray) == CacheHint(ttl_ms=60000, scope="public")
+    assert backend_hint(True, {"contents": []}) == NO_CACHE
+
+
+def test_a_combined_hint_is_private_when_the_view_depends_on_the_principal() -> None:
+    """Gateway rule (issue 14): under a policy a shared cache must not serve another user."""
+    public = [CacheHint(ttl_ms=30000, scope="public"), CacheHint(ttl_ms=5000, scope="public")]
+    assert combined_hint(public, per_principal=False) == CacheHint(ttl_ms=5000, scope="public")
+    assert combined_hint(public, per_principal=True) == CacheHint(ttl_ms=5000, scope="private")
+    with_legacy = [*public, backend_hint(False, None)]
+    assert combined_hint(with_legacy, per_principal=False) == NO_CACHE
+    assert combined_hint([], per_principal=False) == NO_CACHE
+    assert combined_hint([], per_principal=True) == NO_CACHE
+
+
+@given(st.lists(hints), st.booleans())
+def test_a_combined_hint_never_promises_more_than_the_merge(
+    items: list[CacheHint], per_principal: bool
+) -> None:
+    """Property: same ttl as the merge; public only without a policy and all inputs public."""
+    combined = combined_hint(items, per_principal=per_principal)
+    merged = merge_hints(items)
+    assert combined.ttl_ms == merged.ttl_ms
+    assert (combined.scope == "public") == (not per_principal and merged.scope == "public")
 
 
 def test_complete_cacheable_results_get_hints_and_keep_unknown_fields() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,6 +21,7 @@ from gateway.protocol.modern_errors import (
     ModernProtocolError,
 )
 from gateway.protocol.mrtr import (
+    INPUT_KEY_META,
     InputRequired,
     MalformedInputRequired,
     check_responses,
@@ -27,11 +29,13 @@ from gateway.protocol.mrtr import (
     id_for,
     input_required_result,
     key_for,
+    legacy_result,
     missing_for,
     parse_input_required,
     require_capabilities,
     required_capability,
     to_legacy_response,
+    without_key_hint,
 )
 
 FORM = {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {}}}
@@ -182,6 +186,69 @@ def test_roots_and_sampling_bridge_too() -> None:
     assert to_legacy_response('"r"', {"roots": [], "resultType": "complete"})["result"] == {
         "roots": []
     }
+
+
+def _named(key: object) -> dict[str, Any]:
+    """A backend's elicitation naming ``key`` in ``_meta``, beside a key of its own."""
+    meta = {INPUT_KEY_META: key, "com.example/x": 1}
+    return {"id": 4, "method": "elicitation/create", "params": {"message": "Name?", "_meta": meta}}
+
+
+def test_a_backend_may_name_its_input_key_in_meta() -> None:
+    """Gateway convention (issue 14): the spec lets the server choose keys; a
+    handshake-era backend names one in ``_meta``, which the host never sees."""
+    key, entry = from_legacy_request(_named("user_name"))
+    assert key == "user_name"
+    assert entry == {
+        "method": "elicitation/create",
+        "params": {"message": "Name?", "_meta": {"com.example/x": 1}},
+    }
+    assert legacy_result({"action": "accept", "resultType": "complete"}) == {"action": "accept"}
+
+
+@pytest.mark.parametrize(
+    ("named", "taken"),
+    [
+        ("user_name", {"user_name"}),  # already taken in the round / the task's life
+        ("", set()),
+        ("x" * 129, set()),
+        (7, set()),
+        ("7", set()),  # the key of backend id 7: could collide
+        ('"r"', set()),  # the key of backend id "r"
+        (None, set()),
+    ],
+)
+def test_an_unusable_named_key_falls_back_to_the_ids_key(named: object, taken: set[str]) -> None:
+    """Gateway convention: a named key never collides, so the id's key is used instead."""
+    key, entry = from_legacy_request(_named(named), taken)
+    assert key == "4"
+    assert INPUT_KEY_META not in entry["params"]["_meta"]
+
+
+@given(st.text(min_size=1, max_size=128))
+def test_a_usable_named_key_never_looks_like_a_bridged_id(named: str) -> None:
+    """Property: a named key is either refused or no :func:`key_for` key."""
+    key, _ = from_legacy_request(_named(named))
+    if key != "4":
+        assert key == named
+        with pytest.raises(ValueError, match="bridged"):
+            id_for(key)
+
+
+def test_a_legacy_host_gets_the_request_without_the_key_hint() -> None:
+    """Gateway convention: the hint is removed, other ``_meta`` kept; params without
+    it pass byte for byte."""
+    hinted = msgspec.Raw(msgspec.json.encode(_named("user_name")["params"]))
+    out = without_key_hint(hinted)
+    assert out is not None
+    assert msgspec.json.decode(out) == {"message": "Name?", "_meta": {"com.example/x": 1}}
+    alone = msgspec.Raw(msgspec.json.encode({"message": "m", "_meta": {INPUT_KEY_META: "k"}}))
+    assert msgspec.json.decode(without_key_hint(alone) or b"") == {"message": "m"}
+    plain = msgspec.Raw(b'{"message": "m", "_meta": {"x": 1}}')
+    assert without_key_hint(plain) is plain
+    mentioned = msgspec.Raw(b'{"message": "dev.mcp-gateway/inputKey"}')
+    assert without_key_hint(mentioned) is mentioned
+    assert without_key_hint(None) is None
 
 
 @pytest.mark.parametrize(

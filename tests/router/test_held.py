@@ -221,3 +221,64 @@ async def test_a_request_state_made_for_one_principal_does_not_verify_for_anothe
     )
     assert isinstance(reply, jsonrpc.Response)
     assert mcp.decode_object(reply.result) == {"roots": []}
+
+
+class NamingBackend:
+    """A legacy backend whose tool elicits twice at once, one request naming its key."""
+
+    async def run(self, request: ModernRequest, message: Request, params: dict[str, Any]) -> bytes:
+        answers: dict[str, Any] = {}
+
+        async def elicit(label: str, meta: dict[str, Any]) -> None:
+            asked = {"message": label, "requestedSchema": {"type": "object"}, "_meta": meta}
+            answers[label] = mcp.decode_object(
+                await request.ask("b", "elicitation/create", mcp.encode(asked))
+            )
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(elicit, "named", {"dev.mcp-gateway/inputKey": "user_name"})
+            nursery.start_soon(elicit, "plain", {})
+        return jsonrpc.encode_response(message.id, mcp.encode(answers))
+
+
+async def test_a_key_the_backend_names_is_the_hosts_key_and_its_answer_comes_back(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Gateway convention (issue 14): ``_meta["dev.mcp-gateway/inputKey"]`` names the
+    inputRequests key (input-required-result-basic-elicitation wants ``user_name``)."""
+    table = HeldCalls(nursery, sealer_for("k"), lifetime=LIFETIME)
+    request = ModernRequest(
+        envelope=Envelope(protocol_version="2026-07-28", client_capabilities={"elicitation": {}}),
+        emit=lambda m: True,
+    )
+    reply = jsonrpc.decode(
+        await table.serve(request, Request(1, "tools/call", None), PARAMS, NamingBackend().run)
+    )
+    assert isinstance(reply, jsonrpc.Response)
+    first = mcp.decode_object(reply.result)
+    assert first is not None
+    asked = first["inputRequests"]
+    (other,) = set(asked) - {"user_name"}
+    assert other in ("1", "2")  # the plain request's: the gateway's counter
+    assert asked["user_name"]["params"] == {
+        "message": "named",
+        "requestedSchema": {"type": "object"},
+    }
+    responses = {
+        key: {"action": "accept", "content": {"who": key}, "resultType": "complete"}
+        for key in asked
+    }
+    retry = {**PARAMS, "inputResponses": responses, "requestState": first["requestState"]}
+    final = jsonrpc.decode(
+        await table.serve(
+            ModernRequest(envelope=request.envelope, emit=lambda m: True),
+            Request(2, "tools/call", None),
+            retry,
+            NamingBackend().run,
+        )
+    )
+    assert isinstance(final, jsonrpc.Response)
+    result = mcp.decode_object(final.result)
+    assert result is not None
+    assert result["named"] == {"action": "accept", "content": {"who": "user_name"}}
+    assert result["plain"] == {"action": "accept", "content": {"who": other}}

@@ -130,6 +130,33 @@ async def test_a_backend_request_goes_to_the_client_whose_call_is_in_flight(
     assert relayed == [jsonrpc.EMPTY_OBJECT]
 
 
+async def test_a_legacy_host_is_not_sent_the_gateways_input_key_hint(
+    nursery: trio.Nursery,
+) -> None:
+    """Gateway convention (issue 14): ``dev.mcp-gateway/inputKey`` is for the gateway;
+    a handshake-era host gets the request without it, other ``_meta`` kept."""
+    pool = FakePool()
+    alpha = pool.add(FakeBackend("alpha"), tools=({"name": "ask", "inputSchema": {}},))
+    router = make_router(pool, nursery)
+    owner = FakeClient("c1", capabilities={"elicitation": {}})
+    router.client_opened(owner)
+    asked = {
+        "message": "Name?",
+        "requestedSchema": {"type": "object"},
+        "_meta": {"dev.mcp-gateway/inputKey": "user_name", "com.example/x": 1},
+    }
+
+    async def call_back(params: dict[str, Any], client: str | None) -> Any:
+        await router.backend_request(alpha, "elicitation/create", jsonrpc.to_raw(asked), None)
+        return jsonrpc.to_raw({"content": [], "isError": False})
+
+    alpha.answers["tools/call"] = call_back
+    await ask(router, owner, "tools/call", name="alpha__ask")
+    assert [params for _, params, _ in owner.asked] == [
+        {"message": "Name?", "requestedSchema": {"type": "object"}, "_meta": {"com.example/x": 1}}
+    ]
+
+
 async def test_a_backend_request_the_owner_lacks_the_capability_for_is_method_not_found(
     nursery: trio.Nursery,
 ) -> None:

@@ -476,9 +476,25 @@ def _name_schema(field_name: str) -> dict[str, Any]:
     }
 
 
-async def _ask_form(message: str, schema: dict[str, Any]) -> types.ElicitResult:
+# The inputRequests key a modern host sees for a request that names one
+# (gateway/protocol/mrtr.py: a gateway convention, removed before the host).
+INPUT_KEY_META = "dev.mcp-gateway/inputKey"
+
+
+async def _ask_form(
+    message: str, schema: dict[str, Any], key: str | None = None
+) -> types.ElicitResult:
     session, request_id, _ = _context()
-    return await session.elicit_form(message, schema, related_request_id=request_id)
+    if key is None:
+        return await session.elicit_form(message, schema, related_request_id=request_id)
+    params = types.ElicitRequestFormParams(
+        message=message, requestedSchema=schema, _meta={INPUT_KEY_META: key}
+    )
+    return await session.send_request(
+        types.ServerRequest(types.ElicitRequest(params=params)),
+        types.ElicitResult,
+        metadata=ServerMessageMetadata(related_request_id=request_id),
+    )
 
 
 async def _ask_llm(text: str, max_tokens: int) -> str:
@@ -511,7 +527,8 @@ def _field(result: types.ElicitResult, name: str) -> str:
 
 @tool("test_input_required_result_elicitation", "Elicits a name, then greets it.")
 async def _irr_elicitation(_: dict[str, Any]) -> list[types.ContentBlock]:
-    answer = await _ask_form("What is your name?", _name_schema("name"))
+    # The scenario wants the key "user_name" (input-required-result-basic-elicitation).
+    answer = await _ask_form("What is your name?", _name_schema("name"), key="user_name")
     return _text(f"Hello, {_field(answer, 'name')}!")
 
 

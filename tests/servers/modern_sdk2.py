@@ -11,11 +11,13 @@ per-request envelope the gateway builds towards a modern backend.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 import anyio
+from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import (
     CreateMessageRequest,
@@ -28,7 +30,24 @@ from mcp_types import (
 )
 from pydantic import Field
 
-server = MCPServer("sdk2-modern", instructions="An SDK 2.x backend for the backend-leg tests.")
+# SDK2_CACHE_HINTS=1 gives discover, tools/list and resources/read hints of
+# their own (tests/e2e/test_modern_cache_hints.py); unset, the SDK's default
+# ({0, private}), which the other tests expect.
+CACHE_HINTS: Final = (
+    {
+        "server/discover": CacheHint(ttl_ms=30000, scope="public"),
+        "tools/list": CacheHint(ttl_ms=20000, scope="public"),
+        "resources/read": CacheHint(ttl_ms=45000, scope="public"),
+    }
+    if os.environ.get("SDK2_CACHE_HINTS") == "1"
+    else None
+)
+
+server = MCPServer(
+    "sdk2-modern",
+    instructions="An SDK 2.x backend for the backend-leg tests.",
+    cache_hints=CACHE_HINTS,
+)
 
 
 @server.tool()
