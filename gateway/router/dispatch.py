@@ -242,9 +242,7 @@ class Router:
             self._pool, self._shows(profile), per_principal=self.access.policy is not None
         )
         if self.tasks.offered(self.view(profile)):
-            capabilities = result["capabilities"]
-            extensions = capabilities.setdefault("extensions", {})
-            extensions[TASKS_EXTENSION] = {}
+            result["capabilities"].setdefault("extensions", {})[TASKS_EXTENSION] = {}
         return result
 
     def public_tool_schema(
