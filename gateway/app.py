@@ -24,6 +24,8 @@ from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
 from gateway.catalog.snapshot import Kind, Snapshot
 from gateway.config.schema import TlsConfig
+from gateway.console.activity import Activity
+from gateway.console.handler import ConsoleApp, ConsoleParts
 from gateway.frontend.asgi import GatewayApp, OperationsApp, operations_access
 from gateway.frontend.auth import RateLimiter
 from gateway.frontend.clients import ClientRegistry, ClientSession
@@ -44,7 +46,7 @@ from gateway.router.held import HeldCalls, sealer_for
 from gateway.router.profiles import profile_views, record_budgets
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Callable
 
     from prometheus_client import CollectorRegistry
 
@@ -72,6 +74,8 @@ class Gateway:
     metrics: Metrics
     endpoint: McpEndpoint
     live: live_reload.Live | None = None
+    # The file a reload re-reads (the console's reload button); None without one.
+    config_path: str | None = None
     draining: bool = False
     # Set when shutdown starts: the HTTP engine's shutdown trigger, so its
     # listeners close at once while requests in flight drain.
@@ -176,6 +180,7 @@ async def open_gateway(
             resource_path=server.path,
             metrics=metrics,
         )
+        console = _console(config, lambda: gateway, pool, clients, router)
         app = GatewayApp(
             server.path,
             endpoint,
@@ -185,6 +190,7 @@ async def open_gateway(
             views.names,
             auth=identity.holder,
             operations=operations_access(config.server.host, config.metrics.port),
+            console=console,
         )
         gateway = Gateway(config, pool, router, clients, app, metrics, endpoint)
 
@@ -257,6 +263,40 @@ async def open_gateway(
             for session in clients:
                 clients.close(session)
             housekeeping.cancel_scope.cancel()
+
+
+def _console(
+    config: GatewayConfig,
+    gateway: Callable[[], Gateway],
+    pool: Pool,
+    clients: ClientRegistry,
+    router: Router,
+) -> ConsoleApp | None:
+    """The operator console when ``admin.enabled``; it starts watching the router's requests."""
+    if not config.admin.enabled:
+        return None
+    activity = Activity(trio.current_time)
+    router.observer = activity
+
+    async def reload() -> object:
+        path = gateway().config_path
+        return path is not None and await reload_config(gateway(), path)
+
+    def last_reload() -> live_reload.ReloadOutcome | None:
+        live = gateway().live
+        return None if live is None else live.last
+
+    parts = ConsoleParts(
+        pool,
+        clients,
+        router,
+        activity,
+        config=lambda: gateway().config,
+        last_reload=last_reload,
+        reload=reload,
+        can_reload=lambda: gateway().config_path is not None,
+    )
+    return ConsoleApp(config.admin.path, parts)
 
 
 async def _watch_loop_lag(metrics: Metrics) -> None:

@@ -1,0 +1,449 @@
+"""The console's ASGI routes under ``admin.path`` (``docs/console.md``).
+
+Rules:
+
+1. Every page and action needs an admin credential: ``Authorization:
+   Bearer`` with one of ``admin.tokens`` / ``auth.admin_tokens``, or the
+   signed login cookie ``/login`` sets. With no admin token configured at
+   all (allowed on a loopback bind only: ``config.schema_admin``) the
+   console is open to this machine, and the Host header must name it.
+   No credential is 401 (a browser asking for HTML is sent to the login
+   page); a bearer token that is not an admin's is 403.
+2. Every action is a POST carrying the CSRF token of its credential
+   (``csrf``); a POST whose ``Origin`` is not this host is refused too.
+   Both are 403 with a message that says which.
+3. No response carries a secret or a full session id (``views``).
+4. Static files need no credential: they are the same for everyone.
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import parse_qsl, quote, urlsplit
+
+import structlog
+import trio
+
+from gateway.console import live, views
+from gateway.console.calls import call_tool
+from gateway.console.csrf import COOKIE_NAME, CSRF_FIELD, Signer, bearer_identity
+from gateway.console.forms import FormError, arguments
+from gateway.console.render import Renderer
+from gateway.frontend import http_util as h
+from gateway.frontend.http_util import BodyTooLarge
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from gateway.backends.pool import Pool
+    from gateway.config import GatewayConfig
+    from gateway.console.activity import Activity
+    from gateway.frontend.clients import ClientRegistry
+    from gateway.reload import ReloadOutcome
+    from gateway.router import Router
+
+logger = structlog.get_logger("gateway.console")
+
+HTML: Final = b"text/html; charset=utf-8"
+MAX_FORM_BYTES: Final = 256 * 1024
+_LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]", "::1")
+_SECURITY_HEADERS: Final = [
+    (b"cache-control", b"no-store"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"same-origin"),
+    (
+        b"content-security-policy",
+        b"default-src 'self'; style-src 'self'; script-src 'self'; "
+        b"img-src 'self' data:; frame-ancestors 'none'; form-action 'self'",
+    ),
+]
+
+
+class ConsoleDenied(Exception):
+    """A console request refused: its status and the message the page shows.
+
+    Args:
+        status: 401, 403, 404, 405, 409 or 413.
+        message: what went wrong, for the operator.
+    """
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass
+class ConsoleParts:
+    """The running parts the console reads and acts on (wired by ``app``).
+
+    Attributes:
+        pool: the backends and the catalog.
+        clients: the client sessions.
+        router: the calls and the profiles.
+        activity: the latency window and the recent errors.
+        config: the config in force now (a reload replaces it).
+        last_reload: what the last reload did.
+        reload: reloads the config file.
+        can_reload: whether there is a file to reload (the button shows).
+    """
+
+    pool: Pool
+    clients: ClientRegistry
+    router: Router
+    activity: Activity
+    config: Callable[[], GatewayConfig]
+    last_reload: Callable[[], ReloadOutcome | None]
+    reload: Callable[[], Awaitable[object]]
+    can_reload: Callable[[], bool]
+
+
+class ConsoleApp:
+    """Serves the console's pages, actions and static files under ``base``.
+
+    Args:
+        base: the console's path (``admin.path``).
+        parts: what it shows and acts on.
+        signer: makes and checks login cookies and CSRF tokens.
+    """
+
+    def __init__(self, base: str, parts: ConsoleParts, signer: Signer | None = None) -> None:
+        self.base = base.rstrip("/")
+        self.parts = parts
+        self.signer = signer if signer is not None else Signer()
+        self.renderer = Renderer()
+
+    def owns(self, path: str) -> bool:
+        """Whether a request path is the console's."""
+        return path == self.base or path.startswith(self.base + "/")
+
+    async def __call__(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
+        """Answer one console request (under ``rejection.answer`` like every path)."""
+        try:
+            await self._route(scope, receive, send)
+        except ConsoleDenied as denied:
+            await self._denied(scope, send, denied)
+
+    async def _route(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
+        rest = scope["path"][len(self.base) :].rstrip("/") or "/"
+        method = scope["method"]
+        if rest.startswith("/static/"):
+            await self._static(send, rest[len("/static/") :])
+            return
+        if rest == "/login":
+            await (
+                self._login(scope, receive, send) if method == "POST" else self._login_page(send)
+            )
+            return
+        identity = self._identity(scope)
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        if method == "GET":
+            page = _PAGES.get(rest)
+            if page is None:
+                raise ConsoleDenied(404, f"no such console page: {rest[:100]}")
+            if rest == "/events":
+                await live.stream(receive, send, self._figures)
+                return
+            await page(self, send, identity, query)
+            return
+        if method != "POST":
+            raise ConsoleDenied(
+                405, f"{method[:10]} is not allowed here; pages are GET, actions POST"
+            )
+        action = _ACTIONS.get(rest)
+        if action is None:
+            raise ConsoleDenied(404, f"no such console action: {rest[:100]}")
+        self._check_origin(scope)
+        form = await _read_form(receive)
+        if not self.signer.csrf_ok(identity, form.get(CSRF_FIELD, "")):
+            raise ConsoleDenied(
+                403,
+                "CSRF check failed: the form's csrf token is missing or not this "
+                "login's; reload the page and try again",
+            )
+        await action(self, send, identity, form)
+
+    # -- credentials --------------------------------------------------------
+
+    def _admin_tokens(self) -> list[bytes]:
+        config = self.parts.config()
+        return [t.encode() for t in [*config.admin.tokens, *config.auth.admin_tokens] if t]
+
+    def _identity(self, scope: h.Scope) -> str:
+        """The credential's identity for its CSRF token (rule 1), or a refusal."""
+        tokens = self._admin_tokens()
+        if not tokens:
+            host = (h.header(scope, b"host") or b"").decode("latin-1")
+            if _host_name(host) not in _LOOPBACK_HOSTS:
+                raise ConsoleDenied(
+                    403, "the console without admin tokens answers on loopback only"
+                )
+            return "loopback"
+        authorization = h.header(scope, b"authorization")
+        if authorization is not None:
+            scheme, _, value = authorization.partition(b" ")
+            token = value.strip()
+            if scheme.lower() != b"bearer" or not token:
+                raise ConsoleDenied(401, "Authorization must be 'Bearer <admin token>'")
+            if not _one_of(token, tokens):
+                raise ConsoleDenied(403, "this token is not an admin token")
+            return bearer_identity(token)
+        cookie = _cookie(scope, COOKIE_NAME)
+        if cookie is not None:
+            nonce = self.signer.cookie_identity(cookie, time.time())
+            if nonce is not None:
+                return nonce
+        raise ConsoleDenied(401, "log in with an admin token")
+
+    def _check_origin(self, scope: h.Scope) -> None:
+        origin = h.header(scope, b"origin")
+        if origin is None:
+            return
+        host = (h.header(scope, b"host") or b"").decode("latin-1").lower()
+        if urlsplit(origin.decode("latin-1")).netloc.lower() != host:
+            raise ConsoleDenied(403, "cross-origin POST refused: Origin is not this console's host")
+
+    # -- login --------------------------------------------------------------
+
+    async def _login_page(self, send: h.Send, problem: str = "", status: int = 200) -> None:
+        body = self.renderer.page("login.html", base=self.base, problem=problem, nav=False)
+        await self._html(send, status, body)
+
+    async def _login(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
+        self._check_origin(scope)
+        form = await _read_form(receive)
+        tokens = self._admin_tokens()
+        token = form.get("token", "").strip().encode()
+        if tokens and not (token and _one_of(token, tokens)):
+            logger.warning("console.login", outcome="refused")
+            await self._login_page(send, "That is not an admin token.", 401)
+            return
+        ttl = self.parts.config().admin.session_ttl
+        value = self.signer.login_cookie(time.time(), ttl)
+        secure = "; Secure" if self.parts.config().server.tls.cert_file else ""
+        cookie = (
+            f"{COOKIE_NAME}={value}; Path={self.base}; Max-Age={int(ttl)}; "
+            f"HttpOnly; SameSite=Strict{secure}"
+        )
+        logger.info("console.login", outcome="ok")
+        await self._redirect(send, self.base + "/", [(b"set-cookie", cookie.encode())])
+
+    # -- pages ----------------------------------------------------------------
+
+    def _common(self, identity: str, active: str) -> dict[str, Any]:
+        return {
+            "base": self.base,
+            "csrf": self.signer.csrf_token(identity),
+            "active": active,
+            "nav": True,
+        }
+
+    def _figures(self) -> dict[str, Any]:
+        pool = self.parts.pool
+        return views.live_figures(pool.backends.values(), self.parts.activity, trio.current_time())
+
+    async def _overview(self, send: h.Send, identity: str, query: dict[str, str]) -> None:
+        now = trio.current_time()
+        parts = self.parts
+        rows = views.backend_rows(parts.pool.backends.values(), parts.activity, now)
+        body = self.renderer.page(
+            "overview.html",
+            **self._common(identity, "overview"),
+            backends=rows,
+            groups=views.session_summary(parts.clients),
+            sessions=len(views.session_rows(parts.clients, now)),
+            can_reload=parts.can_reload(),
+            notice=query.get("notice", ""),
+        )
+        await self._html(send, 200, body)
+
+    async def _catalog(self, send: h.Send, identity: str, query: dict[str, str]) -> None:
+        text = query.get("q", "")[:200]
+        rows = views.catalog_rows(self.parts.router, self.parts.pool.snapshot, text)
+        body = self.renderer.page(
+            "catalog.html",
+            **self._common(identity, "catalog"),
+            rows=rows,
+            query=text,
+            profiles=self.parts.router.profiles.names,
+        )
+        await self._html(send, 200, body)
+
+    async def _tool(self, send: h.Send, identity: str, query: dict[str, str], **extra: Any) -> None:
+        name = query.get("name", "")
+        page = views.tool_page(self.parts.pool.snapshot, name)
+        if page is None:
+            raise ConsoleDenied(404, f"no tool named {name[:200]!r} in the catalog")
+        context = {"result": None, "problem": "", "values": {}} | extra
+        body = self.renderer.page(
+            "tool.html", **self._common(identity, "catalog"), tool=page, **context
+        )
+        await self._html(send, 200 if not context["problem"] else 400, body)
+
+    async def _sessions(self, send: h.Send, identity: str, query: dict[str, str]) -> None:
+        rows = views.session_rows(self.parts.clients, trio.current_time())
+        body = self.renderer.page(
+            "sessions.html",
+            **self._common(identity, "sessions"),
+            rows=rows,
+            notice=query.get("notice", "")[:200],
+        )
+        await self._html(send, 200, body)
+
+    async def _errors(self, send: h.Send, identity: str, query: dict[str, str]) -> None:
+        text, backend = query.get("q", "")[:200], query.get("backend", "")[:100]
+        errors = self.parts.activity.errors
+        body = self.renderer.page(
+            "errors.html",
+            **self._common(identity, "errors"),
+            rows=views.error_rows(self.parts.activity, text, backend),
+            query=text,
+            backend=backend,
+            backends=sorted(self.parts.pool.backends),
+            kept=len(errors),
+            total=errors.total,
+        )
+        await self._html(send, 200, body)
+
+    async def _config(self, send: h.Send, identity: str, query: dict[str, str]) -> None:
+        page = views.config_page(
+            self.parts.config(), self.parts.last_reload(), self.parts.can_reload()
+        )
+        body = self.renderer.page("config.html", **self._common(identity, "config"), page=page)
+        await self._html(send, 200, body)
+
+    # -- actions --------------------------------------------------------------
+
+    async def _call(self, send: h.Send, identity: str, form: dict[str, str]) -> None:
+        name = form.get("name", "")
+        page = views.tool_page(self.parts.pool.snapshot, name)
+        if page is None:
+            raise ConsoleDenied(404, f"no tool named {name[:200]!r} in the catalog")
+        values = {f.name: form.get(f.input_name, "") for f in page.fields}
+        try:
+            args = arguments(page.fields, form)
+        except FormError as exc:
+            await self._tool(send, identity, {"name": name}, problem=str(exc), values=values)
+            return
+        result = await call_tool(self.parts.router, name, args)
+        await self._tool(send, identity, {"name": name}, result=result, values=values)
+
+    async def _close_session(self, send: h.Send, identity: str, form: dict[str, str]) -> None:
+        short = form.get("session", "")
+        found = views.find_session(self.parts.clients, short)
+        if len(found) != 1:
+            problem = "no open session" if not found else "more than one session"
+            raise ConsoleDenied(409, f"{problem} starts with {short[:8]!r}")
+        self.parts.clients.close(found[0])
+        logger.info("console.session.closed", client_session=short)
+        notice = quote(f"Session {short}… closed.")
+        await self._redirect(send, f"{self.base}/sessions?notice={notice}")
+
+    async def _reload(self, send: h.Send, identity: str, form: dict[str, str]) -> None:
+        if not self.parts.can_reload():
+            raise ConsoleDenied(
+                409, "no config file to reload (the gateway was started without one)"
+            )
+        logger.info("console.reload")
+        await self.parts.reload()
+        await self._redirect(send, f"{self.base}/config")
+
+    async def _logout(self, send: h.Send, identity: str, form: dict[str, str]) -> None:
+        cookie = f"{COOKIE_NAME}=; Path={self.base}; Max-Age=0; HttpOnly; SameSite=Strict"
+        await self._redirect(send, self.base + "/login", [(b"set-cookie", cookie.encode())])
+
+    # -- responses --------------------------------------------------------------
+
+    async def _static(self, send: h.Send, name: str) -> None:
+        found = self.renderer.static.get(name)
+        if found is None:
+            raise ConsoleDenied(404, f"no such file: {name[:100]}")
+        body, content_type = found
+        headers = [(b"cache-control", b"max-age=300"), (b"x-content-type-options", b"nosniff")]
+        await h.respond(send, 200, body, content_type=content_type, headers=headers)
+
+    async def _html(self, send: h.Send, status: int, body: bytes) -> None:
+        await h.respond(send, status, body, content_type=HTML, headers=_SECURITY_HEADERS)
+
+    async def _redirect(
+        self, send: h.Send, location: str, headers: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
+        out = [(b"location", location.encode()), *_SECURITY_HEADERS, *(headers or [])]
+        await h.respond(send, 303, b"", content_type=None, headers=out)
+
+    async def _denied(self, scope: h.Scope, send: h.Send, denied: ConsoleDenied) -> None:
+        if denied.status == 401 and scope["method"] == "GET" and _wants_html(scope):
+            await self._redirect(send, self.base + "/login")
+            return
+        body = self.renderer.page(
+            "denied.html", base=self.base, status=denied.status, message=denied.message, nav=False
+        )
+        headers = list(_SECURITY_HEADERS)
+        if denied.status == 401:
+            headers.append((b"www-authenticate", b'Bearer realm="mcp-gateway console"'))
+        await h.respond(send, denied.status, body, content_type=HTML, headers=headers)
+
+
+_PAGES: Final[dict[str, Any]] = {
+    "/": ConsoleApp._overview,
+    "/catalog": ConsoleApp._catalog,
+    "/tool": ConsoleApp._tool,
+    "/sessions": ConsoleApp._sessions,
+    "/errors": ConsoleApp._errors,
+    "/config": ConsoleApp._config,
+    "/events": ConsoleApp._overview,  # answered by live.stream before this is used
+}
+_ACTIONS: Final[dict[str, Any]] = {
+    "/tool/call": ConsoleApp._call,
+    "/sessions/close": ConsoleApp._close_session,
+    "/reload": ConsoleApp._reload,
+    "/logout": ConsoleApp._logout,
+}
+
+
+def _one_of(token: bytes, known: list[bytes]) -> bool:
+    matched = False
+    for candidate in known:
+        matched |= hmac.compare_digest(candidate, token)
+    return matched
+
+
+def _host_name(host: str) -> str:
+    if host.startswith("["):
+        return host.split("]", 1)[0] + "]"
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _cookie(scope: h.Scope, name: str) -> str | None:
+    raw = h.header(scope, b"cookie")
+    if raw is None:
+        return None
+    for part in raw.decode("latin-1").split(";"):
+        key, _, value = part.strip().partition("=")
+        if key == name:
+            return value
+    return None
+
+
+async def _read_form(receive: h.Receive) -> dict[str, str]:
+    try:
+        body = await h.read_body(receive, MAX_FORM_BYTES)
+    except BodyTooLarge:
+        raise ConsoleDenied(413, f"the form is over {MAX_FORM_BYTES // 1024} KiB") from None
+    try:
+        text = body.decode()
+    except UnicodeDecodeError:
+        raise ConsoleDenied(400, "the form is not UTF-8") from None
+    try:
+        return dict(parse_qsl(text, keep_blank_values=True, max_num_fields=1000))
+    except ValueError:
+        raise ConsoleDenied(400, "the form has too many fields") from None
+
+
+def _wants_html(scope: h.Scope) -> bool:
+    """A browser's navigation names ``text/html`` (curl's ``*/*`` does not count)."""
+    return "text/html" in h.media_types(h.header(scope, b"accept"))
