@@ -8,5 +8,6 @@ failed requests, ``activity`` feeding both from the router, ``csrf`` signed
 cookies and tokens, ``redact`` the config's secrets, ``forms`` a tool's
 schema as form fields), ``views`` (what each page shows, read off the
 running parts), ``render`` (Jinja2 templates and static files), ``live``
-(the SSE figures) and ``handler`` (the ASGI routes).
+(the SSE figures), ``credentials`` (who is asking) and ``handler`` (the
+ASGI routes).
 """

@@ -18,22 +18,28 @@ Rules:
 
 from __future__ import annotations
 
-import hmac
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import parse_qsl, quote, urlsplit
+from urllib.parse import parse_qsl, quote
 
 import structlog
 import trio
 
 from gateway.console import live, views
 from gateway.console.calls import call_tool
-from gateway.console.csrf import COOKIE_NAME, CSRF_FIELD, Signer, bearer_identity
+from gateway.console.credentials import (
+    ConsoleDenied,
+    check_origin,
+    identity,
+    one_of,
+    read_form,
+    wants_html,
+)
+from gateway.console.csrf import COOKIE_NAME, CSRF_FIELD, Signer
 from gateway.console.forms import FormError, arguments
 from gateway.console.render import Renderer
 from gateway.frontend import http_util as h
-from gateway.frontend.http_util import BodyTooLarge
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -48,8 +54,6 @@ if TYPE_CHECKING:
 logger = structlog.get_logger("gateway.console")
 
 HTML: Final = b"text/html; charset=utf-8"
-MAX_FORM_BYTES: Final = 256 * 1024
-_LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]", "::1")
 _SECURITY_HEADERS: Final = [
     (b"cache-control", b"no-store"),
     (b"x-content-type-options", b"nosniff"),
@@ -61,20 +65,6 @@ _SECURITY_HEADERS: Final = [
         b"img-src 'self' data:; frame-ancestors 'none'; form-action 'self'",
     ),
 ]
-
-
-class ConsoleDenied(Exception):
-    """A console request refused: its status and the message the page shows.
-
-    Args:
-        status: 401, 403, 404, 405, 409 or 413.
-        message: what went wrong, for the operator.
-    """
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 @dataclass
@@ -139,7 +129,7 @@ class ConsoleApp:
                 self._login(scope, receive, send) if method == "POST" else self._login_page(send)
             )
             return
-        identity = self._identity(scope)
+        who = identity(scope, self._admin_tokens(), self.signer)
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         if method == "GET":
             page = _PAGES.get(rest)
@@ -148,7 +138,7 @@ class ConsoleApp:
             if rest == "/events":
                 await live.stream(receive, send, self._figures)
                 return
-            await page(self, send, identity, query)
+            await page(self, send, who, query)
             return
         if method != "POST":
             raise ConsoleDenied(
@@ -157,55 +147,21 @@ class ConsoleApp:
         action = _ACTIONS.get(rest)
         if action is None:
             raise ConsoleDenied(404, f"no such console action: {rest[:100]}")
-        self._check_origin(scope)
-        form = await _read_form(receive)
-        if not self.signer.csrf_ok(identity, form.get(CSRF_FIELD, "")):
+        check_origin(scope)
+        form = await read_form(receive)
+        if not self.signer.csrf_ok(who, form.get(CSRF_FIELD, "")):
             raise ConsoleDenied(
                 403,
                 "CSRF check failed: the form's csrf token is missing or not this "
                 "login's; reload the page and try again",
             )
-        await action(self, send, identity, form)
+        await action(self, send, who, form)
 
     # -- credentials --------------------------------------------------------
 
     def _admin_tokens(self) -> list[bytes]:
         config = self.parts.config()
         return [t.encode() for t in [*config.admin.tokens, *config.auth.admin_tokens] if t]
-
-    def _identity(self, scope: h.Scope) -> str:
-        """The credential's identity for its CSRF token (rule 1), or a refusal."""
-        tokens = self._admin_tokens()
-        if not tokens:
-            host = (h.header(scope, b"host") or b"").decode("latin-1")
-            if _host_name(host) not in _LOOPBACK_HOSTS:
-                raise ConsoleDenied(
-                    403, "the console without admin tokens answers on loopback only"
-                )
-            return "loopback"
-        authorization = h.header(scope, b"authorization")
-        if authorization is not None:
-            scheme, _, value = authorization.partition(b" ")
-            token = value.strip()
-            if scheme.lower() != b"bearer" or not token:
-                raise ConsoleDenied(401, "Authorization must be 'Bearer <admin token>'")
-            if not _one_of(token, tokens):
-                raise ConsoleDenied(403, "this token is not an admin token")
-            return bearer_identity(token)
-        cookie = _cookie(scope, COOKIE_NAME)
-        if cookie is not None:
-            nonce = self.signer.cookie_identity(cookie, time.time())
-            if nonce is not None:
-                return nonce
-        raise ConsoleDenied(401, "log in with an admin token")
-
-    def _check_origin(self, scope: h.Scope) -> None:
-        origin = h.header(scope, b"origin")
-        if origin is None:
-            return
-        host = (h.header(scope, b"host") or b"").decode("latin-1").lower()
-        if urlsplit(origin.decode("latin-1")).netloc.lower() != host:
-            raise ConsoleDenied(403, "cross-origin POST refused: Origin is not this console's host")
 
     # -- login --------------------------------------------------------------
 
@@ -214,11 +170,11 @@ class ConsoleApp:
         await self._html(send, status, body)
 
     async def _login(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
-        self._check_origin(scope)
-        form = await _read_form(receive)
+        check_origin(scope)
+        form = await read_form(receive)
         tokens = self._admin_tokens()
         token = form.get("token", "").strip().encode()
-        if tokens and not (token and _one_of(token, tokens)):
+        if tokens and not (token and one_of(token, tokens)):
             logger.warning("console.login", outcome="refused")
             await self._login_page(send, "That is not an admin token.", 401)
             return
@@ -376,7 +332,7 @@ class ConsoleApp:
         await h.respond(send, 303, b"", content_type=None, headers=out)
 
     async def _denied(self, scope: h.Scope, send: h.Send, denied: ConsoleDenied) -> None:
-        if denied.status == 401 and scope["method"] == "GET" and _wants_html(scope):
+        if denied.status == 401 and scope["method"] == "GET" and wants_html(scope):
             await self._redirect(send, self.base + "/login")
             return
         body = self.renderer.page(
@@ -403,47 +359,3 @@ _ACTIONS: Final[dict[str, Any]] = {
     "/reload": ConsoleApp._reload,
     "/logout": ConsoleApp._logout,
 }
-
-
-def _one_of(token: bytes, known: list[bytes]) -> bool:
-    matched = False
-    for candidate in known:
-        matched |= hmac.compare_digest(candidate, token)
-    return matched
-
-
-def _host_name(host: str) -> str:
-    if host.startswith("["):
-        return host.split("]", 1)[0] + "]"
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-
-
-def _cookie(scope: h.Scope, name: str) -> str | None:
-    raw = h.header(scope, b"cookie")
-    if raw is None:
-        return None
-    for part in raw.decode("latin-1").split(";"):
-        key, _, value = part.strip().partition("=")
-        if key == name:
-            return value
-    return None
-
-
-async def _read_form(receive: h.Receive) -> dict[str, str]:
-    try:
-        body = await h.read_body(receive, MAX_FORM_BYTES)
-    except BodyTooLarge:
-        raise ConsoleDenied(413, f"the form is over {MAX_FORM_BYTES // 1024} KiB") from None
-    try:
-        text = body.decode()
-    except UnicodeDecodeError:
-        raise ConsoleDenied(400, "the form is not UTF-8") from None
-    try:
-        return dict(parse_qsl(text, keep_blank_values=True, max_num_fields=1000))
-    except ValueError:
-        raise ConsoleDenied(400, "the form has too many fields") from None
-
-
-def _wants_html(scope: h.Scope) -> bool:
-    """A browser's navigation names ``text/html`` (curl's ``*/*`` does not count)."""
-    return "text/html" in h.media_types(h.header(scope, b"accept"))
