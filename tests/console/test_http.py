@@ -53,11 +53,11 @@ MCP_HEADERS = {
 
 @asynccontextmanager
 async def running(
-    document: dict[str, Any] | None = None,
+    document: dict[str, Any] | None = None, engine: str = "h11"
 ) -> AsyncIterator[tuple[Any, httpx.AsyncClient]]:
     """A gateway with a canary in every secret field, toolbox up; a client on it."""
     doc = document or secret_document([TOOLBOX])
-    doc["server"]["engine"] = "h11"
+    doc["server"]["engine"] = engine
     config = parse(json.dumps(doc), env={})
     async with trio.open_nursery() as nursery:
         gateway, binds = await nursery.start(partial(serve, config, registry=CollectorRegistry()))
@@ -132,6 +132,10 @@ async def test_login_cookie_flow() -> None:
         assert ADMIN not in cookie
         page = await client.get("/admin/catalog")  # the client keeps the cookie
         assert page.status_code == 200 and "toolbox__echo" in page.text
+        logout = await client.post("/admin/logout", data={"csrf": csrf_of(page.text)})
+        assert logout.status_code == 303 and "Max-Age=0" in logout.headers["set-cookie"]
+        assert (await client.get("/admin/catalog")).status_code == 401
+        await client.post("/admin/login", data={"token": ADMIN})
         # A cookie signed by another gateway (or altered) is no credential.
         client.cookies.clear()
         client.cookies.set("mcp_gateway_console", "9999999999.abc.def")
@@ -296,3 +300,13 @@ async def test_loopback_without_tokens_is_open_to_this_machine_only() -> None:
         assert rebound.status_code == 403
         # Still CSRF on actions.
         assert (await client.post("/admin/reload", data={})).status_code == 403
+
+
+async def test_pages_and_events_on_hypercorn() -> None:
+    """The console is plain ASGI: the cross-check engine serves it alike."""
+    async with running(engine="hypercorn") as (_, client):
+        for path in PAGES:
+            assert (await client.get(path, headers=admin())).status_code == 200, path
+        async with client.stream("GET", "/admin/events", headers=admin()) as response:
+            lines = response.aiter_lines()
+            assert await anext(lines) == "event: figures"
