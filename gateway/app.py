@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
     from gateway.backends.channel import ChannelOpener
     from gateway.config import GatewayConfig
+    from gateway.identity.authenticator import AuthHolder
 from gateway.errors import ConfigError
 
 logger = structlog.get_logger("gateway.app")
@@ -180,7 +181,7 @@ async def open_gateway(
             resource_path=server.path,
             metrics=metrics,
         )
-        console = _console(config, lambda: gateway, pool, clients, router)
+        console = _console(config, lambda: gateway, pool, clients, router, identity.holder)
         app = GatewayApp(
             server.path,
             endpoint,
@@ -271,6 +272,7 @@ def _console(
     pool: Pool,
     clients: ClientRegistry,
     router: Router,
+    auth: AuthHolder,
 ) -> ConsoleApp | None:
     """The operator console when ``admin.enabled``; it starts watching the router's requests."""
     if not config.admin.enabled:
@@ -292,6 +294,8 @@ def _console(
         router,
         activity,
         config=lambda: gateway().config,
+        auth=auth,
+        policy=lambda: router.access.policy,
         last_reload=last_reload,
         reload=reload,
         can_reload=lambda: gateway().config_path is not None,

@@ -2,7 +2,8 @@
 
 Off unless ``enabled``. The console shows every backend, session and
 error, and can call tools and close sessions, so it is admin-only: its
-credentials are ``admin.tokens`` and ``auth.admin_tokens`` (either works).
+credentials are ``admin.tokens`` and ``auth.admin_tokens`` (either works),
+and the tokens of principals a ``policy:`` rule grants ``role: admin``.
 On a bind other people can reach, a console with no credential at all
 would be open to them, so that is a config problem, found by ``check``
 before the gateway starts (:func:`admin_problems`).
@@ -58,19 +59,28 @@ def is_loopback_bind(host: str) -> bool:
 
 
 def admin_problems(
-    admin: AdminConfig, bind_host: str, admin_tokens: list[str], mcp_path: str
+    admin: AdminConfig,
+    bind_host: str,
+    admin_tokens: list[str],
+    mcp_path: str,
+    admin_role: bool = False,
 ) -> list[tuple[str, str]]:
-    """The rules across sections: credentials off loopback, no clash with the MCP path."""
+    """The rules across sections: credentials off loopback, no clash with the MCP path.
+
+    ``admin_role``: a ``policy:`` rule grants ``role: admin`` (its principals
+    are console credentials too).
+    """
     problems: list[tuple[str, str]] = []
     if not admin.enabled:
         return problems
     credentials = [t for t in [*admin.tokens, *admin_tokens] if t]
-    if not credentials and not is_loopback_bind(bind_host):
+    if not credentials and not admin_role and not is_loopback_bind(bind_host):
         problems.append(
             (
                 "admin.enabled",
                 f"the console on a non-loopback bind ({bind_host}) needs an admin "
-                "credential: set admin.tokens or auth.admin_tokens",
+                "credential: set admin.tokens or auth.admin_tokens (or a policy rule "
+                "with role: admin)",
             )
         )
     base = mcp_path.rstrip("/")

@@ -172,8 +172,9 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
             problems += policy_problems(
                 self.policy, (p.name for p in self.profiles), self.auth.tokens
             )
+        admin_role = any(rule.role == "admin" for rule in self.policy or ())
         problems += admin_problems(
-            self.admin, self.server.host, self.auth.admin_tokens, self.server.path
+            self.admin, self.server.host, self.auth.admin_tokens, self.server.path, admin_role
         )
         if problems:
             raise Invalid(*problems)

@@ -18,6 +18,8 @@ from gateway.frontend import http_util as h
 from gateway.frontend.http_util import BodyTooLarge
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from gateway.console.csrf import Signer
 
 MAX_FORM_BYTES: Final = 256 * 1024
@@ -38,13 +40,27 @@ class ConsoleDenied(Exception):
         self.message = message
 
 
-def identity(scope: h.Scope, tokens: list[bytes], signer: Signer) -> str:
+async def identity(
+    scope: h.Scope,
+    tokens: list[bytes],
+    signer: Signer,
+    by_role: Callable[[bytes], Awaitable[bool]] | None = None,
+) -> str:
     """The credential's identity for its CSRF token, or a refusal (``handler`` rule 1).
+
+    Args:
+        scope: the request.
+        tokens: the admin tokens (``admin.tokens`` and ``auth.admin_tokens``).
+        signer: checks the login cookie.
+        by_role: whether a bearer token that is no admin token is a
+            principal the policy grants ``role: admin``; None when no rule
+            grants it. With neither tokens nor roles the console is open on
+            loopback.
 
     Raises:
         ConsoleDenied: 401 without a credential, 403 with one that is not an admin's.
     """
-    if not tokens:
+    if not tokens and by_role is None:
         host = (h.header(scope, b"host") or b"").decode("latin-1")
         if _host_name(host) not in _LOOPBACK_HOSTS:
             raise ConsoleDenied(403, "the console without admin tokens answers on loopback only")
@@ -55,7 +71,7 @@ def identity(scope: h.Scope, tokens: list[bytes], signer: Signer) -> str:
         token = value.strip()
         if scheme.lower() != b"bearer" or not token:
             raise ConsoleDenied(401, "Authorization must be 'Bearer <admin token>'")
-        if not one_of(token, tokens):
+        if not (one_of(token, tokens) or (by_role is not None and await by_role(token))):
             raise ConsoleDenied(403, "this token is not an admin token")
         return bearer_identity(token)
     cookie = _cookie(scope, COOKIE_NAME)

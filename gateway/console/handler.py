@@ -3,7 +3,8 @@
 Rules:
 
 1. Every page and action needs an admin credential: ``Authorization:
-   Bearer`` with one of ``admin.tokens`` / ``auth.admin_tokens``, or the
+   Bearer`` with one of ``admin.tokens`` / ``auth.admin_tokens`` or the
+   token of a principal a ``policy:`` rule grants ``role: admin``, or the
    signed login cookie ``/login`` sets. With no admin token configured at
    all (allowed on a loopback bind only: ``config.schema_admin``) the
    console is open to this machine, and the Host header must name it.
@@ -40,6 +41,8 @@ from gateway.console.csrf import COOKIE_NAME, CSRF_FIELD, Signer
 from gateway.console.forms import FormError, arguments
 from gateway.console.render import Renderer
 from gateway.frontend import http_util as h
+from gateway.identity.authenticator import InsufficientScope, Unauthenticated
+from gateway.identity.policy import is_admin
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -48,6 +51,8 @@ if TYPE_CHECKING:
     from gateway.config import GatewayConfig
     from gateway.console.activity import Activity
     from gateway.frontend.clients import ClientRegistry
+    from gateway.identity.authenticator import AuthHolder
+    from gateway.identity.policy import Policy
     from gateway.reload import ReloadOutcome
     from gateway.router import Router
 
@@ -78,6 +83,8 @@ class ConsoleParts:
         activity: the latency window and the recent errors.
         config: the config in force now (a reload replaces it).
         last_reload: what the last reload did.
+        auth: the authenticator in force (a ``role: admin`` principal's token).
+        policy: the access policy in force (its ``role: admin`` rules).
         reload: reloads the config file.
         can_reload: whether there is a file to reload (the button shows).
     """
@@ -87,6 +94,8 @@ class ConsoleParts:
     router: Router
     activity: Activity
     config: Callable[[], GatewayConfig]
+    auth: AuthHolder
+    policy: Callable[[], Policy | None]
     last_reload: Callable[[], ReloadOutcome | None]
     reload: Callable[[], Awaitable[object]]
     can_reload: Callable[[], bool]
@@ -129,7 +138,7 @@ class ConsoleApp:
                 self._login(scope, receive, send) if method == "POST" else self._login_page(send)
             )
             return
-        who = identity(scope, self._admin_tokens(), self.signer)
+        who = await identity(scope, self._admin_tokens(), self.signer, self._role_check())
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         if method == "GET":
             page = _PAGES.get(rest)
@@ -159,6 +168,22 @@ class ConsoleApp:
 
     # -- credentials --------------------------------------------------------
 
+    def _role_check(self) -> Callable[[bytes], Awaitable[bool]] | None:
+        """The policy's ``role: admin`` check, when a rule of the policy in force grants it."""
+        policy = self.parts.policy()
+        if policy is None or not any(rule.admin for rule in policy.rules):
+            return None
+        auth = self.parts.auth
+
+        async def check(token: bytes) -> bool:
+            try:
+                principal = await auth.current.authenticate(b"Bearer " + token)
+            except (Unauthenticated, InsufficientScope):
+                return False
+            return is_admin(policy, principal)
+
+        return check
+
     def _admin_tokens(self) -> list[bytes]:
         config = self.parts.config()
         return [t.encode() for t in [*config.admin.tokens, *config.auth.admin_tokens] if t]
@@ -172,9 +197,12 @@ class ConsoleApp:
     async def _login(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
         check_origin(scope)
         form = await read_form(receive)
-        tokens = self._admin_tokens()
+        tokens, by_role = self._admin_tokens(), self._role_check()
         token = form.get("token", "").strip().encode()
-        if tokens and not (token and one_of(token, tokens)):
+        known = bool(token) and (
+            one_of(token, tokens) or (by_role is not None and await by_role(token))
+        )
+        if (tokens or by_role is not None) and not known:
             logger.warning("console.login", outcome="refused")
             await self._login_page(send, "That is not an admin token.", 401)
             return

@@ -57,3 +57,21 @@ def test_bad_paths_and_ttl(admin: dict[str, Any], server: dict[str, Any], proble
     with pytest.raises(ConfigError) as caught:
         config(admin=admin, server=server)
     assert problem in " ".join(caught.value.problems)
+
+
+def test_a_policy_role_admin_is_a_credential_off_loopback() -> None:
+    policy = [{"tokens": ["ops"], "role": "admin"}]
+    loaded = config(
+        server={"host": "0.0.0.0"},
+        admin={"enabled": True},
+        auth={"tokens": {"ops": "t"}},
+        policy=policy,
+    )
+    assert loaded.policy[0].role == "admin"
+
+
+@pytest.mark.parametrize("matcher", [{"everyone": True}, {"anonymous": True}])
+def test_a_role_names_its_principals(matcher: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError) as caught:
+        config(policy=[{**matcher, "role": "admin"}])
+    assert "a role is for named principals" in " ".join(caught.value.problems)

@@ -310,3 +310,26 @@ async def test_pages_and_events_on_hypercorn() -> None:
         async with client.stream("GET", "/admin/events", headers=admin()) as response:
             lines = response.aiter_lines()
             assert await anext(lines) == "event: figures"
+
+
+async def test_a_policy_role_admin_is_a_console_credential() -> None:
+    document = {
+        "server": {"host": "0.0.0.0", "port": 0},
+        "admin": {"enabled": True},
+        "auth": {"tokens": {"ops": "ops-token-1", "dev": "dev-token-2"}},
+        "policy": [
+            {"tokens": ["ops"], "profiles": ["*"], "role": "admin"},
+            {"tokens": ["dev"], "profiles": ["*"]},
+        ],
+        "backends": [TOOLBOX],
+    }
+    async with running(document) as (_, client):
+        ops = await client.get("/admin/", headers={"authorization": "Bearer ops-token-1"})
+        assert ops.status_code == 200 and "toolbox" in ops.text
+        dev = await client.get("/admin/", headers={"authorization": "Bearer dev-token-2"})
+        assert dev.status_code == 403
+        assert (await client.get("/admin/")).status_code == 401  # not open: a role exists
+        assert (await client.post("/admin/login", data={"token": "dev-token-2"})).status_code == 401
+        login = await client.post("/admin/login", data={"token": "ops-token-1"})
+        assert login.status_code == 303
+        assert (await client.get("/admin/sessions")).status_code == 200
