@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 import yaml
 
+from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.catalog.snapshot import Kind
 from gateway.console.forms import FormField, form_fields
 from gateway.console.redact import redacted
@@ -136,7 +137,7 @@ def catalog_rows(router: Router, snapshot: Snapshot, query: str = "") -> list[Ca
     search-mode profiles use) first; then every item whose public or
     original name, or backend, contains the query (case-insensitive).
     """
-    profiles = router.profiles.names
+    profiles = sorted(router.profiles.names, key=lambda name: (name != DEFAULT_PROFILE, name))
     views = {name: router.view(name) for name in profiles}
 
     def row(kind: Kind, entry: Entry) -> CatalogRow:

@@ -333,3 +333,38 @@ async def test_a_policy_role_admin_is_a_console_credential() -> None:
         login = await client.post("/admin/login", data={"token": "ops-token-1"})
         assert login.status_code == 303
         assert (await client.get("/admin/sessions")).status_code == 200
+
+
+async def test_catalog_shows_profile_membership_and_ranks_tools_first() -> None:
+    document = {
+        "server": {"host": "127.0.0.1", "port": 0},
+        "admin": {"enabled": True, "tokens": [ADMIN]},
+        "profiles": [
+            {"name": "coding", "tools": {"include": ["toolbox__echo"]}},
+            {"name": "finder", "mode": "search"},
+        ],
+        "backends": [TOOLBOX],
+    }
+    async with running(document) as (gateway, client):
+        from gateway.console.views import catalog_rows
+
+        router, snapshot = gateway.router, gateway.pool.snapshot
+        rows = {(r.kind, r.public): r for r in catalog_rows(router, snapshot)}
+        assert rows["tool", "toolbox__echo"].profiles == ("default", "coding", "finder")
+        assert rows["tool", "toolbox__add"].profiles == ("default", "finder")
+        assert rows["prompt", "toolbox__code_review"].profiles == ("default", "coding", "finder")
+        assert rows["resource", "toolbox+toolbox://about"].original == "toolbox://about"
+        # Ranked by the tool search: words of the description find the tool.
+        ranked = catalog_rows(router, snapshot, "send the text back unchanged")
+        assert ranked[0].public == "toolbox__echo"
+        # Substring matches of every kind follow; no row twice.
+        about = catalog_rows(router, snapshot, "ABOUT")
+        assert [(r.kind, r.public) for r in about] == [("resource", "toolbox+toolbox://about")]
+        found = catalog_rows(router, snapshot, "toolbox")
+        assert len(found) == len({(r.kind, r.public) for r in found}) == len(rows)
+        page = await client.get("/admin/catalog", headers=admin())
+        # echo, the prompt and the resource: the profile filters tools only
+        assert page.text.count('<span class="tag">coding</span>') == 3
+        assert (
+            await client.get("/admin/catalog?q=zzzz-nothing", headers=admin())
+        ).status_code == 200
