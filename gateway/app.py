@@ -299,6 +299,7 @@ def _console(
         last_reload=last_reload,
         reload=reload,
         can_reload=lambda: gateway().config_path is not None,
+        stopping=lambda: gateway().stopping,
     )
     return ConsoleApp(config.admin.path, parts)
 

@@ -87,6 +87,7 @@ class ConsoleParts:
         policy: the access policy in force (its ``role: admin`` rules).
         reload: reloads the config file.
         can_reload: whether there is a file to reload (the button shows).
+        stopping: set when the gateway starts to stop (live streams end).
     """
 
     pool: Pool
@@ -99,6 +100,7 @@ class ConsoleParts:
     last_reload: Callable[[], ReloadOutcome | None]
     reload: Callable[[], Awaitable[object]]
     can_reload: Callable[[], bool]
+    stopping: Callable[[], trio.Event]
 
 
 class ConsoleApp:
@@ -145,7 +147,7 @@ class ConsoleApp:
             if page is None:
                 raise ConsoleDenied(404, f"no such console page: {rest[:100]}")
             if rest == "/events":
-                await live.stream(receive, send, self._figures)
+                await live.stream(receive, send, self._figures, self.parts.stopping())
                 return
             await page(self, send, who, query)
             return

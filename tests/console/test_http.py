@@ -286,6 +286,18 @@ async def test_events_stream_figures() -> None:
         }
 
 
+async def test_events_end_when_the_gateway_stops() -> None:
+    """A console tab left open does not hold a drain up: its stream ends at once."""
+    async with running() as (gateway, client):
+        async with client.stream("GET", "/admin/events", headers=admin()) as response:
+            lines = response.aiter_lines()
+            assert await anext(lines) == "event: figures"
+            gateway.stopping.set()
+            with trio.fail_after(5):  # the next event would come after 2 s, then forever
+                rest = [line async for line in lines]
+        assert all(not line or line.startswith(("data:", "event:")) for line in rest)
+
+
 async def test_loopback_without_tokens_is_open_to_this_machine_only() -> None:
     document = {
         "server": {"host": "127.0.0.1", "port": 0},

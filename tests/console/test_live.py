@@ -45,3 +45,26 @@ async def test_events_every_interval_until_disconnect(
     assert json.loads(bodies[-1].split(b"data: ")[1]) == {"n": 5}
     # The stream ended with the disconnect, not at the next tick.
     assert ended == pytest.approx(5 * live.INTERVAL + 0.5)
+
+
+async def test_the_stream_ends_when_the_gateway_stops(autojump_clock: object) -> None:
+    stopping = trio.Event()
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        await trio.sleep_forever()
+        raise AssertionError  # pragma: no cover
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def stop_soon() -> None:
+        await trio.sleep(3.0)
+        stopping.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(stop_soon)
+        await live.stream(receive, send, dict, stopping)
+    assert trio.current_time() == pytest.approx(3.0)
+    assert [m.get("more_body") for m in sent[1:]] == [True, True, False]
+    assert sent[-1]["body"] == b""
