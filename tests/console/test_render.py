@@ -70,3 +70,51 @@ def test_static_files_are_loaded_from_the_package() -> None:
     assert set(renderer.static) == {"console.css", "live.js", "theme.js"}
     body, content_type = renderer.static["live.js"]
     assert b"EventSource" in body and content_type.startswith(b"text/javascript")
+
+
+def test_the_tool_form_has_an_input_per_field_and_keeps_what_was_typed() -> None:
+    from gateway.console.calls import CallResult
+    from gateway.console.forms import form_fields
+    from gateway.console.views import ToolPage
+
+    schema = {
+        "properties": {
+            "mode": {"enum": ["fast", "slow"], "default": "slow"},
+            "loud": {"type": "boolean"},
+            "tags": {"type": "array", "description": "<b>list</b>"},
+            "n": {"type": "integer"},
+        },
+        "required": ["mode"],
+    }
+    tool = ToolPage("t__x", "x", "t", "Does <x>", json.dumps(schema), form_fields(schema))
+    html = (
+        Renderer()
+        .page(
+            "tool.html",
+            **COMMON,
+            tool=tool,
+            result=CallResult(ok=False, is_error=False, text='{"code": -32602}', duration_ms=1.0),
+            problem="n: 'abc' is not an integer",
+            values={"n": "abc", "tags": '["a"]'},
+        )
+        .decode()
+    )
+    assert '<option value="&#34;slow&#34;" selected>' in html  # the default chosen
+    assert "(not set)" in html  # the optional boolean may stay unset
+    assert 'name="arg.tags"' in html and "[&#34;a&#34;]</textarea>" in html
+    assert 'name="arg.n" inputmode="decimal" value="abc"' in html
+    assert "&lt;b&gt;list&lt;/b&gt;" in html and "Does &lt;x&gt;" in html
+    assert "n: &#39;abc&#39; is not an integer" in html
+    assert "Error" in html and 'class="result result-error"' in html
+
+
+def test_a_tool_without_arguments_says_so() -> None:
+    from gateway.console.views import ToolPage
+
+    tool = ToolPage("t__now", "now", "t", "", "{}", [])
+    html = (
+        Renderer()
+        .page("tool.html", **COMMON, tool=tool, result=None, problem="", values={})
+        .decode()
+    )
+    assert "This tool takes no arguments." in html
