@@ -194,6 +194,8 @@ async def open_gateway(
             console=console,
         )
         gateway = Gateway(config, pool, router, clients, app, metrics, endpoint)
+        if console is not None:
+            app.observer = console.parts.activity  # refusals join the recent errors
 
         coalescer = ListChangedCoalescer(
             clients, metrics, config.notifications.debounce, lambda peer: access.on(peer).tag

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from gateway.frontend.streamable_http import McpEndpoint
     from gateway.identity.authenticator import AuthHolder
     from gateway.observability import Metrics
+    from gateway.router.metrics import RequestObserver
 
 #: Who may read ``/metrics`` and ``/readyz`` details on the main listener:
 #: anyone (loopback bind), admin tokens only, or nobody (a separate listener).
@@ -93,6 +94,8 @@ class GatewayApp:
         console: SubApp | None = None,
     ) -> None:
         self.console = console
+        # Told of each refused request (the console's recent errors), when on.
+        self.observer: RequestObserver | None = None
         self._mcp_path = mcp_path.rstrip("/") or "/"
         base = "" if self._mcp_path == "/" else self._mcp_path
         self._profile_base = base + "/"
@@ -115,10 +118,10 @@ class GatewayApp:
         if scope["type"] != "http":
             return
         if tracing.active is None:
-            await answer(self._route, scope, receive, send, self._metrics)
+            await answer(self._route, scope, receive, send, self._metrics, self.observer)
             return
         with tracing.incoming_http(scope["headers"]):  # a host's traceparent, continued
-            await answer(self._route, scope, receive, send, self._metrics)
+            await answer(self._route, scope, receive, send, self._metrics, self.observer)
 
     async def _route(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
         path = scope["path"].rstrip("/") or "/"

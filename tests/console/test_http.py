@@ -243,6 +243,15 @@ async def test_a_failed_call_shows_on_the_errors_page() -> None:
         assert "toolbox__no_such_tool" in page.text
         filtered = await client.get("/admin/errors?q=nothing-matches", headers=admin())
         assert "toolbox__no_such_tool" not in filtered.text
+        # Refusals before routing are failed requests too: an unknown session, no token.
+        gone = {**headers, "mcp-session-id": "not-a-session"}
+        assert (await client.post("/mcp", json=call, headers=gone)).status_code == 404
+        unauthenticated = {k: v for k, v in headers.items() if k != "authorization"}
+        assert (await client.post("/mcp", json=call, headers=unauthenticated)).status_code == 401
+        page = await client.get("/admin/errors?q=rejected", headers=admin())
+        assert page.text.count("HTTP POST /mcp") == 2
+        assert "404: " in page.text and "401: " in page.text
+        assert "not-a-session" not in page.text  # a session id, even a wrong one, is not shown
 
 
 async def test_no_page_leaks_a_secret_or_a_full_session_id() -> None:
