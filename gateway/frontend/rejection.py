@@ -136,7 +136,7 @@ async def answer(
     it has (its status is already on the wire).
     """
     response = _Response(send)
-    started = time.perf_counter()
+    started = time.perf_counter() if observer is not None else 0.0
     try:
         await handler(scope, receive, response.send)
     except Rejection as rejection:
