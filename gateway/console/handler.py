@@ -19,6 +19,7 @@ Rules:
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -243,7 +244,6 @@ class ConsoleApp:
             groups=views.session_summary(parts.clients),
             sessions=len(views.session_rows(parts.clients, now)),
             can_reload=parts.can_reload(),
-            notice=query.get("notice", ""),
         )
         await self._html(send, 200, body)
 
@@ -276,7 +276,10 @@ class ConsoleApp:
             "sessions.html",
             **self._common(identity, "sessions"),
             rows=rows,
-            notice=query.get("notice", "")[:200],
+            # Only a short id is reflected, in fixed words: no text of the URL's choosing.
+            closed=short
+            if re.fullmatch(r"[A-Za-z0-9_-]{8}", short := query.get("closed", ""))
+            else "",
         )
         await self._html(send, 200, body)
 
@@ -326,8 +329,7 @@ class ConsoleApp:
             raise ConsoleDenied(409, f"{problem} starts with {short[:8]!r}")
         self.parts.clients.close(found[0])
         logger.info("console.session.closed", client_session=short)
-        notice = quote(f"Session {short}… closed.")
-        await self._redirect(send, f"{self.base}/sessions?notice={notice}")
+        await self._redirect(send, f"{self.base}/sessions?closed={quote(short)}")
 
     async def _reload(self, send: h.Send, identity: str, form: dict[str, str]) -> None:
         if not self.parts.can_reload():

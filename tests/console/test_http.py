@@ -207,7 +207,13 @@ async def test_close_a_session_then_its_host_gets_404() -> None:
             headers=admin(),
         )
         assert closed.status_code == 303
+        assert closed.headers["location"] == f"/admin/sessions?closed={short}"
         assert gateway.clients.get(session_id) is None
+        shown = await client.get(closed.headers["location"], headers=admin())
+        assert f"Session {short}… closed." in shown.text
+        # The notice reflects nothing but a short id from the URL.
+        forged = await client.get("/admin/sessions?closed=<b>go+to+evil", headers=admin())
+        assert "evil" not in forged.text and 'class="notice"' not in forged.text
         headers = {
             **MCP_HEADERS,
             "mcp-session-id": session_id,
