@@ -42,6 +42,7 @@ from gateway.console.csrf import COOKIE_NAME, CSRF_FIELD, Signer
 from gateway.console.forms import FormError, arguments
 from gateway.console.render import Renderer
 from gateway.frontend import http_util as h
+from gateway.frontend.auth import RateLimiter
 from gateway.identity.authenticator import InsufficientScope, Unauthenticated
 from gateway.identity.policy import is_admin
 
@@ -60,6 +61,9 @@ if TYPE_CHECKING:
 logger = structlog.get_logger("gateway.console")
 
 HTML: Final = b"text/html; charset=utf-8"
+#: Login attempts per client address: a burst of 10, then one per 10 s.
+LOGIN_RATE: Final = 0.1
+LOGIN_BURST: Final = 10.0
 _SECURITY_HEADERS: Final = [
     (b"cache-control", b"no-store"),
     (b"x-content-type-options", b"nosniff"),
@@ -118,6 +122,8 @@ class ConsoleApp:
         self.parts = parts
         self.signer = signer if signer is not None else Signer()
         self.renderer = Renderer()
+        # Login attempts per client address: a token cannot be guessed at speed.
+        self.logins = RateLimiter(LOGIN_RATE, LOGIN_BURST, max_keys=10_000)
 
     def owns(self, path: str) -> bool:
         """Whether a request path is the console's."""
@@ -200,6 +206,12 @@ class ConsoleApp:
     async def _login(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
         check_origin(scope)
         form = await read_form(receive)
+        client = scope.get("client") or ("", 0)
+        wait = self.logins.check(str(client[0]), trio.current_time())
+        if wait > 0:
+            logger.warning("console.login", outcome="throttled")
+            await self._login_page(send, f"Too many attempts: try again in {wait:.0f} s.", 429)
+            return
         tokens, by_role = self._admin_tokens(), self._role_check()
         token = form.get("token", "").strip().encode()
         known = bool(token) and (

@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 from gateway.app import serve
 from gateway.backends.backend import BackendState
 from gateway.config import parse
+from gateway.console.handler import LOGIN_BURST
 from tests import harness
 from tests.console.test_redact import CANARIES, secret_document
 
@@ -123,6 +124,7 @@ async def test_login_cookie_flow() -> None:
         refused = await client.post("/admin/login", data={"token": "guess"})
         assert refused.status_code == 401 and "not an admin token" in refused.text
         assert "mcp_gateway_console" not in refused.headers.get("set-cookie", "")
+        assert "mcp_gateway_console" not in refused.headers.get("set-cookie", "")
         login = await client.post("/admin/login", data={"token": ADMIN})
         assert login.status_code == 303 and login.headers["location"] == "/admin/"
         cookie = login.headers["set-cookie"]
@@ -140,6 +142,19 @@ async def test_login_cookie_flow() -> None:
         client.cookies.clear()
         client.cookies.set("mcp_gateway_console", "9999999999.abc.def")
         assert (await client.get("/admin/catalog")).status_code == 401
+
+
+async def test_login_attempts_are_throttled_per_address() -> None:
+    async with running() as (_, client):
+        for _ in range(int(LOGIN_BURST) - 1):
+            assert (await client.post("/admin/login", data={"token": "guess"})).status_code == 401
+        # The burst is spent, for a right token too: guessing gains nothing by speed.
+        ok = await client.post("/admin/login", data={"token": ADMIN})
+        assert ok.status_code == 303
+        throttled = await client.post("/admin/login", data={"token": ADMIN})
+        assert throttled.status_code == 429 and "Too many attempts" in throttled.text
+        # Pages for a logged-in browser are not throttled.
+        assert (await client.get("/admin/")).status_code == 200
 
 
 async def test_csrf_and_origin_are_checked_on_every_action() -> None:
