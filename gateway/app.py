@@ -24,6 +24,8 @@ from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
 from gateway.catalog.snapshot import Kind, Snapshot
 from gateway.config.schema import TlsConfig
+from gateway.console.activity import Activity
+from gateway.console.handler import ConsoleApp, ConsoleParts
 from gateway.frontend.asgi import GatewayApp, OperationsApp, operations_access
 from gateway.frontend.auth import RateLimiter
 from gateway.frontend.clients import ClientRegistry, ClientSession
@@ -44,13 +46,14 @@ from gateway.router.held import HeldCalls, sealer_for
 from gateway.router.profiles import profile_views, record_budgets
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Callable
 
     from prometheus_client import CollectorRegistry
 
     from gateway.backends.channel import ChannelOpener
     from gateway.backends.handshake import ServerInfo
     from gateway.config import GatewayConfig
+    from gateway.identity.authenticator import AuthHolder
 from gateway.errors import ConfigError
 
 logger = structlog.get_logger("gateway.app")
@@ -73,6 +76,8 @@ class Gateway:
     metrics: Metrics
     endpoint: McpEndpoint
     live: live_reload.Live | None = None
+    # The file a reload re-reads (the console's reload button); None without one.
+    config_path: str | None = None
     draining: bool = False
     # Set when shutdown starts: the HTTP engine's shutdown trigger, so its
     # listeners close at once while requests in flight drain.
@@ -179,6 +184,7 @@ async def open_gateway(
             resource_path=server.path,
             metrics=metrics,
         )
+        console = _console(config, lambda: gateway, pool, clients, router, identity.holder)
         app = GatewayApp(
             server.path,
             endpoint,
@@ -188,8 +194,11 @@ async def open_gateway(
             views.names,
             auth=identity.holder,
             operations=operations_access(config.server.host, config.metrics.port),
+            console=console,
         )
         gateway = Gateway(config, pool, router, clients, app, metrics, endpoint)
+        if console is not None:
+            app.observer = console.parts.activity  # refusals join the recent errors
 
         coalescer = ListChangedCoalescer(
             clients, metrics, config.notifications.debounce, lambda peer: access.on(peer).tag
@@ -269,6 +278,44 @@ async def open_gateway(
 def _era(info: ServerInfo | None) -> str:
     """The era of a backend's current session; "" before its first handshake."""
     return "" if info is None else "modern" if info.modern else "legacy"
+
+
+def _console(
+    config: GatewayConfig,
+    gateway: Callable[[], Gateway],
+    pool: Pool,
+    clients: ClientRegistry,
+    router: Router,
+    auth: AuthHolder,
+) -> ConsoleApp | None:
+    """The operator console when ``admin.enabled``; it starts watching the router's requests."""
+    if not config.admin.enabled:
+        return None
+    activity = Activity(trio.current_time)
+    router.observer = activity
+
+    async def reload() -> object:
+        path = gateway().config_path
+        return path is not None and await reload_config(gateway(), path)
+
+    def last_reload() -> live_reload.ReloadOutcome | None:
+        live = gateway().live
+        return None if live is None else live.last
+
+    parts = ConsoleParts(
+        pool,
+        clients,
+        router,
+        activity,
+        config=lambda: gateway().config,
+        auth=auth,
+        policy=lambda: router.access.policy,
+        last_reload=last_reload,
+        reload=reload,
+        can_reload=lambda: gateway().config_path is not None,
+        stopping=lambda: gateway().stopping,
+    )
+    return ConsoleApp(config.admin.path, parts)
 
 
 async def _watch_loop_lag(metrics: Metrics) -> None:

@@ -45,6 +45,7 @@ async def _serve_until_signal(config: GatewayConfig, config_path: str | None) ->
     with trio.open_signal_receiver(*signals_wanted) as signals:
         async with trio.open_nursery() as nursery:
             gateway, _ = await nursery.start(serve, config)
+            gateway.config_path = config_path
             pid_file = config.shutdown.pid_file
             _write_pid_file(pid_file)
             try:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Protocol
 
 import msgspec
@@ -60,7 +61,27 @@ RESTART_ONLY: Final = (
     "profiles",
     "shutdown.pid_file",
     "tracing",
+    "admin",
 )
+
+
+@dataclass(frozen=True)
+class ReloadOutcome:
+    """What the last reload did, for the operator console.
+
+    Attributes:
+        at: when it ended, Unix seconds.
+        applied: whether the new config is in force.
+        problems: why it was rejected (each problem with its place).
+        changed: the sections that changed.
+        needs_restart: settings that changed but wait for a restart.
+    """
+
+    at: float
+    applied: bool
+    problems: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    needs_restart: list[str] = field(default_factory=list)
 
 
 class Coalescer(Protocol):
@@ -95,6 +116,7 @@ class Live:
         pool: the backends.
         clients: open sessions (closed when their static token is removed).
         nursery: where a retired secret's expiry waits.
+        last: what the last reload did (None before one).
     """
 
     identity: IdentityService
@@ -108,6 +130,7 @@ class Live:
     pool: Pool
     clients: ClientRegistry
     nursery: trio.Nursery
+    last: ReloadOutcome | None = None
 
 
 async def reload_file(
@@ -121,7 +144,7 @@ async def reload_file(
     try:
         new = load(path)
     except ConfigError as exc:
-        _rejected(metrics, path, exc.problems)
+        _rejected(live, metrics, path, exc.problems)
         return None
     refused = restart_only_changes(current, new)
     if refused:
@@ -134,15 +157,17 @@ async def reload_file(
     try:
         changed = await apply(live, current, new)
     except JwksError as exc:
-        _rejected(metrics, path, [str(exc)])
+        _rejected(live, metrics, path, [str(exc)])
         return None
     logger.info("config.reload.applied", path=path, changed=changed, needs_restart=refused)
     metrics.config_reloads.labels(outcome="applied").inc()
     metrics.config_last_reload_successful.set(1)
+    live.last = ReloadOutcome(time.time(), True, changed=changed, needs_restart=refused)
     return new
 
 
-def _rejected(metrics: Metrics, path: str, problems: list[str]) -> None:
+def _rejected(live: Live, metrics: Metrics, path: str, problems: list[str]) -> None:
+    live.last = ReloadOutcome(time.time(), False, problems=list(problems))
     metrics.config_reloads.labels(outcome="rejected").inc()
     metrics.config_last_reload_successful.set(0)
     logger.error("config.reload.rejected", path=path, problems=problems)

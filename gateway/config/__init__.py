@@ -45,6 +45,7 @@ from gateway.config.schema import (
     SessionMode,
     ShutdownConfig,
 )
+from gateway.config.schema_admin import AdminConfig
 from gateway.config.schema_auth import AuthConfig, JwtConfig, ResourceMetadataConfig
 from gateway.config.schema_backends import (
     BACKEND_CLASSES,
@@ -75,6 +76,7 @@ __all__ = [
     "ServerConfig",
     "JwtConfig",
     "ResourceMetadataConfig",
+    "AdminConfig",
     "AuthConfig",
     "LimitsConfig",
     "NamingConfig",

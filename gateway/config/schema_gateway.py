@@ -29,6 +29,7 @@ from gateway.config.schema import (
     ServerConfig,
     ShutdownConfig,
 )
+from gateway.config.schema_admin import AdminConfig, admin_problems
 from gateway.config.schema_auth import AuthConfig
 from gateway.config.schema_backends import BackendConfig
 from gateway.config.schema_hosts import BackendsFrom
@@ -125,6 +126,7 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
         tasks: tasks the gateway runs for modern clients.
         metrics: the separate operations listener.
         tracing: OpenTelemetry traces (``gateway.config.schema_tracing``).
+        admin: the operator console (``gateway.config.schema_admin``).
         backends: the MCP servers behind the gateway, in file order.
         profiles: named subsets of the catalog, each on its own path
             (``gateway.config.schema_profiles``).
@@ -149,6 +151,7 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
     tasks: TasksConfig = msgspec.field(default_factory=TasksConfig)
     metrics: MetricsListenerConfig = msgspec.field(default_factory=MetricsListenerConfig)
     tracing: TracingConfig = msgspec.field(default_factory=TracingConfig)
+    admin: AdminConfig = msgspec.field(default_factory=AdminConfig)
     backends: list[BackendConfig] = msgspec.field(default_factory=list)
     profiles: list[ProfileConfig] = msgspec.field(default_factory=list)
     backends_from: list[BackendsFrom] = msgspec.field(default_factory=list)
@@ -169,6 +172,10 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
             problems += policy_problems(
                 self.policy, (p.name for p in self.profiles), self.auth.tokens
             )
+        admin_role = any(rule.role == "admin" for rule in self.policy or ())
+        problems += admin_problems(
+            self.admin, self.server.host, self.auth.admin_tokens, self.server.path, admin_role
+        )
         if problems:
             raise Invalid(*problems)
 

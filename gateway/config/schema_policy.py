@@ -104,6 +104,8 @@ class PolicyRule(Base, frozen=True, kw_only=True):
         tools: tool globs over public names.
         prompts: prompt globs over public names.
         resources: resource globs over public URIs and URI templates.
+        role: ``admin`` lets the rule's principals into the operator console
+            (``docs/console.md``) with their own token; "" grants no role.
     """
 
     name: str = ""
@@ -117,6 +119,7 @@ class PolicyRule(Base, frozen=True, kw_only=True):
     tools: ItemRules = msgspec.field(default_factory=ItemRules)
     prompts: ItemRules = msgspec.field(default_factory=ItemRules)
     resources: ItemRules = msgspec.field(default_factory=ItemRules)
+    role: Literal["", "admin"] = ""
 
     def __post_init__(self) -> None:
         problems: list[tuple[str, str]] = []
@@ -131,6 +134,10 @@ class PolicyRule(Base, frozen=True, kw_only=True):
             )
         if self.everyone and any(matchers):
             problems.append(("everyone", "everyone: true matches every caller; drop the matchers"))
+        if self.role and (self.everyone or self.anonymous):
+            problems.append(
+                ("role", "a role is for named principals (tokens, subjects, scopes or claims)")
+            )
         if self.anonymous and (self.tokens or self.subjects or self.scopes or self.claims):
             problems.append(
                 ("anonymous", "the anonymous caller has no token, subject, scope or claim")

@@ -24,7 +24,7 @@ JSON-RPC error.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -42,11 +42,24 @@ if TYPE_CHECKING:
     from gateway.frontend.streamable_http import McpEndpoint
     from gateway.identity.authenticator import AuthHolder
     from gateway.observability import Metrics
+    from gateway.router.metrics import RequestObserver
 
 #: Who may read ``/metrics`` and ``/readyz`` details on the main listener:
 #: anyone (loopback bind), admin tokens only, or nobody (a separate listener).
 OperationsAccess: TypeAlias = Literal["open", "admin", "elsewhere"]
 Readiness: TypeAlias = "Callable[[], tuple[bool, dict[str, Any]]]"
+
+
+class SubApp(Protocol):
+    """An app mounted under a path of its own (the operator console, ``gateway.console``)."""
+
+    def owns(self, path: str) -> bool:
+        """Whether a request path is this app's."""
+        ...
+
+    async def __call__(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
+        """Answer one request."""
+        ...
 
 
 class GatewayApp:
@@ -64,6 +77,7 @@ class GatewayApp:
         auth: the authenticator in force, for the resource metadata and the
             admin check.
         operations: who may read ``/metrics`` and ``/readyz`` details here.
+        console: the operator console, when ``admin.enabled``.
     """
 
     def __init__(
@@ -77,7 +91,11 @@ class GatewayApp:
         *,
         auth: AuthHolder | None = None,
         operations: OperationsAccess = "open",
+        console: SubApp | None = None,
     ) -> None:
+        self.console = console
+        # Told of each refused request (the console's recent errors), when on.
+        self.observer: RequestObserver | None = None
         self._mcp_path = mcp_path.rstrip("/") or "/"
         base = "" if self._mcp_path == "/" else self._mcp_path
         self._profile_base = base + "/"
@@ -100,10 +118,10 @@ class GatewayApp:
         if scope["type"] != "http":
             return
         if tracing.active is None:
-            await answer(self._route, scope, receive, send, self._metrics)
+            await answer(self._route, scope, receive, send, self._metrics, self.observer)
             return
         with tracing.incoming_http(scope["headers"]):  # a host's traceparent, continued
-            await answer(self._route, scope, receive, send, self._metrics)
+            await answer(self._route, scope, receive, send, self._metrics, self.observer)
 
     async def _route(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
         path = scope["path"].rstrip("/") or "/"
@@ -124,6 +142,8 @@ class GatewayApp:
             await serve_operations(
                 path, send, self._readiness, self._metrics, detailed=self._may_see_details(scope)
             )
+        elif self.console is not None and self.console.owns(path):
+            await self.console(scope, receive, send)
         else:
             await h.respond_json(send, 404, {"error": f"no such path: {path[:100]}"})
 

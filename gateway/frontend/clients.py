@@ -107,6 +107,9 @@ class ClientSession:
     principal: str | None = None
     # That principal itself, for the access policy (refreshed on each request).
     caller: Principal | None = None
+    # When it opened (trio clock) and how many requests it sent: the console's sessions page.
+    opened_at: float = 0.0
+    calls: int = 0
     _asked: dict[str, _Asked] = field(default_factory=dict)
     _ask_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -242,6 +245,7 @@ class ClientRegistry:
             last_seen=trio.current_time(),
             principal=principal,
         )
+        session.opened_at = session.last_seen
         self._sessions[session.session_id] = session
         if principal is not None:
             self._sessions_of[principal] = self._sessions_of.get(principal, 0) + 1

@@ -98,6 +98,7 @@ async def route_request(
         return jsonrpc.encode_error(
             request.id, -32600, f"invalid request: id {request.id!r} is already in use"
         )
+    session.calls += 1
     with trio.CancelScope() as scope:
         session.inflight[request.id] = scope
         try:

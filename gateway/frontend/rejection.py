@@ -11,6 +11,7 @@ that drops with nothing said (the web server's own error log is off).
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any, Final
 
 from gateway.errors import INTERNAL_ERROR, INVALID_REQUEST
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable
 
     from gateway.observability import Metrics
+    from gateway.router.metrics import RequestObserver
 
 # The reason label of mcp_gateway_rejected_requests_total, by status. A
 # bounded set: a host cannot mint label values.
@@ -122,15 +124,19 @@ async def answer(
     receive: h.Receive,
     send: h.Send,
     metrics: Metrics,
+    observer: RequestObserver | None = None,
 ) -> None:
     """Run ``handler`` for one request; answer its refusal or its failure.
 
     A :class:`Rejection` becomes its status and JSON-RPC error, counted by
-    reason. Any other exception is logged once with its traceback, counted,
-    and answered ``500`` with a ``-32603`` error when the response has not
-    started yet, or ended when it has (its status is already on the wire).
+    reason, and told to ``observer`` (the console's recent errors) as
+    ``HTTP <method> <path>`` with outcome ``rejected``. Any other exception
+    is logged once with its traceback, counted, and answered ``500`` with a
+    ``-32603`` error when the response has not started yet, or ended when
+    it has (its status is already on the wire).
     """
     response = _Response(send)
+    started = time.perf_counter() if observer is not None else 0.0
     try:
         await handler(scope, receive, response.send)
     except Rejection as rejection:
@@ -138,6 +144,16 @@ async def answer(
             await _failed(rejection, scope, response, metrics)
             return
         metrics.rejected.labels(reason=rejection.reason).inc()
+        if observer is not None:
+            observer.observe(
+                f"HTTP {scope.get('method', '')} {scope.get('path', '')[:100]}",
+                "",
+                "",
+                "rejected",
+                time.perf_counter() - started,
+                rejection.code,
+                f"{rejection.status}: {rejection.message}",
+            )
         await h.respond(
             response.send, rejection.status, rejection.body(), headers=rejection.headers
         )

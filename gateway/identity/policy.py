@@ -182,6 +182,7 @@ class Rule:
         claims: (claim name, accepted values) pairs, all required.
         grant: the profiles and item allows it grants (None: no profile).
         deny: per kind, its deny globs.
+        admin: the rule grants the ``admin`` role (the operator console).
     """
 
     name: str
@@ -193,6 +194,7 @@ class Rule:
     claims: tuple[tuple[str, frozenset[str]], ...] = ()
     grant: _Grant | None = None
     deny: tuple[tuple[str, ...], ...] = ((), (), ())
+    admin: bool = False
 
     def matches(self, principal: Principal | None) -> bool:
         """Whether the rule applies to ``principal`` (rule 2)."""
@@ -234,6 +236,7 @@ def rule_from_config(config: PolicyRule, position: int = 0) -> Rule:
         claims=tuple((n, frozenset(v)) for n, v in sorted(config.claims.items())),
         grant=grant,
         deny=tuple(tuple(k.deny) for k in kinds),
+        admin=config.role == "admin",
     )
 
 
@@ -266,6 +269,17 @@ class Policy:
         grants = tuple(rule.grant for rule in matched if rule.grant is not None)
         deny = tuple(tuple(g for rule in matched for g in rule.deny[i]) for i in range(3))
         return Access(grants, deny)
+
+
+def is_admin(policy: Policy | None, principal: Principal | None) -> bool:
+    """Whether a matching rule grants ``principal`` the ``admin`` role (never the anonymous).
+
+    A role is a grant like a profile: only a rule that matches grants it,
+    and with no policy nobody has it.
+    """
+    if policy is None or principal is None:
+        return False
+    return any(rule.admin and rule.matches(principal) for rule in policy.rules)
 
 
 def decide(policy: Policy | None, principal: Principal | None) -> Access:

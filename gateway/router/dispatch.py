@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from gateway.catalog.snapshot import Kind, Snapshot
     from gateway.identity.principal import Principal
     from gateway.protocol.jsonrpc import Request
-    from gateway.router.metrics import RouterMetrics
+    from gateway.router.metrics import RequestObserver, RouterMetrics
     from gateway.router.views import BackendView, ClientPeer, Emit, PoolView
 
 logger = structlog.get_logger("gateway.router")
@@ -122,6 +122,7 @@ class Router:
         self._held.metrics = metrics
         self._nursery = nursery
         self._metrics = metrics
+        self.observer: RequestObserver | None = None  # the console's, when it is on
         self._log_request = logger.info if log_requests else logger.debug
         owners: Owners[Call] = Owners()
         subscriptions = Subscriptions()
@@ -416,6 +417,11 @@ class Router:
             )
             code = None if err is None else err.code
             self.access.audit(client, request.method, params, named, (base, effective), code)
+            if self.observer is not None:
+                item, why = "" if named is None else named[1], "" if err is None else err.message
+                self.observer.observe(
+                    request.method, item, call.backend, outcome, elapsed, code, why
+                )
         assert err is not None
         return jsonrpc.encode_error(request.id, err.code, err.message, err.data)
 

@@ -124,3 +124,20 @@ class NoMetrics:
 
 
 NO_METRICS: Final = NoMetrics()
+
+
+class RequestObserver(Protocol):
+    """Told of every finished host request (the operator console's ``Activity``)."""
+
+    def observe(
+        self,
+        method: str,
+        item: str,
+        backend: str,
+        outcome: str,
+        seconds: float,
+        code: int | None,
+        message: str,
+    ) -> None:
+        """One request finished: its item's public name, never its arguments."""
+        ...

@@ -99,6 +99,14 @@ async def test_the_installed_wheel_serves_the_packaged_default_config_outside_th
         assert (elsewhere / "gateway.schema.json").is_file()
         checked = await _run([script, "check", "-c", "starter.yaml"], elsewhere)
         assert checked == "starter.yaml: ok (1 backends)\n"
+        # The console's templates and static files are package data (from the sdist too).
+        render = (
+            "from gateway.console.render import Renderer; r = Renderer(); "
+            "print(sorted(r.static), b'Log in' in r.page('login.html', base='/admin', "
+            "problem='', nav=False))"
+        )
+        rendered = await _run([str(venv / "bin" / "python"), "-c", render], elsewhere)
+        assert rendered == "['console.css', 'live.js', 'theme.js'] True\n"
         # A host spawning the gateway gets this install's script and the packaged config.
         (elsewhere / "starter.yaml").unlink()
         entry = json.loads(await _run([script, "connect", "claude-desktop"], elsewhere))

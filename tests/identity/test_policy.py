@@ -221,3 +221,20 @@ def test_the_decision_agrees_with_the_documented_rule(
             assert access.admits(profile, Kind.TOOLS, name) is model_admits(
                 shapes, who, profile, name
             ), (profile, name)
+
+
+def test_role_admin_is_granted_only_by_a_matching_rule() -> None:
+    from gateway.identity.policy import is_admin
+
+    policy = compile_rules(
+        [
+            {"claims": {"groups": ["platform"]}, "role": "admin"},
+            {"tokens": ["ci"], "profiles": ["*"]},
+        ]
+    )
+    assert is_admin(policy, ALICE)
+    assert not is_admin(policy, Principal("static", "ci"))
+    assert not is_admin(policy, None)
+    assert not is_admin(None, ALICE)  # no policy, no roles
+    # A rule without the role grants profiles, never the role.
+    assert not is_admin(compile_rules([{"claims": {"groups": ["platform"]}}]), ALICE)
