@@ -348,14 +348,10 @@ class Router:
     async def handle_request(
         self, client: ClientPeer, request: Request, emit: Emit | None = None
     ) -> bytes:
-        """Answer one host request; always returns exactly one encoded response.
+        """Answer ``client``'s ``request``; always returns exactly one encoded response.
 
-        Args:
-            client: the client session it came from.
-            request: the decoded request.
-            emit: where messages related to this request go before its
-                response (progress, server-to-client requests): the POST's
-                SSE stream. None when there is no such stream.
+        ``emit`` is where messages related to it go before its response
+        (progress, server-to-client requests): the POST's SSE stream, or None.
         """
         started = time.perf_counter()
         handler = self._handlers.get(request.method)
@@ -392,8 +388,7 @@ class Router:
             self._metrics.cancellations.labels(direction="client").inc()
             raise
         except BaseExceptionGroup as group:
-            # A handler with a nursery of its own (setLevel) is cancelled as
-            # a group of Cancelled; that is still a cancellation.
+            # A handler's own nursery (setLevel) is cancelled as a group: still a cancellation.
             if group.split(trio.Cancelled)[1] is None:
                 outcome = "cancelled"
                 self._metrics.cancellations.labels(direction="client").inc()
