@@ -140,15 +140,23 @@ def _replaced(
         owner = view.by_key.get(key)
         if owner is not None and owner.backend != backend:
             return None
+    came_set = set(came_keys)
+    dropped = set(gone_keys).difference(came_set)
+    added = sorted(came_set.difference(gone_keys))
+    # Only keys that leave are deleted: a dict with deletions in it copies
+    # item by item, one without them as one block.
     found = dict(view.by_key)
-    for key in gone_keys:
+    for key in dropped:
         del found[key]
     found.update((c.entry.key, c.entry) for c in came)
-    came_set = set(came_keys)
-    keys, entries = _cut(view.keys, view.entries, set(gone_keys).difference(came_set))
+    if not dropped and not added:  # the same names: the keys stay, items change in place
+        same = list(view.entries)
+        for key in came_set:
+            same[bisect.bisect_left(view.keys, key)] = found[key]
+        return KindView(tuple(same), view.keys, found)
+    keys, entries = _cut(view.keys, view.entries, dropped)
     for key in came_set.intersection(gone_keys):  # kept keys, new items
         entries[bisect.bisect_left(keys, key)] = found[key]
-    added = sorted(came_set.difference(gone_keys))
     if added:
         keys, entries = _spliced(keys, entries, added, found)
     return KindView(tuple(entries), tuple(keys), found)
@@ -162,6 +170,8 @@ def _cut(
     keys: Sequence[str], entries: Sequence[Entry], dropped: set[str]
 ) -> tuple[list[str], list[Entry]]:
     """``keys`` and ``entries`` without the positions of ``dropped``."""
+    if not dropped:
+        return list(keys), list(entries)
     kept_keys: list[str] = []
     kept_entries: list[Entry] = []
     start = 0
