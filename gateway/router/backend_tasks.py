@@ -163,6 +163,7 @@ class BackendTasks:
         tool = str(params.get("name"))
 
         async def run(held_request: ModernRequest, msg: Request, own: dict[str, Any]) -> bytes:
+            """The held call's work: the backend's answer, or our task for its task."""
             reply = await self._run(held_request, msg, augmented(own, self.ttl_ms))
             task = created_task(reply)
             if task is None:

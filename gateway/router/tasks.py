@@ -224,6 +224,7 @@ class TaskRunner:
             return await self.handoff.serve(request, message, params, entry.backend)
 
         async def call(background: TaskRequest) -> bytes:
+            """The task's work: the call itself, routed the ordinary way."""
             return await self._run(background, message, params)
 
         created = self.adopt(request, name, call)
