@@ -105,6 +105,24 @@ def poll_interval(status: dict[str, Any] | None) -> float:
     return min(MAX_POLL, max(MIN_POLL, value / 1000))
 
 
+def ended_without_result(status: dict[str, Any] | None, result: msgspec.Raw) -> str | None:
+    """Why the backend's task failed, when it ended ``failed``/``cancelled`` with no result.
+
+    A 2025-11-25 backend's ``tasks/result`` for such a task may carry no
+    ``content`` at all (the SDK 1.x answers only its ``_meta``): that is a
+    failed gateway task, with the backend's ``statusMessage``, never an
+    empty ``completed`` one. A tool error (``content`` with ``isError``) is
+    a result like any other.
+    """
+    ended = status.get("status") if status is not None else "failed"
+    body = mcp.decode_object(result)
+    if ended not in ("failed", "cancelled") or (body is not None and "content" in body):
+        return None
+    message = status.get("statusMessage") if status is not None else None
+    reason = message if isinstance(message, str) and message else "no reason given"
+    return f"the backend's task ended {ended}: {reason[:512]}"
+
+
 def task_outcome(result: msgspec.Raw, prefix: str) -> msgspec.Raw:
     """The backend's ``tasks/result`` as the gateway task's result.
 
@@ -209,6 +227,9 @@ class BackendTasks:
             await trio.sleep(poll_interval(status))
         view = self._require(backend)
         result = await view.request("tasks/result", params)
+        error = ended_without_result(status, result)
+        if error is not None:
+            return jsonrpc.encode_error(0, INTERNAL_ERROR, error)
         return jsonrpc.encode_response(0, task_outcome(result, view.prefix))
 
     def _require(self, backend: str) -> BackendView:
@@ -229,4 +250,11 @@ class BackendTasks:
                 logger.info("task.backend_cancel_failed", backend=backend, error=str(exc)[:256])
 
 
-__all__ = ["BackendTasks", "created_task", "poll_interval", "runs_tasks", "task_outcome"]
+__all__ = [
+    "BackendTasks",
+    "created_task",
+    "ended_without_result",
+    "poll_interval",
+    "runs_tasks",
+    "task_outcome",
+]

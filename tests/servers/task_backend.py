@@ -20,12 +20,16 @@ Tools (``server.experimental.enable_tasks`` declares the capability):
   ``seconds`` (default 0) and answers ``Hello, <name>!``.
 * ``backend_task_fails`` (``required``): no question; the task fails.
 
-Run: ``python tests/servers/task_backend.py`` (stdio).
+Run: ``python tests/servers/task_backend.py [--log FILE]`` (stdio). With
+``--log``, one line per event the tests look for: ``asked``, ``task started``,
+``cancelled <taskId>`` (the backend's ``tasks/cancel`` handler ran).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -47,6 +51,14 @@ NAME_SCHEMA: dict[str, Any] = {
 
 server: Server[Any, Any] = Server(SERVER_NAME, version="1.0.0")
 server.experimental.enable_tasks()
+LOG: list[Path] = []
+
+
+def _log(event: str) -> None:
+    for path in LOG:
+        with path.open("a") as out:
+            out.write(event + "\n")
+
 
 TOOLS = [
     types.Tool(
@@ -82,6 +94,7 @@ async def _ask_name() -> str:
         types.ElicitResult,
         metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
     )
+    _log("asked")
     content = answer.content or {}
     return str(content.get("name", answer.action))
 
@@ -96,6 +109,7 @@ async def call_tool(name: str, arguments: dict[str, Any]) -> Any:
         seconds = float(arguments.get("seconds", 0))
 
         async def greet(task: ServerTaskContext) -> types.CallToolResult:
+            _log("task started")
             await anyio.sleep(min(seconds, 60))
             text = types.TextContent(type="text", text=f"Hello, {who}!")
             return types.CallToolResult(content=[text])
@@ -110,12 +124,31 @@ async def call_tool(name: str, arguments: dict[str, Any]) -> Any:
     raise ValueError(f"Unknown tool: {name}")
 
 
+_cancel_task_handler = server.request_handlers[types.CancelTaskRequest]
+
+
+async def _logged_cancel(request: Any) -> Any:
+    """The SDK's own ``tasks/cancel``, logged (the tests check it was reached)."""
+    _log(f"cancelled {request.params.taskId}")
+    return await _cancel_task_handler(request)
+
+
+server.request_handlers[types.CancelTaskRequest] = _logged_cancel
+
+
 async def serve_stdio() -> None:
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 
-if __name__ == "__main__":
-    if len(sys.argv) > 1:
-        sys.exit("usage: task_backend.py (stdio only)")
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--log", type=Path, help="append the events tests look for here")
+    args = parser.parse_args(argv)
+    if args.log is not None:
+        LOG.append(args.log)
     anyio.run(serve_stdio)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
