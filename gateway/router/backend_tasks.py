@@ -18,6 +18,10 @@ task support decides. Rules:
 4. ``tasks/cancel`` of the gateway task cancels the backend's task.
 5. Any other answer of the backend (a result, an error) is the call's own
    answer, as for any call.
+6. A backend task that asks for input once it is a task (its status
+   ``input_required``: the 2025-11-25 side channel delivers the question on
+   ``tasks/result``) is not bridged: the gateway's task fails saying so and
+   the backend's task is cancelled, rather than both waiting out the ttl.
 
 A 2026-07-28 backend never declares the 2025-11-25 capability (its tasks
 would be the extension, which the gateway does not declare towards
@@ -61,6 +65,11 @@ RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
 MIN_POLL: Final = 0.05
 MAX_POLL: Final = 5.0
 CANCEL_GRACE: Final = 5.0
+# Rule 6: not bridged (yet); said plainly rather than left to hang until the ttl.
+ASKS_IN_TASK: Final = (
+    "the backend's task asked for input after it became a task; the gateway does not "
+    "bridge a backend task's own questions (ask before the CreateTaskResult instead)"
+)
 
 
 def runs_tasks(info: ServerInfo | None) -> bool:
@@ -224,6 +233,9 @@ class BackendTasks:
             status = mcp.decode_object(await view.request("tasks/get", params))
             if status is None or status.get("status") in ENDED:
                 break
+            if status.get("status") == "input_required":
+                await self._cancel(backend, task_id)
+                return jsonrpc.encode_error(0, INTERNAL_ERROR, ASKS_IN_TASK)
             await trio.sleep(poll_interval(status))
         view = self._require(backend)
         result = await view.request("tasks/result", params)

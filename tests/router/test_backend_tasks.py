@@ -25,6 +25,7 @@ from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.envelope import Envelope
 from gateway.router import Router
 from gateway.router.backend_tasks import (
+    ASKS_IN_TASK,
     MAX_POLL,
     MIN_POLL,
     RELATED_TASK,
@@ -329,3 +330,24 @@ def test_fixture_info_is_a_handshake_era_backend() -> None:
     info = TaskBackend().info
     assert info is not None and runs_tasks(info)
     assert not runs_tasks(replace(info, modern=True))
+
+
+async def test_a_question_inside_the_backends_task_fails_ours_plainly(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Rule 6: not bridged; the task fails saying so and the backend's is cancelled."""
+    backend = TaskBackend()
+
+    async def asking(params: dict[str, Any], client: str | None) -> msgspec.Raw:
+        return mcp.encode({**BACKEND_TASK, "status": "input_required"})
+
+    backend.answers["tasks/get"] = asking
+    router = _router(nursery, backend)
+    created = await _call(router)
+    await trio.sleep(1)
+    failed = await _get(router, created["taskId"])
+    assert failed["status"] == "failed" and failed["error"]["message"] == ASKS_IN_TASK
+    assert [s.params for s in backend.sent if s.method == "tasks/cancel"] == [
+        {"taskId": "backend-7"}
+    ]
+    assert "tasks/result" not in backend.methods()
