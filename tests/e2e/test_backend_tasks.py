@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import pytest
 import trio
 
 from tests.e2e.test_tasks import WAIT, WITH_TASKS, _ask, _until
@@ -125,3 +126,44 @@ async def test_a_failed_backend_task_fails_the_gateways(
     assert ended["status"] == "failed" and "result" not in ended, ended
     assert ended["error"]["code"] == -32603
     assert "backend_task_fails failed, as it always does" in ended["error"]["message"]
+
+
+# The SDK 1.x client's task API warns that mcp 2.0 drops it (tasks became an
+# extension); it is still what speaks 2025-11-25 tasks to this peer.
+@pytest.mark.filterwarnings("ignore:The experimental tasks API is deprecated:DeprecationWarning")
+async def test_control_the_fixture_itself_asks_first_then_runs_a_task(tmp_path: Path) -> None:
+    """The peer alone, with the SDK 1.x client: what the gateway relies on holds.
+
+    A failure here points at ``task_backend.py`` or the SDK, not at the gateway.
+    """
+    from mcp import ClientSession, StdioServerParameters, types
+    from mcp.client.stdio import stdio_client
+
+    asked: list[str] = []
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"name": "Alice"})
+
+    argv = python_server_command("task_backend")
+    server = StdioServerParameters(command=argv[0], args=argv[1:])
+    async with (
+        stdio_client(server) as (read, write),
+        ClientSession(read, write, elicitation_callback=elicit) as session,
+    ):
+        init = await session.initialize()
+        tasks = init.capabilities.tasks
+        assert tasks is not None and tasks.requests is not None
+        assert tasks.requests.tools is not None and tasks.requests.tools.call is not None
+        created = await session.experimental.call_tool_as_task("test_tool_with_task", {})
+        assert asked == ["What is your name?"]  # asked before the task existed
+        with trio.fail_after(WAIT):
+            async for status in session.experimental.poll_task(created.task.taskId):
+                if status.status in ("completed", "failed", "cancelled"):
+                    break
+        result = await session.experimental.get_task_result(
+            created.task.taskId, types.CallToolResult
+        )
+    assert status.status == "completed"
+    block = result.content[0]
+    assert isinstance(block, types.TextContent) and block.text == "Hello, Alice!"
