@@ -7,8 +7,9 @@ task support decides. Rules:
 
 1. A task call (``router/tasks``: the tool supports tasks, the host declared
    the extension) of a tool whose backend declares
-   ``tasks.requests.tools.call`` at ``initialize`` goes to that backend
-   task-augmented (``params.task``); the gateway starts no task of its own yet.
+   ``tasks.requests.tools.call`` at ``initialize`` (and runs on the shared
+   session, not per-client ones) goes to that backend task-augmented
+   (``params.task``); the gateway starts no task of its own yet.
 2. A question the backend asks before its ``CreateTaskResult`` is an MRTR
    round of the host's call (the held-call bridge, ``router/held``).
 3. The backend's ``CreateTaskResult`` ends the round: the host gets the
@@ -175,9 +176,16 @@ class BackendTasks:
         self.ttl_ms = ttl_ms
 
     def takes(self, backend: str) -> bool:
-        """Rule 1: whether ``backend`` runs a task call itself."""
+        """Rule 1: whether ``backend`` runs a task call itself.
+
+        Not over per-client sessions (``session: per_client``): the call's
+        session closes when its request ends, and a backend may bind its task
+        to the session that created it (the SDK 1.x does), so the task could
+        not be followed on the shared one. Those backends' task tools stay
+        gateway tasks.
+        """
         view = self._backend(backend)
-        return view is not None and runs_tasks(view.info)
+        return view is not None and not view.per_client and runs_tasks(view.info)
 
     async def serve(
         self, request: ModernRequest, message: Request, params: dict[str, Any], backend: str

@@ -221,6 +221,20 @@ async def test_a_backend_without_task_support_keeps_the_gateways_own_task(
     assert "task" not in backend.sent[0].params
 
 
+async def test_a_backend_on_per_client_sessions_keeps_the_gateways_own_task(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Rule 1: the call's session closes with the request; the task could not be followed."""
+    backend = TaskBackend()
+    backend.per_client = True
+    router = _router(nursery, backend)
+    created = await _call(router)
+    await trio.sleep(1)
+    done = await _get(router, created["taskId"])
+    assert done["result"]["content"][0]["text"] == "sync"
+    assert "task" not in backend.sent[0].params
+
+
 async def test_a_backend_answering_at_once_answers_the_call_itself(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
