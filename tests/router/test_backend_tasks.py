@@ -21,6 +21,7 @@ from gateway.backends.backend import BackendState
 from gateway.backends.handshake import ServerInfo
 from gateway.catalog.cursor import CursorCodec
 from gateway.config.schema_gateway import TasksConfig
+from gateway.errors import RemoteProtocolError
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.envelope import Envelope
 from gateway.router import Router
@@ -365,3 +366,21 @@ async def test_a_question_inside_the_backends_task_fails_ours_plainly(
         {"taskId": "backend-7"}
     ]
     assert "tasks/result" not in backend.methods()
+
+
+async def test_an_error_from_the_backends_tasks_get_fails_ours_with_it(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A fault: the backend forgot its task; its own error ends ours, code and message kept."""
+    backend = TaskBackend()
+
+    async def forgotten(params: dict[str, Any], client: str | None) -> msgspec.Raw:
+        raise RemoteProtocolError("Task not found: backend-7", -32602)
+
+    backend.answers["tasks/get"] = forgotten
+    router = _router(nursery, backend)
+    created = await _call(router)
+    await trio.sleep(1)
+    failed = await _get(router, created["taskId"])
+    assert failed["status"] == "failed"
+    assert failed["error"] == {"code": -32602, "message": "Task not found: backend-7"}
