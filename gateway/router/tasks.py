@@ -11,6 +11,10 @@ it ``input_required`` until ``tasks/update`` brings the answer (``TaskRequest``)
 Each change of a task's status goes out as ``notifications/tasks`` to the
 listen streams that named it in ``taskIds`` (its creator's only).
 
+A backend that runs tasks itself (2025-11-25 ``tasks.requests.tools.call``)
+gets the call instead, rounds first; its task then becomes one of ours
+whose work follows it (``router/backend_tasks``, ``adopt``).
+
 What a task cannot do (documented in docs/eras.md): send progress or log
 messages (the extension has none), or move to another replica (its table
 is in memory).
