@@ -6,7 +6,9 @@
     .venv/bin/python tests/conformance_modern/run.py --expect   # what make test runs
 
 The same servers, readiness checks and summary as ``tests/conformance/run.py``
-(the 0.1.16 run, which stays as it is); only the suite differs:
+(the 0.1.16 run, which stays as it is), plus a fourth backend that runs its
+own tasks (``tests/servers/task_backend.py``, for ``tasks-mrtr-composition``);
+otherwise only the suite differs:
 ``@modelcontextprotocol/conformance@0.2.0-alpha.12`` installed here, run with
 ``--requirements <revision>`` (exactly the scenarios that revision requires,
 frozen at its release), default 2026-07-28. The Node.js is the one pinned in
