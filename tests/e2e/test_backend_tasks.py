@@ -167,3 +167,30 @@ async def test_control_the_fixture_itself_asks_first_then_runs_a_task(tmp_path: 
     assert status.status == "completed"
     block = result.content[0]
     assert isinstance(block, types.TextContent) and block.text == "Hello, Alice!"
+
+
+async def test_the_same_on_a_stdio_host(nursery: trio.Nursery, tmp_path: Path) -> None:
+    """stdio mode routes through the same modern entry: round, task, result."""
+    from tests.frontend.test_modern_http import modern
+    from tests.frontend.test_stdio_modern import serve
+
+    host = await serve(nursery, await _start(nursery, tmp_path / "events"))
+    call = {"name": "t__test_tool_with_task", "arguments": {}}
+    first = (await host.ask(modern(1, "tools/call", call, **WITH_TASKS)))["result"]
+    assert first["resultType"] == "input_required" and "taskId" not in first
+    retry = {
+        **call,
+        "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Alice"}}},
+        "requestState": first["requestState"],
+    }
+    created = (await host.ask(modern(2, "tools/call", retry, **WITH_TASKS)))["result"]
+    assert created["resultType"] == "task"
+    get = {"taskId": created["taskId"]}
+    with trio.fail_after(WAIT):
+        for msg_id in range(3, 10**6):
+            got = (await host.ask(modern(msg_id, "tasks/get", get, **WITH_TASKS)))["result"]
+            if got["status"] != "working":
+                break
+            await trio.sleep(0.05)
+    assert got["status"] == "completed"
+    assert got["result"]["content"][0]["text"] == "Hello, Alice!"
