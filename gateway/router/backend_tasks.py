@@ -20,9 +20,12 @@ task support decides. Rules:
 5. Any other answer of the backend (a result, an error) is the call's own
    answer, as for any call.
 6. A backend task that asks for input once it is a task (its status
-   ``input_required``: the 2025-11-25 side channel delivers the question on
-   ``tasks/result``) is not bridged: the gateway's task fails saying so and
-   the backend's task is cancelled, rather than both waiting out the ttl.
+   ``input_required``) gets ``tasks/result`` at once, on which 2025-11-25
+   delivers the question as a server-to-client request; while it waits the
+   gateway's task owns the backend's requests, so the question parks the
+   gateway's task ``input_required`` and ``tasks/update`` answers it (as
+   for any gateway task). The wait is bounded by the backend's request
+   timeout (``timeouts.request``): a host slower than that fails the task.
 
 A 2026-07-28 backend never declares the 2025-11-25 capability (its tasks
 would be the extension, which the gateway does not declare towards
@@ -31,6 +34,7 @@ backends), so only handshake-era backends are handed tasks.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 import structlog
@@ -39,18 +43,21 @@ import trio
 from gateway.catalog.naming import public_uri
 from gateway.errors import INTERNAL_ERROR, GatewayError, ProtocolError
 from gateway.protocol import jsonrpc, mcp
+from gateway.router.calls import Call
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Iterator
 
     import msgspec
 
     from gateway.backends.handshake import ServerInfo
     from gateway.protocol.jsonrpc import Request
+    from gateway.protocol.tables import Owners
     from gateway.router.held import HeldCalls, Run
     from gateway.router.modern import ModernRequest
     from gateway.router.tasks import TaskRequest
-    from gateway.router.views import BackendView
+    from gateway.router.to_clients import ToClients
+    from gateway.router.views import BackendView, PoolView
 
     # Starts the gateway task whose work is the given coroutine; returns its
     # CreateTaskResult (``TaskRunner.adopt``).
@@ -66,11 +73,6 @@ RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
 MIN_POLL: Final = 0.05
 MAX_POLL: Final = 5.0
 CANCEL_GRACE: Final = 5.0
-# Rule 6: not bridged (yet); said plainly rather than left to hang until the ttl.
-ASKS_IN_TASK: Final = (
-    "the backend's task asked for input after it became a task; the gateway does not "
-    "bridge a backend task's own questions (ask before the CreateTaskResult instead)"
-)
 
 
 def runs_tasks(info: ServerInfo | None) -> bool:
@@ -151,29 +153,38 @@ def task_outcome(result: msgspec.Raw, prefix: str) -> msgspec.Raw:
 
 
 class BackendTasks:
-    """Hands task calls to backends that run tasks themselves (rules 1-5).
+    """Hands task calls to backends that run tasks themselves (rules 1-6).
 
     Args:
         held: the held-call table (rule 2's rounds).
         run: routes one modern request to the end (``Router._run_modern``).
-        backend: a backend by name (None: not configured any more).
+        pool: the backends by name (one gone: not configured any more) and
+            the catalog.
         adopt: starts a gateway task around a backend's (``TaskRunner.adopt``).
         ttl_ms: the ttl asked of the backend's task.
+        owners: the router's calls in flight (rule 6: whose the backend's
+            request is).
+        clients: the router's open clients (rule 6: where it goes).
     """
 
     def __init__(
         self,
         held: HeldCalls,
         run: Run,
-        backend: Callable[[str], BackendView | None],
+        pool: PoolView,
         adopt: Adopt,
         ttl_ms: int,
+        owners: Owners[Call],
+        clients: ToClients,
     ) -> None:
         self._held = held
         self._run = run
-        self._backend = backend
+        self._pool = pool
+        self._backend = pool.backends.get
         self._adopt = adopt
         self.ttl_ms = ttl_ms
+        self._owners = owners
+        self._clients = clients
 
     def takes(self, backend: str) -> bool:
         """Rule 1: whether ``backend`` runs a task call itself.
@@ -224,17 +235,37 @@ class BackendTasks:
         """
         with background.scope:
             try:
-                return await self._outcome(backend, task_id)
+                return await self._outcome(background, backend, task_id)
             except trio.Cancelled:
                 await self._cancel(backend, task_id)
                 raise
             except ProtocolError as exc:
                 return jsonrpc.encode_error(0, exc.code, exc.message, exc.data)
             except GatewayError as exc:  # the backend down, a timeout
+                await self._cancel(backend, task_id)  # no one follows it any more
                 return jsonrpc.encode_error(0, INTERNAL_ERROR, f"backend {backend}: {exc}")
         return b""
 
-    async def _outcome(self, backend: str, task_id: str) -> bytes:
+    @contextmanager
+    def _attending(self, background: TaskRequest, backend: str) -> Iterator[None]:
+        """Rule 6: the gateway's task owns the backend's requests while ``tasks/result`` waits.
+
+        The backend's question arrives as an ordinary server-to-client request
+        (2025-11-25 delivers a task's questions on ``tasks/result``); the
+        router sends it to the one client with a call in flight to the
+        backend, which for this while is the gateway's task: its
+        ``TaskRequest.ask`` parks it ``input_required`` until ``tasks/update``.
+        """
+        call = Call(background, self._pool.snapshot, backend=backend)
+        self._clients.opened(background)
+        self._owners.add(backend, background.session_id, call)
+        try:
+            yield
+        finally:
+            self._owners.remove(backend, background.session_id, call)
+            self._clients.closed(background.session_id)
+
+    async def _outcome(self, background: TaskRequest, backend: str, task_id: str) -> bytes:
         params = mcp.encode({"taskId": task_id})
         while True:
             view = self._require(backend)
@@ -242,11 +273,13 @@ class BackendTasks:
             if status is None or status.get("status") in ENDED:
                 break
             if status.get("status") == "input_required":
-                await self._cancel(backend, task_id)
-                return jsonrpc.encode_error(0, INTERNAL_ERROR, ASKS_IN_TASK)
+                break  # rule 6: tasks/result delivers the question
             await trio.sleep(poll_interval(status))
         view = self._require(backend)
-        result = await view.request("tasks/result", params)
+        with self._attending(background, backend):
+            result = await view.request("tasks/result", params)
+        if status is not None and status.get("status") == "input_required":
+            status = mcp.decode_object(await view.request("tasks/get", params))
         error = ended_without_result(status, result)
         if error is not None:
             return jsonrpc.encode_error(0, INTERNAL_ERROR, error)

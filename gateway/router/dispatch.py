@@ -149,7 +149,7 @@ class Router:
             ttl=limits.ttl,
             poll_interval=limits.poll_interval,
         )
-        self.tasks.hand_off(self._held, pool.backends.get)
+        self.tasks.hand_off(self._held, pool, owners, self._to_clients)
         self._handlers: dict[str, Handler] = {
             "ping": calls.ping,
             "tools/list": self._lists.list_tools,

@@ -64,8 +64,11 @@ if TYPE_CHECKING:
 
     from gateway.catalog.snapshot import Snapshot
     from gateway.protocol.jsonrpc import Request
+    from gateway.protocol.tables import Owners
+    from gateway.router.calls import Call
     from gateway.router.held import HeldCalls
-    from gateway.router.views import BackendView
+    from gateway.router.to_clients import ToClients
+    from gateway.router.views import PoolView
 
     RunModern = Callable[[ModernRequest, Request, object], Awaitable[bytes]]
 
@@ -188,9 +191,17 @@ class TaskRunner:
             self.handoff.ttl_ms = self._ttl_ms
         self._poll_ms = max(1, round(poll_interval * 1000))
 
-    def hand_off(self, held: HeldCalls, backends: Callable[[str], BackendView | None]) -> None:
+    def hand_off(
+        self,
+        held: HeldCalls,
+        pool: PoolView,
+        owners: Owners[Call],
+        clients: ToClients,
+    ) -> None:
         """Let backends that run tasks themselves take task calls (``router/backend_tasks``)."""
-        self.handoff = BackendTasks(held, self._run, backends, self.adopt, self._ttl_ms)
+        self.handoff = BackendTasks(
+            held, self._run, pool, self.adopt, self._ttl_ms, owners=owners, clients=clients
+        )
 
     def offered(self, view: Snapshot) -> bool:
         """Whether any tool of the view supports tasks (the extension is advertised)."""

@@ -114,6 +114,31 @@ async def test_cancelling_the_gateways_task_cancels_the_backends(
     assert len(cancels) == 1 and cancels[0].split()[1] != task_id
 
 
+async def test_a_question_inside_the_backends_task_parks_ours_until_tasks_update(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """Rule 6: the SDK's task.elicit reaches the host as our task's input_required."""
+    log = tmp_path / "events"
+    running = await _start(nursery, log)
+    call = {"name": "t__ask_in_task", "arguments": {}}
+    created = (await _ask(running, "tools/call", call, **WITH_TASKS))["result"]
+    assert created["resultType"] == "task"
+    asking = await _until(running, created["taskId"], {"input_required", "failed", "completed"})
+    assert asking["status"] == "input_required", asking
+    ((key, entry),) = asking["inputRequests"].items()
+    assert entry["method"] == "elicitation/create"
+    assert entry["params"]["message"] == "Who confirms?"
+    answer = {"action": "accept", "content": {"name": "Bea"}}
+    update = {"taskId": created["taskId"], "inputResponses": {key: answer}}
+    assert (await _ask(running, "tasks/update", update, **WITH_TASKS))["result"] == {
+        "resultType": "complete"
+    }
+    done = await _until(running, created["taskId"], {"completed", "failed", "cancelled"})
+    assert done["status"] == "completed", done
+    assert done["result"]["content"][0]["text"] == "Confirmed: Bea"
+    assert _events(log) == ["task started", "asked in task"]
+
+
 async def test_a_failed_backend_task_fails_the_gateways(
     nursery: trio.Nursery, tmp_path: Path
 ) -> None:

@@ -26,7 +26,6 @@ from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.envelope import Envelope
 from gateway.router import Router
 from gateway.router.backend_tasks import (
-    ASKS_IN_TASK,
     MAX_POLL,
     MIN_POLL,
     RELATED_TASK,
@@ -347,25 +346,60 @@ def test_fixture_info_is_a_handshake_era_backend() -> None:
     assert not runs_tasks(replace(info, modern=True))
 
 
-async def test_a_question_inside_the_backends_task_fails_ours_plainly(
+async def test_a_question_inside_the_backends_task_parks_ours_until_tasks_update(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
-    """Rule 6: not bridged; the task fails saying so and the backend's is cancelled."""
+    """Rule 6: ``input_required`` at the backend: tasks/result brings the question,
+    our task asks it, tasks/update's answer goes back, and the result follows."""
     backend = TaskBackend()
+    router = _router(nursery, backend)
+    states = iter(["working", "input_required", "completed"])
+
+    async def status(params: dict[str, Any], client: str | None) -> msgspec.Raw:
+        return mcp.encode({**BACKEND_TASK, "status": next(states)})
+
+    async def result_after_asking(params: dict[str, Any], client: str | None) -> msgspec.Raw:
+        asked = mcp.encode({"message": "Sure?", "requestedSchema": {"type": "object"}})
+        reply = decoded(await router.backend_request(backend, "elicitation/create", asked, None))
+        return await _echo(reply)(params, client)
+
+    backend.answers["tasks/get"] = status
+    backend.answers["tasks/result"] = result_after_asking
+    created = await _call(router)
+    await trio.sleep(5)
+    asking = await _get(router, created["taskId"])
+    assert asking["status"] == "input_required"
+    ((key, entry),) = asking["inputRequests"].items()
+    assert entry["method"] == "elicitation/create" and entry["params"]["message"] == "Sure?"
+    answer = {"action": "accept", "content": {"sure": True}}
+    update = {"taskId": created["taskId"], "inputResponses": {key: answer}}
+    assert (await _modern(router, "tasks/update", update))["result"] == {"resultType": "complete"}
+    await trio.sleep(1)
+    done = await _get(router, created["taskId"])
+    assert done["status"] == "completed", done
+    assert decoded(done["result"]["content"][0]["text"].encode()) == answer
+    assert "tasks/cancel" not in backend.methods()
+
+
+async def test_a_question_inside_the_task_nobody_answers_fails_at_the_backends_timeout(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Rule 6's bound: tasks/result waits at most the backend's request timeout."""
+    backend = TaskBackend()
+    router = _router(nursery, backend)
 
     async def asking(params: dict[str, Any], client: str | None) -> msgspec.Raw:
         return mcp.encode({**BACKEND_TASK, "status": "input_required"})
 
     backend.answers["tasks/get"] = asking
-    router = _router(nursery, backend)
+    backend.hang_until_timeout("tasks/result")
     created = await _call(router)
-    await trio.sleep(1)
+    await trio.sleep(backend.request_timeout + 5)
     failed = await _get(router, created["taskId"])
-    assert failed["status"] == "failed" and failed["error"]["message"] == ASKS_IN_TASK
+    assert failed["status"] == "failed" and "backend b" in failed["error"]["message"]
     assert [s.params for s in backend.sent if s.method == "tasks/cancel"] == [
         {"taskId": "backend-7"}
     ]
-    assert "tasks/result" not in backend.methods()
 
 
 async def test_an_error_from_the_backends_tasks_get_fails_ours_with_it(

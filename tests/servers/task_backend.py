@@ -18,6 +18,9 @@ Tools (``server.experimental.enable_tasks`` declares the capability):
 * ``test_tool_with_task`` (``taskSupport: required``): asks for ``name``
   under the input key ``user_name``, then ``run_task``; the task sleeps
   ``seconds`` (default 0) and answers ``Hello, <name>!``.
+* ``ask_in_task`` (``required``): no question first; the task itself asks
+  (``ServerTaskContext.elicit``: status ``input_required``, the question on
+  ``tasks/result``) and answers ``Confirmed: <name>``.
 * ``backend_task_fails`` (``required``): no question; the task fails.
 
 Run: ``python tests/servers/task_backend.py [--log FILE]`` (stdio). With
@@ -68,6 +71,12 @@ TOOLS = [
         execution=REQUIRED,
     ),
     types.Tool(
+        name="ask_in_task",
+        description="A task that asks for a name once it is a task.",
+        inputSchema={"type": "object", "properties": {}},
+        execution=REQUIRED,
+    ),
+    types.Tool(
         name="backend_task_fails",
         description="A task of the backend's own that fails.",
         inputSchema={"type": "object", "properties": {}},
@@ -115,6 +124,18 @@ async def call_tool(name: str, arguments: dict[str, Any]) -> Any:
             return types.CallToolResult(content=[text])
 
         return await ctx.experimental.run_task(greet)
+    if name == "ask_in_task":
+
+        async def confirm(task: ServerTaskContext) -> types.CallToolResult:
+            _log("task started")
+            answer = await task.elicit("Who confirms?", NAME_SCHEMA)
+            _log("asked in task")
+            who = (answer.content or {}).get("name", answer.action)
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=f"Confirmed: {who}")]
+            )
+
+        return await ctx.experimental.run_task(confirm)
     if name == "backend_task_fails":
 
         async def fail(task: ServerTaskContext) -> types.CallToolResult:
