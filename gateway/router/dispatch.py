@@ -150,6 +150,7 @@ class Router:
             ttl=limits.ttl,
             poll_interval=limits.poll_interval,
         )
+        self.tasks.hand_off(self._held, pool, owners, self._to_clients)
         self._handlers: dict[str, Handler] = {
             "ping": calls.ping,
             "tools/list": self._lists.list_tools,
@@ -263,10 +264,9 @@ class Router:
     ) -> bytes:
         """Answer one modern request: like ``handle_request``, with no session.
 
-        ``tools/call``, ``prompts/get`` and ``resources/read`` run as held
-        calls, so a legacy backend's own request becomes ``input_required``
-        (``router/held``); a retry's ``requestState`` that does not verify
-        is -32602.
+        ``tools/call``, ``prompts/get`` and ``resources/read`` run as held calls, so
+        a legacy backend's own request becomes ``input_required`` (``router/held``);
+        a retry's ``requestState`` that does not verify is -32602.
         """
         if message.method in TASK_METHODS or starts_task(message.method, params):
             assert isinstance(params, dict)

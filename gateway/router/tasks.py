@@ -11,6 +11,10 @@ it ``input_required`` until ``tasks/update`` brings the answer (``TaskRequest``)
 Each change of a task's status goes out as ``notifications/tasks`` to the
 listen streams that named it in ``taskIds`` (its creator's only).
 
+A backend that runs tasks itself (2025-11-25 ``tasks.requests.tools.call``)
+gets the call instead, rounds first; its task then becomes one of ours
+whose work follows it (``router/backend_tasks``, ``adopt``).
+
 What a task cannot do (documented in docs/eras.md): send progress or log
 messages (the extension has none), or move to another replica (its table
 is in memory).
@@ -52,6 +56,7 @@ from gateway.protocol.tasks import (
     declares_tasks,
     task_support,
 )
+from gateway.router.backend_tasks import BackendTasks
 from gateway.router.modern import ModernRequest
 
 if TYPE_CHECKING:
@@ -59,6 +64,11 @@ if TYPE_CHECKING:
 
     from gateway.catalog.snapshot import Snapshot
     from gateway.protocol.jsonrpc import Request
+    from gateway.protocol.tables import Owners
+    from gateway.router.calls import Call
+    from gateway.router.held import HeldCalls
+    from gateway.router.to_clients import ToClients
+    from gateway.router.views import PoolView
 
     RunModern = Callable[[ModernRequest, Request, object], Awaitable[bytes]]
 
@@ -160,6 +170,8 @@ class TaskRunner:
         self._run = run
         self._table = TaskTable(max_tasks)
         self._ttl_ms = self._poll_ms = 0
+        # Task calls of backends that run tasks themselves (set by the router).
+        self.handoff: BackendTasks | None = None
         self.configure(max_tasks=max_tasks, ttl=ttl, poll_interval=poll_interval)
         self._running: dict[str, TaskRequest] = {}
         # What the metrics read at scrape time (``sample``): nothing per request.
@@ -175,7 +187,21 @@ class TaskRunner:
         """New bounds (a reload): for tasks created from now on; kept tasks stay."""
         self._table.max_tasks = max_tasks
         self._ttl_ms = max(1, round(ttl * 1000))
+        if self.handoff is not None:
+            self.handoff.ttl_ms = self._ttl_ms
         self._poll_ms = max(1, round(poll_interval * 1000))
+
+    def hand_off(
+        self,
+        held: HeldCalls,
+        pool: PoolView,
+        owners: Owners[Call],
+        clients: ToClients,
+    ) -> None:
+        """Let backends that run tasks themselves take task calls (``router/backend_tasks``)."""
+        self.handoff = BackendTasks(
+            held, self._run, pool, self.adopt, self._ttl_ms, owners=owners, clients=clients
+        )
 
     def offered(self, view: Snapshot) -> bool:
         """Whether any tool of the view supports tasks (the extension is advertised)."""
@@ -208,9 +234,33 @@ class TaskRunner:
         if not declared:
             raise MissingClientCapability({"extensions": {EXTENSION: {}}})
         assert isinstance(name, str)
+        if self.handoff is not None and self.handoff.takes(entry.backend):
+            # The backend runs the task itself: rounds first (router/backend_tasks).
+            return await self.handoff.serve(request, message, params, entry.backend)
+
+        async def call(background: TaskRequest) -> bytes:
+            """The task's work: the call itself, routed the ordinary way."""
+            return await self._run(background, message, params)
+
+        created = self.adopt(request, name, call)
+        return jsonrpc.encode_response(message.id, mcp.encode(created))
+
+    def adopt(
+        self, request: ModernRequest, tool: str, work: Callable[[TaskRequest], Awaitable[bytes]]
+    ) -> dict[str, Any]:
+        """Start a task whose work is ``work``; its ``CreateTaskResult``.
+
+        ``work`` runs in the runner's nursery; it enters the task's own
+        cancel scope (``background.scope``, which ``tasks/cancel`` cancels)
+        and answers a JSON-RPC response (a result is ``completed``, an error
+        ``failed``).
+
+        Raises:
+            TaskTableFull: -32603, no room for another task.
+        """
         task = self._table.new(
             request.principal,
-            name,
+            tool,
             trio.current_time(),
             ttl_ms=self._ttl_ms,
             poll_interval_ms=self._poll_ms,
@@ -225,9 +275,9 @@ class TaskRunner:
         )
         self._running[task.task_id] = background
         self._created += 1
-        self._nursery.start_soon(self._drive, task, background, message, params)
-        logger.info("task.created", task=task.task_id[:8], tool=name)
-        return jsonrpc.encode_response(message.id, mcp.encode(task.created()))
+        self._nursery.start_soon(self._drive, task, background, work)
+        logger.info("task.created", task=task.task_id[:8], tool=tool)
+        return task.created()
 
     def _task_method(
         self, request: ModernRequest, message: Request, params: dict[str, Any], view: Snapshot
@@ -248,11 +298,11 @@ class TaskRunner:
         return jsonrpc.encode_response(message.id, msgspec.Raw(EMPTY_ACK))
 
     async def _drive(
-        self, task: Task, background: TaskRequest, message: Request, params: dict[str, Any]
+        self, task: Task, background: TaskRequest, work: Callable[[TaskRequest], Awaitable[bytes]]
     ) -> None:
-        """Run the task's call to the end and record how it ended."""
+        """Run the task's work to the end and record how it ended."""
         try:
-            reply = await self._run(background, message, params)
+            reply = await work(background)
         finally:
             self._running.pop(task.task_id, None)
         now = trio.current_time()

@@ -145,8 +145,10 @@ def process(argv: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
                     proc.wait()
 
 
-def wait_ready(proc: subprocess.Popen[bytes], url: str, log: Path, *, gateway: bool) -> None:
-    """Wait until ``url`` answers 200 (for the gateway: every backend up)."""
+def wait_ready(
+    proc: subprocess.Popen[bytes], url: str, log: Path, *, gateway: bool, backends: int = 3
+) -> None:
+    """Wait until ``url`` answers 200 (for the gateway: all ``backends`` up)."""
     deadline = time.monotonic() + READY_TIMEOUT
     last = "no answer"
     while time.monotonic() < deadline:
@@ -158,7 +160,7 @@ def wait_ready(proc: subprocess.Popen[bytes], url: str, log: Path, *, gateway: b
                 if not gateway:
                     return
                 states = json.loads(body).get("backends", {})
-                if all(_state_name(s) == "up" for s in states.values()) and len(states) == 3:
+                if all(_state_name(s) == "up" for s in states.values()) and len(states) == backends:
                     return
                 last = body
         except urllib.error.HTTPError as err:

@@ -6,7 +6,9 @@
     .venv/bin/python tests/conformance_modern/run.py --expect   # what make test runs
 
 The same servers, readiness checks and summary as ``tests/conformance/run.py``
-(the 0.1.16 run, which stays as it is); only the suite differs:
+(the 0.1.16 run, which stays as it is), plus a fourth backend that runs its
+own tasks (``tests/servers/task_backend.py``, for ``tasks-mrtr-composition``);
+otherwise only the suite differs:
 ``@modelcontextprotocol/conformance@0.2.0-alpha.12`` installed here, run with
 ``--requirements <revision>`` (exactly the scenarios that revision requires,
 frozen at its release), default 2026-07-28. The Node.js is the one pinned in
@@ -51,6 +53,34 @@ def _base() -> ModuleType:
 
 
 base = _base()
+
+
+TASK_BACKEND = base.ROOT / "tests" / "servers" / "task_backend.py"
+# The 0.1.16 run's three backends, and the one that runs its own tasks.
+BACKENDS = 4
+
+
+def gateway_config(port: int, engine: str) -> dict[str, Any]:
+    """The 0.1.16 run's gateway config plus ``tasks``, unprefixed.
+
+    ``tasks`` (``tests/servers/task_backend.py``) declares the 2025-11-25
+    task capability, so the gateway hands it ``test_tool_with_task``
+    (``tasks-mrtr-composition``: MRTR rounds, then the backend's task); the
+    conformance backend's task tools stay gateway tasks.
+    """
+    config: dict[str, Any] = base.gateway_config(port, engine)
+    config["backends"].append(
+        {
+            "name": "tasks",
+            "transport": "stdio",
+            "command": sys.executable,
+            "args": [str(TASK_BACKEND)],
+            "prefix": "",
+            "required": True,
+            "stop_grace": 0.5,
+        }
+    )
+    return config
 
 
 def run_suite(url: str, out: Path, scenario: str | None, revision: str) -> int:
@@ -113,12 +143,12 @@ def main(argv: list[str] | None = None) -> int:
         log, ready_url = out / "backend.log", url
     else:
         config = out / "gateway.json"
-        config.write_text(json.dumps(base.gateway_config(port, args.engine), indent=2))
+        config.write_text(json.dumps(gateway_config(port, args.engine), indent=2))
         argv_server = [sys.executable, "-m", "gateway", "serve", "-c", str(config)]
         log, ready_url = out / "gateway.log", f"http://127.0.0.1:{port}/readyz"
     print(f"[{mode} {args.revision}] results in {out}", flush=True)
     with base.process(argv_server, log) as server:
-        base.wait_ready(server, ready_url, log, gateway=not args.direct)
+        base.wait_ready(server, ready_url, log, gateway=not args.direct, backends=BACKENDS)
         code = run_suite(url, out, args.scenario, args.revision)
     ok, summary = base.summarize(out, [], strict=False)
     summary.update(mode=mode, url=url, revision=args.revision, suite_exit_code=code)
