@@ -214,3 +214,31 @@ def test_answered_yields_none_and_makes_nothing_with_tracing_off() -> None:
     assert tracing.active is None
     with tracing.answered("server/discover", {}, version=MODERN, profile="default") as span:
         assert span is None
+
+
+async def test_a_task_call_and_the_tasks_methods_are_server_spans(
+    nursery: trio.Nursery, spans: InMemorySpanExporter
+) -> None:
+    """Issue 18: the call that starts a task, and tasks/get, are traced like a routed
+    request (the router does not see them: the task runner answers); the task's own
+    call to the backend is a span of its own."""
+    from tests.e2e.test_tasks import WITH_TASKS, _ask, _start, _until
+
+    running = await _start(nursery)
+    call = {"name": "c__slow_compute", "arguments": {"seconds": 0.1, "label": "x"}}
+    created = (await _ask(running, "tools/call", call, **WITH_TASKS))["result"]
+    await _until(running, created["taskId"], {"completed"})
+    unknown = await _ask(running, "tasks/get", {"taskId": "nope"}, **WITH_TASKS)
+    assert unknown["error"]["code"] == INVALID_PARAMS
+    gets = _servers(spans, "tasks/get")
+    assert gets, "no tasks/get span"
+    assert {dict(s.attributes or {}).get("mcp_gateway.outcome") for s in gets} == {"ok", "error"}
+    assert dict(gets[0].attributes or {})["mcp_gateway.era"] == "modern"
+    calls = _servers(spans, "tools/call c__slow_compute")
+    # One for the host's call that started the task, one for the task's call,
+    # whose child is the request to the backend.
+    assert len(calls) == 2, [dict(s.attributes or {}) for s in calls]
+    assert all(dict(s.attributes or {})["mcp_gateway.outcome"] == "ok" for s in calls)
+    (backend,) = [s for s in spans.get_finished_spans() if s.kind is SpanKind.CLIENT]
+    assert backend.parent is not None
+    assert backend.parent.span_id in {s.context.span_id for s in calls}

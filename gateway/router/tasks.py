@@ -31,6 +31,7 @@ import msgspec
 import structlog
 import trio
 
+from gateway import tracing
 from gateway.catalog.snapshot import Kind
 from gateway.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, LocalProtocolError
 from gateway.observability_scrape import TaskSample
@@ -61,6 +62,7 @@ from gateway.router.modern import ModernRequest
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
+    from contextlib import AbstractContextManager
 
     from gateway.catalog.snapshot import Snapshot
     from gateway.protocol.jsonrpc import Request
@@ -222,7 +224,8 @@ class TaskRunner:
     ) -> bytes | None:
         """Answer a tasks method, or start a task; None when the call is not a task."""
         if message.method in TASK_METHODS:
-            return self._task_method(request, message, params, view)
+            with _span(request, message.method, params):
+                return self._task_method(request, message, params, view)
         name = params.get("name")
         entry = view.resolve(Kind.TOOLS, name) if isinstance(name, str) else None
         if entry is None or TASK_SUPPORT_MARK not in entry.encoded:
@@ -234,16 +237,17 @@ class TaskRunner:
         if not declared:
             raise MissingClientCapability({"extensions": {EXTENSION: {}}})
         assert isinstance(name, str)
-        if self.handoff is not None and self.handoff.takes(entry.backend):
-            # The backend runs the task itself: rounds first (router/backend_tasks).
-            return await self.handoff.serve(request, message, params, entry.backend)
+        with _span(request, message.method, params):  # the task's own call: a child span
+            if self.handoff is not None and self.handoff.takes(entry.backend):
+                # The backend runs the task itself: rounds first (router/backend_tasks).
+                return await self.handoff.serve(request, message, params, entry.backend)
 
-        async def call(background: TaskRequest) -> bytes:
-            """The task's work: the call itself, routed the ordinary way."""
-            return await self._run(background, message, params)
+            async def call(background: TaskRequest) -> bytes:
+                """The task's work: the call itself, routed the ordinary way."""
+                return await self._run(background, message, params)
 
-        created = self.adopt(request, name, call)
-        return jsonrpc.encode_response(message.id, mcp.encode(created))
+            created = self.adopt(request, name, call)
+            return jsonrpc.encode_response(message.id, mcp.encode(created))
 
     def adopt(
         self, request: ModernRequest, tool: str, work: Callable[[TaskRequest], Awaitable[bytes]]
@@ -365,3 +369,11 @@ def _support(encoded: bytes) -> str:
 
 
 __all__ = ["EMPTY_ACK", "TaskRequest", "TaskRunner"]
+
+
+def _span(
+    request: ModernRequest, method: str, params: dict[str, Any]
+) -> AbstractContextManager[object]:
+    """The server span of a tasks method or a task-starting call (tracing rule 5)."""
+    version = request.envelope.protocol_version
+    return tracing.answered(method, params, version=version, profile=request.profile)
