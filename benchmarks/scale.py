@@ -1,0 +1,465 @@
+"""Issue 17's scale rows: each figure at three sizes, and how its cost grows.
+
+Rows (full sizes; ``--quick`` divides them for a smoke run):
+
+- ``sessions``: memory per idle client session at 2,500 / 5,000 / 10,000
+  sessions: the gateway's RSS before and after opening them, divided. The
+  sessions hold no connection (each is opened with initialize +
+  initialized over one keep-alive connection, as ``run.py``'s sessions
+  section does), so the figure is the session's own state.
+- ``fanout``: a backend's ``tools/list_changed`` to the last of 2,500 /
+  5,000 / 10,000 GET streams, one per session, from the backend's own
+  emission (bench_server stamps it with CLOCK_MONOTONIC) to the event's
+  arrival on the last stream; the median of ``--fanout-trials`` changes.
+  The same gateways give the sessions row: each size is a fresh gateway
+  whose sessions are opened, measured idle, then given their streams.
+- ``startup``: ``mcp-gateway serve`` spawn to ``/readyz`` 200 with 50 /
+  100 / 200 stdio backends, against spawning the same backends and
+  initializing each in parallel, in the same run (``crowd.direct_start``).
+- ``catalog``: ``catalog_scale.measure`` at 10,000 / 30,000 / 100,000
+  tools (in-process; memory per tool, the merged list walk, the first
+  build, the rebuild after one backend changes).
+
+Every row gets the growth of its per-unit cost (figure ÷ size) relative to
+the smallest size and a verdict from :func:`growth`. The rule: the exponent
+``k = log(total_last / total_first) / log(size_last / size_first)`` of the
+total; ``linear`` when ``|k - 1| <= 0.2``, ``sub-linear`` below,
+``super-linear`` above (for a 4x span: the per-unit cost at the largest size
+within 0.76-1.32x the smallest's). A row whose total should not grow with
+the size (one backend's rebuild against the catalog) passes when ``k <=
+0.2`` ("flat"). The target is checked at the largest size.
+
+Everything talks to 127.0.0.1 only, every wait is bounded, and the process
+stops by itself. Run (about 6 minutes on 2 shared cores)::
+
+    .venv/bin/python -m benchmarks.scale
+    .venv/bin/python -m benchmarks.scale --quick
+    .venv/bin/python -m benchmarks.scale --only fanout,startup
+
+Results go to ``benchmarks/results/scale.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import os
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from benchmarks import catalog_scale, crowd, lean
+from benchmarks.common import (
+    bench_backend,
+    machine,
+    progress,
+    running_gateway,
+    write_results,
+)
+from benchmarks.lean import HttpConnection
+
+ROWS = ("catalog", "sessions", "fanout", "startup")
+FULL = {"sessions": (2_500, 5_000, 10_000), "startup": (50, 100, 200)}
+QUICK = {"sessions": (250, 500, 1_000), "startup": (5, 10, 20)}
+# |k - 1| within this is "linear" (k: growth exponent of the total).
+LINEAR_TOLERANCE = 0.2
+# k at or below this is "flat": the total does not grow with the size.
+FLAT_EXPONENT = 0.2
+
+
+# -- growth --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Growth:
+    """How a figure's cost grows over the sizes it was measured at.
+
+    ``per_unit`` is each total divided by its size, ``ratios`` each
+    per-unit cost over the smallest size's, ``exponent`` the ``k`` of
+    ``total ~ size**k`` from the first to the last size (None when a total
+    is not positive, e.g. an RSS difference lost in noise), ``verdict``
+    "linear", "sub-linear", "super-linear" or "undetermined".
+    """
+
+    sizes: tuple[int, ...]
+    totals: tuple[float, ...]
+    per_unit: tuple[float, ...]
+    ratios: tuple[float, ...]
+    exponent: float | None
+    verdict: str
+
+    @property
+    def flat(self) -> bool:
+        """The total did not grow with the size (``k <= FLAT_EXPONENT``)."""
+        return self.exponent is not None and self.exponent <= FLAT_EXPONENT
+
+
+def growth(sizes: Sequence[int], totals: Sequence[float]) -> Growth:
+    """Per-unit costs, their ratios to the smallest size, the exponent and the verdict.
+
+    The verdict reads the exponent of the totals between the smallest and
+    the largest size, so two runs over different spans (4x for sessions,
+    10x for the catalog) are judged by the same rule; the ratios are kept
+    so the middle size can be read too.
+
+    Raises:
+        ValueError: fewer than two sizes, sizes not strictly increasing, or
+            sizes and totals of different lengths: no growth can be read.
+    """
+    if len(sizes) != len(totals):
+        raise ValueError(f"{len(sizes)} sizes but {len(totals)} totals")
+    if len(sizes) < 2:
+        raise ValueError("growth needs at least two sizes")
+    if any(b <= a for a, b in itertools.pairwise(sizes)) or sizes[0] <= 0:
+        raise ValueError(f"sizes must be positive and increasing: {list(sizes)}")
+    per_unit = tuple(total / size for total, size in zip(totals, sizes, strict=True))
+    if any(total <= 0 for total in totals):
+        ratios = tuple(math.nan for _ in totals)
+        return Growth(tuple(sizes), tuple(totals), per_unit, ratios, None, "undetermined")
+    ratios = tuple(cost / per_unit[0] for cost in per_unit)
+    exponent = math.log(totals[-1] / totals[0]) / math.log(sizes[-1] / sizes[0])
+    if exponent > 1 + LINEAR_TOLERANCE:
+        verdict = "super-linear"
+    elif exponent < 1 - LINEAR_TOLERANCE:
+        verdict = "sub-linear"
+    else:
+        verdict = "linear"
+    return Growth(tuple(sizes), tuple(totals), per_unit, ratios, exponent, verdict)
+
+
+def row(
+    name: str,
+    unit: str,
+    sizes: Sequence[int],
+    totals: Sequence[float],
+    *,
+    per: str,
+    target: str = "",
+    ok: Callable[[Growth], bool] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One scale row: figures, growth, verdict, and pass/miss at the largest size.
+
+    ``totals`` are in ``unit`` (the whole figure at each size); ``per`` names
+    the unit of size (session, stream, backend, tool) for the per-unit
+    column; ``ok`` decides the target from the growth (its totals and
+    per-unit costs), None for a row without a target.
+    """
+    measured = growth(sizes, totals)
+    return {
+        "name": name,
+        "unit": unit,
+        "per": per,
+        **asdict(measured),
+        "target": target,
+        "pass": None if ok is None else ok(measured),
+        **(extra or {}),
+    }
+
+
+# -- rows ----------------------------------------------------------------------
+
+
+def rows_catalog(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The catalog at three sizes, measured by ``catalog_scale.measure``."""
+    sizes = catalog_scale.QUICK_SIZES if args.quick else catalog_scale.SIZES
+    runs = []
+    for size in sizes:
+        runs.append(catalog_scale.measure(size, 10 if args.quick else 40))
+        progress(f"catalog {size}: {runs[-1]['bytes_per_tool']:.0f} B/tool")
+    tools = [r["tools"] for r in runs]
+    memory = [r["bytes_per_tool"] * r["tools"] / 1024 for r in runs]
+    largest = tools[-1]
+    return [
+        row("catalog memory", "KiB", tools, memory, per="tool"),
+        row(
+            "merged tools/list walk",
+            "ms",
+            tools,
+            [r["walk_seconds"] * 1e3 for r in runs],
+            per="tool",
+        ),
+        row("first build", "ms", tools, [r["first_build_seconds"] * 1e3 for r in runs], per="tool"),
+        row(
+            "rebuild after one backend changes",
+            "ms",
+            tools,
+            [r["rebuild_one_backend_seconds"] * 1e3 for r in runs],
+            per="tool",
+            target=f"flat in the catalog (k <= {FLAT_EXPONENT})",
+            ok=lambda g: g.flat,
+            extra={"backend_tools": catalog_scale.TOOLS_PER_BACKEND},
+        ),
+        row(
+            "whole rebuild (the baseline)",
+            "ms",
+            tools,
+            [r["whole_rebuild_seconds"] * 1e3 for r in runs],
+            per="tool",
+            extra={"note": f"what one change cost before the incremental merge, at {largest}"},
+        ),
+    ]
+
+
+def _fanout_size(count: int, changes: int, debounce: float) -> dict[str, Any]:
+    """A fresh gateway: ``count`` idle sessions, then a GET stream each, then changes."""
+    backend = bench_backend("bench", BENCH_CHANGE="1")
+    with running_gateway(
+        [backend],
+        server_options={"max_sessions": count + 200},
+        notifications={"debounce": debounce},
+    ) as (url, proc, _ready):
+        conn = HttpConnection(url)
+        control = conn.open_session()
+        for _ in range(50):  # warm caches and allocator arenas, as run.py does
+            conn.open_session()
+        time.sleep(0.3)
+        before = lean.process_memory_kib(proc.pid)["VmRSS"]
+        started = time.perf_counter()
+        sessions = [conn.open_session() for _ in range(count)]
+        opening = time.perf_counter() - started
+        time.sleep(0.3)
+        idle = lean.process_memory_kib(proc.pid)["VmRSS"]
+        streams = crowd.open_streams(url, sessions)
+        time.sleep(0.3)
+        streamed = lean.process_memory_kib(proc.pid)["VmRSS"]
+        trials: list[dict[str, float]] = []
+        missing: list[int] = []
+        try:
+            for _ in range(changes):
+                time.sleep(0.5)  # the previous change's window passes
+                crowd.drain(streams)
+                result = conn.call(control, "tools/call", {"name": "bench__change"})
+                emitted = int(result["content"][0]["text"]) / 1e9
+                arrivals = crowd.await_marker(streams, timeout=30)
+                if len(arrivals) < count:
+                    missing.append(count - len(arrivals))
+                if arrivals:
+                    trials.append(
+                        {
+                            "last_ms": (max(arrivals) - emitted) * 1e3,
+                            "first_ms": (min(arrivals) - emitted) * 1e3,
+                            "received": len(arrivals),
+                        }
+                    )
+        finally:
+            for sock in streams:
+                sock.close()
+            conn.close()
+    return {
+        "count": count,
+        "rss_before_kib": before,
+        "rss_idle_kib": idle,
+        "rss_streams_kib": streamed,
+        "open_seconds": opening,
+        "trials": trials,
+        "missing": missing,
+    }
+
+
+def rows_sessions_fanout(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Idle sessions and list_changed fan-out, from one fresh gateway per size."""
+    sizes = (QUICK if args.quick else FULL)["sessions"]
+    crowd.raise_fd_limit(max(sizes) + 1024)
+    runs = []
+    for count in sizes:
+        runs.append(_fanout_size(count, args.fanout_trials, args.fanout_debounce))
+        last = statistics.median(t["last_ms"] for t in runs[-1]["trials"])
+        progress(f"sessions/fanout {count}: {last:.0f} ms to the last stream")
+    idle = [r["rss_idle_kib"] - r["rss_before_kib"] for r in runs]
+    streams = [r["rss_streams_kib"] - r["rss_idle_kib"] for r in runs]
+    last = [statistics.median(t["last_ms"] for t in r["trials"]) for r in runs]
+    first = [statistics.median(t["first_ms"] for t in r["trials"]) for r in runs]
+    missing = sum(sum(r["missing"]) for r in runs)
+    return [
+        row(
+            "memory of idle sessions",
+            "KiB",
+            sizes,
+            idle,
+            per="session",
+            target="<= 16 KiB a session",
+            ok=lambda g: g.per_unit[-1] <= 16,
+        ),
+        row(
+            "opening them (initialize + initialized, one by one)",
+            "s",
+            sizes,
+            [r["open_seconds"] for r in runs],
+            per="session",
+        ),
+        row("memory of their GET streams", "KiB", sizes, streams, per="stream"),
+        row(
+            "list_changed to the last stream",
+            "ms",
+            sizes,
+            last,
+            per="stream",
+            target="<= 1,000 ms",
+            ok=lambda g: g.totals[-1] <= 1000,
+            extra={"trials": [r["trials"] for r in runs], "streams_missed": missing},
+        ),
+        row("list_changed to the first stream", "ms", sizes, first, per="stream"),
+    ]
+
+
+def rows_startup(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Spawn to ready with N stdio backends, against the same N started directly."""
+    sizes = (QUICK if args.quick else FULL)["startup"]
+    crowd.raise_fd_limit(max(sizes) * 4 + 1024)
+    gateway_ms, direct_ms, samples = [], [], []
+    for count in sizes:
+        through, direct = [], []
+        for _ in range(args.startup_repeats):
+            direct.append(crowd.direct_start(count) * 1e3)
+            configs = [bench_backend(f"b{b:03d}") for b in range(count)]
+            with running_gateway(configs) as (_url, _proc, ready):
+                through.append(ready * 1e3)
+        gateway_ms.append(statistics.median(through))
+        direct_ms.append(statistics.median(direct))
+        samples.append({"backends": count, "gateway_ms": through, "direct_ms": direct})
+        progress(f"startup {count}: {gateway_ms[-1]:.0f} vs {direct_ms[-1]:.0f} ms direct")
+    ratios = [g / d for g, d in zip(gateway_ms, direct_ms, strict=True)]
+    return [
+        row(
+            "stdio backends ready through the gateway",
+            "ms",
+            sizes,
+            gateway_ms,
+            per="backend",
+            target="<= 1.3x direct",
+            ok=lambda _g: ratios[-1] <= 1.3,
+            extra={"ratio_to_direct": ratios, "samples": samples},
+        ),
+        row(
+            "the same backends started directly in parallel", "ms", sizes, direct_ms, per="backend"
+        ),
+    ]
+
+
+RUNNERS: dict[str, Callable[[argparse.Namespace], list[dict[str, Any]]]] = {
+    "catalog": rows_catalog,
+    "sessions": rows_sessions_fanout,
+    "fanout": rows_sessions_fanout,
+    "startup": rows_startup,
+}
+
+
+# -- report --------------------------------------------------------------------
+
+
+def _figure(value: float, unit: str) -> str:
+    if unit == "s":
+        return f"{value:,.2f} s"
+    if abs(value) >= 100:
+        return f"{value:,.0f} {unit}"
+    return f"{value:,.1f} {unit}"
+
+
+def _per_unit(value: float, unit: str, per: str) -> str:
+    scaled, shown = value, unit
+    if unit == "KiB" and abs(value) < 1:
+        scaled, shown = value * 1024, "B"
+    elif unit in ("ms", "s") and abs(value * (1000 if unit == "s" else 1)) < 1:
+        scaled, shown = value * (1e6 if unit == "s" else 1e3), "µs"
+    elif unit == "s":
+        scaled, shown = value * 1e3, "ms"
+    return f"{scaled:,.2f} {shown}/{per}"
+
+
+def format_table(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The rows as text lines: figures, per-unit costs, growth, verdict, target."""
+    lines = []
+    for r in rows:
+        sizes = " / ".join(f"{s:,}" for s in r["sizes"])
+        figures = " / ".join(_figure(t, r["unit"]) for t in r["totals"])
+        per_unit = " / ".join(_per_unit(c, r["unit"], r["per"]) for c in r["per_unit"])
+        ratios = " / ".join("-" if math.isnan(x) else f"{x:.2f}x" for x in r["ratios"])
+        k = "-" if r["exponent"] is None else f"{r['exponent']:.2f}"
+        lines.append(f"{r['name']} at {sizes}")
+        lines.append(f"    figure:   {figures}")
+        lines.append(f"    per unit: {per_unit} (growth {ratios})")
+        lines.append(f"    verdict:  {r['verdict']} (k = {k})")
+        if "ratio_to_direct" in r:
+            shown = " / ".join(f"{x:.2f}x" for x in r["ratio_to_direct"])
+            lines.append(f"    ÷ direct: {shown}")
+        if r["target"]:
+            word = "PASS" if r["pass"] else "MISS"
+            lines.append(f"    target:   {r['target']} at {r['sizes'][-1]:,}: {word}")
+    return lines
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Flags; ``--quick`` divides the sizes for a smoke run."""
+    p = argparse.ArgumentParser(description="Issue 17 scale rows: three sizes and the growth.")
+    p.add_argument("--only", default=",".join(ROWS), help=f"comma list of {ROWS}")
+    p.add_argument("--quick", action="store_true", help="a tenth of the sizes (about 1 minute)")
+    p.add_argument("--fanout-trials", type=int, default=5, help="changes timed per size (5)")
+    p.add_argument(
+        "--fanout-debounce",
+        type=float,
+        default=0.001,
+        help="notifications.debounce of the fan-out gateways (0.001, as run.py)",
+    )
+    p.add_argument("--startup-repeats", type=int, help="starts per size (3; 1 with --quick)")
+    args = p.parse_args(argv)
+    if args.startup_repeats is None:
+        args.startup_repeats = 1 if args.quick else 3
+    args.only = [x.strip() for x in args.only.split(",") if x.strip()]
+    unknown = set(args.only) - set(ROWS)
+    if unknown:
+        p.error(f"unknown row(s): {', '.join(sorted(unknown))}")
+    if args.fanout_trials < 1 or args.startup_repeats < 1:
+        p.error("--fanout-trials and --startup-repeats must be at least 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Measure the chosen rows, print them with their growth, write the JSON."""
+    args = parse_args(argv)
+    started = time.time()
+    about = machine()
+    print(
+        f"mcp-gateway scale rows, {time.strftime('%Y-%m-%d %H:%M')}: {about['cpu_model']}, "
+        f"{about['cpu_count']} CPUs, Python {about['python']}, {about['commit']}"
+    )
+    print(
+        f"verdict: k = log(total ratio) / log(size ratio), first to last size; linear when "
+        f"|k - 1| <= {LINEAR_TOLERANCE}, flat when k <= {FLAT_EXPONENT}"
+    )
+    rows: list[dict[str, Any]] = []
+    done: set[Callable[[argparse.Namespace], list[dict[str, Any]]]] = set()
+    load = []
+    for name in ROWS:
+        runner = RUNNERS[name]
+        if name not in args.only or runner in done:
+            continue
+        done.add(runner)
+        load.append(os.getloadavg()[0])
+        rows.extend(runner(args))
+    load.append(os.getloadavg()[0])
+    print()
+    for line in format_table(rows):
+        print(line)
+    missed = [r["name"] for r in rows if r["pass"] is False]
+    passed = sum(1 for r in rows if r["pass"])
+    seconds = time.time() - started
+    print(f"\ntargets: {passed} pass, {len(missed)} miss; {seconds:.0f} s")
+    result = {
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "machine": about,
+        "quick": args.quick,
+        "seconds": seconds,
+        "load_average": load,
+        "rows": rows,
+    }
+    path = write_results("scale-quick" if args.quick else "scale", result)
+    print(f"written: {path}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
