@@ -1,6 +1,6 @@
 """The scale benchmark's growth rule (issue 17), without running a gateway.
 
-``benchmarks.scale.growth`` turns figures at three sizes into per-unit
+``benchmarks.growth.growth`` turns figures at three sizes into per-unit
 costs, their ratios and a verdict; the README's scale table quotes those
 verdicts, so the rule is checked here on figures whose growth is known.
 No timing is measured or asserted.
@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from benchmarks.scale import format_table, growth, row
+from benchmarks.growth import format_table, growth, row
 
 SIZES = (2_500, 5_000, 10_000)
 
