@@ -231,6 +231,8 @@ def rows_sessions_fanout(args: argparse.Namespace) -> list[dict[str, Any]]:
     for count in sizes:
         spy = args.profile_seconds if count == sizes[-1] else 0
         runs.append(_fanout_size(count, args.fanout_trials, args.fanout_debounce, spy))
+        if not runs[-1]["trials"]:
+            raise RuntimeError(f"no stream of {count} got list_changed within 30 s of a change")
         last = statistics.median(t["last_ms"] for t in runs[-1]["trials"])
         progress(f"sessions/fanout {count}: {last:.0f} ms to the last stream")
     idle = [r["rss_idle_kib"] - r["rss_before_kib"] for r in runs]
