@@ -2,16 +2,21 @@
 
 ``benchmarks.growth.growth`` turns figures at three sizes into per-unit
 costs, their ratios and a verdict; the README's scale table quotes those
-verdicts, so the rule is checked here on figures whose growth is known.
-No timing is measured or asserted.
+verdicts, so the rule is checked here on figures whose growth is known,
+and so are the two ``crowd`` helpers the fan-out row relies on (draining
+held streams between changes, the file-descriptor limit). No timing is
+measured or asserted.
 """
 
 from __future__ import annotations
 
 import math
+import resource
+import socket
 
 import pytest
 
+from benchmarks import crowd
 from benchmarks.growth import format_table, growth, row
 
 SIZES = (2_500, 5_000, 10_000)
@@ -109,3 +114,30 @@ def test_a_row_checks_its_target_on_the_growth_and_prints_pass_or_miss() -> None
     assert "verdict:  linear (k = 1.00)" in text
     assert "verdict:  sub-linear (k = 0.00)" in text
     assert "80.00 µs/stream" in text  # 800 ms over 10,000 streams
+
+
+def test_drain_drops_what_a_previous_change_left_so_it_cannot_count_as_the_next() -> None:
+    left, right = socket.socketpair()
+    with left, right:
+        right.setblocking(False)
+        stale = b"event: message\ndata: notifications/tools/list_changed\n\n"
+        left.sendall(stale)
+        assert crowd.drain([right]) == len(stale)
+        assert crowd.drain([right]) == 0  # nothing waits now, and it did not block
+        left.sendall(b": keep-alive\n\n")
+        left.close()
+        assert crowd.drain([right]) == 14  # then end of stream: it stops, no loop
+
+
+def test_the_fd_limit_already_high_enough_is_left_as_it_is() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert crowd.raise_fd_limit(min(64, soft)) == soft
+    assert resource.getrlimit(resource.RLIMIT_NOFILE) == (soft, hard)
+
+
+def test_an_fd_limit_past_the_hard_one_is_refused_before_the_run_not_halfway() -> None:
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:
+        pytest.skip("no hard limit on this machine to exceed")
+    with pytest.raises(RuntimeError, match="hard limit"):
+        crowd.raise_fd_limit(hard + 1)
