@@ -30,7 +30,7 @@ the size (one backend's rebuild against the catalog) passes when ``k <=
 0.2`` ("flat"). The target is checked at the largest size.
 
 Everything talks to 127.0.0.1 only, every wait is bounded, and the process
-stops by itself. Run (about 6 minutes on 2 shared cores)::
+stops by itself. Run (303 s on 2 shared cores, 2026-12-03; ``--quick`` 30 s)::
 
     .venv/bin/python -m benchmarks.scale
     .venv/bin/python -m benchmarks.scale --quick
