@@ -142,12 +142,16 @@ test: lint typecheck pytest conformance conformance-modern conformance-client
 bench-peers: install-dev
 	-$(BIN)/python -m benchmarks.peers
 
-# The whole suite (5 min 49 s on 2 shared cores, 2026-12-03); bench-quick is the smoke run.
+# The whole suite (5 min 49 s on 2 shared cores, 2026-12-03), then the scale
+# rows at three sizes each (benchmarks/scale.py, SCALE_ARGS; 5 min 3 s, same
+# machine and day); bench-quick is the smoke run of both.
 bench: install-dev bench-peers
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
+	$(BIN)/python -m benchmarks.scale $(SCALE_ARGS)
 
 bench-quick: install-dev bench-peers
 	$(BIN)/python -m benchmarks.run --quick $(BENCH_ARGS)
+	$(BIN)/python -m benchmarks.scale --quick $(SCALE_ARGS)
 
 clean:
 	rm -rf $(VENV) $(SDK2_VENV) benchmarks/.peers $(NODE_DIR)/node_modules $(CONFORMANCE_DIR)/node_modules \

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -66,16 +67,19 @@ def running_gateway(
     backends: Sequence[dict[str, Any]],
     engine: str = "h11",
     tree: Path | None = None,
+    server_options: dict[str, Any] | None = None,
     **sections: Any,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes], float]]:
     """Run ``mcp-gateway serve`` in a child; yields (url, process, seconds to ready).
 
     ``engine`` is ``server.engine`` (h11, the default, or hypercorn);
     ``tree`` a folder holding another build of the ``gateway`` package
-    (:func:`baseline_tree`), run instead of the working tree's.
+    (:func:`baseline_tree`), run instead of the working tree's;
+    ``server_options`` more ``server`` keys (``max_sessions`` for a run
+    past the default 10,000 sessions).
     """
     port = free_port()
-    server = {"host": "127.0.0.1", "port": port, "engine": engine}
+    server = {**(server_options or {}), "host": "127.0.0.1", "port": port, "engine": engine}
     config = {"server": server, "backends": list(backends)}
     config["logging"] = {"level": "warning", "format": "json"}
     config.update(sections)
@@ -206,3 +210,35 @@ def write_results(name: str, data: dict[str, Any]) -> Path:
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(data, indent=2))
     return path
+
+
+def progress(message: str) -> None:
+    """A progress line on stderr, so the tables on stdout stay clean."""
+    print(f"   .. {message}", file=sys.stderr, flush=True)
+
+
+def machine() -> dict[str, Any]:
+    """What a result file records about where it was measured: CPU, Python, commit."""
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = bool(
+        subprocess.run(
+            ["git", "status", "--porcelain", "gateway"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+    )
+    return {
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "cpu_model": model,
+        "python": platform.python_version(),
+        "commit": commit + ("+dirty gateway/" if dirty else ""),
+    }

@@ -41,10 +41,7 @@ import argparse
 import contextlib
 import json
 import os
-import platform
-import selectors
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -53,14 +50,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import lean
+from benchmarks import crowd, lean
 from benchmarks.common import (
     BENCH_SERVER,
     RESULTS,
     ROOT,
     baseline_tree,
     bench_backend,
+    progress,
     running_gateway,
+)
+from benchmarks.common import (
+    machine as describe_machine,
 )
 from benchmarks.lean import HttpConnection, PipeClient
 from benchmarks.peers import PEERS, compare, py_spy
@@ -286,7 +287,7 @@ def _flame_graph(
         f"flame graph of the gateway at c={len(sessions)}, fast backend: "
         f"{output.relative_to(ROOT)} ({cpu:.0f} µs of gateway CPU a call while sampled)"
     )
-    _progress(f"flame graph written: {output.relative_to(ROOT)}")
+    progress(f"flame graph written: {output.relative_to(ROOT)}")
 
 
 def _measure_peers(
@@ -386,7 +387,7 @@ def _call_rows(
             )
     if g["errors"] or d["errors"]:
         notes.append(f"{label}: errors gateway={g['errors']} direct={d['errors']}")
-    _progress(
+    progress(
         f"calls {label}: {g['calls_per_s']:.0f} vs {d['calls_per_s']:.0f}/s, "
         f"gateway {cpu:.0f} µs/call, other load {gateway.other_cores:.2f}"
         f"/{direct.other_cores:.2f} cores"
@@ -484,7 +485,7 @@ def section_lists(args: argparse.Namespace) -> dict[str, Any]:
                     "direct_ms": direct * 1000,
                 }
             )
-        _progress(f"lists {shape}: {walk * 1000:.1f} / {one * 1000:.1f} vs {direct * 1000:.1f} ms")
+        progress(f"lists {shape}: {walk * 1000:.1f} / {one * 1000:.1f} vs {direct * 1000:.1f} ms")
     notes = [
         "direct = one stdio server listing all N tools in one response; both sides decode the JSON",
         "default page size is 100 (pagination.page_size); 'one page' is page_size 0, "
@@ -494,60 +495,6 @@ def section_lists(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # -- startup -------------------------------------------------------------------
-
-
-def _direct_start(count: int, tools: int = 1, list_tools: bool = False) -> float:
-    """Spawn ``count`` bench servers and initialize each, all in parallel.
-
-    With ``list_tools``, each is also asked for its tools/list once it has
-    answered initialize (the gateway lists every backend before it is up).
-    """
-    init = lean.initialize_body(1) + b"\n"
-    listing = b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n'
-    started = time.perf_counter()
-    procs = [
-        subprocess.Popen(
-            BENCH_SERVER,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "BENCH_TOOLS": str(tools)},
-        )
-        for _ in range(count)
-    ]
-    selector = selectors.DefaultSelector()
-    buffers: dict[int, bytes] = {}
-    stdins = {}
-    for proc in procs:
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(init)
-        proc.stdin.flush()
-        os.set_blocking(proc.stdout.fileno(), False)
-        selector.register(proc.stdout.fileno(), selectors.EVENT_READ)
-        buffers[proc.stdout.fileno()] = b""
-        stdins[proc.stdout.fileno()] = proc.stdin
-    wanted = 2 if list_tools else 1
-    answers = dict.fromkeys(buffers, 0)
-    while any(n < wanted for n in answers.values()):
-        for key, _ in selector.select(timeout=60):
-            fd = int(key.fd)  # type: ignore[call-overload]
-            buffers[fd] += os.read(fd, 1 << 20)
-            while b"\n" in buffers[fd]:
-                line, buffers[fd] = buffers[fd].split(b"\n", 1)
-                assert b'"result"' in line
-                answers[fd] += 1
-                if answers[fd] == 1 and list_tools:
-                    stdins[fd].write(listing)
-                    stdins[fd].flush()
-            if answers[fd] >= wanted:
-                selector.unregister(fd)
-    elapsed = time.perf_counter() - started
-    for proc in procs:
-        assert proc.stdin is not None
-        proc.stdin.close()
-    for proc in procs:
-        proc.wait(timeout=10)
-    return elapsed
 
 
 def _gateway_start(count: int, tools: int = 1) -> float:
@@ -565,7 +512,7 @@ def section_startup(args: argparse.Namespace) -> dict[str, Any]:
     for count in args.startup_backends:
         gateway_samples, direct_samples = [], []
         for _ in range(args.startup_repeats):
-            direct_samples.append(_direct_start(count))
+            direct_samples.append(crowd.direct_start(count))
             gateway_samples.append(_gateway_start(count))
         gateway, direct = statistics.median(gateway_samples), statistics.median(direct_samples)
         ratio = gateway / direct
@@ -589,12 +536,12 @@ def section_startup(args: argparse.Namespace) -> dict[str, Any]:
                 "direct_ms": [s * 1000 for s in direct_samples],
             }
         )
-        _progress(f"startup {count}: {gateway * 1000:.0f} vs {direct * 1000:.0f} ms")
+        progress(f"startup {count}: {gateway * 1000:.0f} vs {direct * 1000:.0f} ms")
     if args.startup_big:
         count, tools = args.startup_big
         gateway_samples, direct_samples = [], []
         for _ in range(args.startup_repeats):
-            direct_samples.append(_direct_start(count, tools, list_tools=True))
+            direct_samples.append(crowd.direct_start(count, tools, list_tools=True))
             gateway_samples.append(_gateway_start(count, tools))
         gateway, direct = statistics.median(gateway_samples), statistics.median(direct_samples)
         rows.append(
@@ -615,7 +562,7 @@ def section_startup(args: argparse.Namespace) -> dict[str, Any]:
                 "direct_includes_tools_list": True,
             }
         )
-        _progress(f"startup {count}x{tools}: {gateway * 1000:.0f} vs {direct * 1000:.0f} ms")
+        progress(f"startup {count}x{tools}: {gateway * 1000:.0f} vs {direct * 1000:.0f} ms")
     notes = [
         "gateway = spawn of `mcp-gateway serve` to /readyz 200 (all backends required), "
         "including the gateway's own interpreter start and imports (the '0 backends' row)",
@@ -696,7 +643,7 @@ def section_sessions(args: argparse.Namespace) -> dict[str, Any]:
         "direct = an initialize round trip to an already running stdio server "
         "(a stdio server has exactly one session; there is no closer equivalent)",
     ]
-    _progress(f"sessions: {per_session:.2f} KiB/session, open {full_ms:.2f} ms")
+    progress(f"sessions: {per_session:.2f} KiB/session, open {full_ms:.2f} ms")
     return {
         "rows": rows,
         "notes": notes,
@@ -707,68 +654,6 @@ def section_sessions(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # -- fan-out -------------------------------------------------------------------
-
-_MARKER = b"tools/list_changed"
-
-
-def _open_streams(url: str, sessions: Sequence[str], batch: int = 50) -> list[socket.socket]:
-    """One GET stream per session, each confirmed by the gateway's first comment."""
-    host_port = url.split("//", 1)[1].split("/", 1)[0]
-    host, port = host_port.rsplit(":", 1)
-    path = "/" + url.split("//", 1)[1].split("/", 1)[1]
-    streams: list[socket.socket] = []
-    for start in range(0, len(sessions), batch):
-        group = []
-        for session in sessions[start : start + batch]:
-            sock = socket.create_connection((host, int(port)))
-            sock.sendall(
-                (
-                    f"GET {path} HTTP/1.1\r\nhost: {host_port}\r\naccept: text/event-stream\r\n"
-                    f"mcp-session-id: {session}\r\nmcp-protocol-version: {lean.PROTOCOL_VERSION}"
-                    "\r\n\r\n"
-                ).encode()
-            )
-            group.append(sock)
-        for sock in group:
-            sock.settimeout(10)
-            seen = b""
-            while b": stream open" not in seen:
-                chunk = sock.recv(4096)
-                if not chunk:
-                    raise RuntimeError(f"GET stream refused: {seen[:200]!r}")
-                seen += chunk
-            if not seen.startswith(b"HTTP/1.1 200"):
-                raise RuntimeError(f"GET stream refused: {seen[:200]!r}")
-            sock.setblocking(False)
-        streams.extend(group)
-    return streams
-
-
-def _await_marker(streams: Sequence[socket.socket], timeout: float) -> list[float]:
-    """CLOCK_MONOTONIC arrival time of the list_changed event on each stream."""
-    epoll = selectors.EpollSelector()
-    for index, sock in enumerate(streams):
-        epoll.register(sock, selectors.EVENT_READ, index)
-    tails = [b""] * len(streams)
-    arrived: dict[int, float] = {}
-    deadline = time.monotonic() + timeout
-    while len(arrived) < len(streams) and time.monotonic() < deadline:
-        for key, _ in epoll.select(timeout=0.5):
-            index = key.data
-            try:
-                data = key.fileobj.recv(65536)  # type: ignore[union-attr]
-            except BlockingIOError:
-                continue
-            now = time.clock_gettime(time.CLOCK_MONOTONIC)
-            if not data:
-                epoll.unregister(key.fileobj)
-                continue
-            tails[index] = tails[index][-64:] + data
-            if index not in arrived and _MARKER in tails[index]:
-                arrived[index] = now
-                epoll.unregister(key.fileobj)
-    epoll.close()
-    return list(arrived.values())
 
 
 def _direct_fanout(trials: int) -> float:
@@ -784,7 +669,7 @@ def _direct_fanout(trials: int) -> float:
             )
             line = server.proc.stdout.readline()
             received = time.clock_gettime(time.CLOCK_MONOTONIC)
-            assert _MARKER in line, line
+            assert crowd.MARKER in line, line
             emitted = int(
                 lean._json.decode(server.proc.stdout.readline())["result"]["content"][0]["text"]
             )
@@ -810,14 +695,14 @@ def section_fanout(args: argparse.Namespace) -> dict[str, Any]:
         idle_rss = lean.process_memory_kib(proc.pid)["VmRSS"]
         streams_rss = None
         for trial in range(args.fanout_trials):
-            streams = _open_streams(url, sessions)
+            streams = crowd.open_streams(url, sessions)
             if streams_rss is None:
                 time.sleep(0.2)
                 streams_rss = lean.process_memory_kib(proc.pid)["VmRSS"]
             sent = time.clock_gettime(time.CLOCK_MONOTONIC)
             result = conn.call(control, "tools/call", {"name": "bench__change"})
             emitted = int(result["content"][0]["text"]) / 1e9
-            arrivals = _await_marker(streams, timeout=10)
+            arrivals = crowd.await_marker(streams, timeout=10)
             for sock in streams:
                 sock.close()
             if len(arrivals) < count:
@@ -874,7 +759,7 @@ def section_fanout(args: argparse.Namespace) -> dict[str, Any]:
         "direct = the same notification to the backend's one stdio client",
         f"median of {len(trials)} trials",
     ]
-    _progress(f"fanout: {last:.1f} ms to the last of {count} sessions")
+    progress(f"fanout: {last:.1f} ms to the last of {count} sessions")
     return {"rows": rows, "trials": trials, "notes": notes}
 
 
@@ -949,7 +834,7 @@ def section_payload(args: argparse.Namespace) -> dict[str, Any]:
                     "extra_peak_bytes": measured[size]["extra"],
                 }
             )
-            _progress(f"payload {label}: {gateway * 1000:.1f} vs {seconds * 1000:.1f} ms")
+            progress(f"payload {label}: {gateway * 1000:.1f} vs {seconds * 1000:.1f} ms")
     finally:
         server.close()
     notes += [
@@ -979,36 +864,6 @@ TITLES = {
     "fanout": "list_changed fan-out",
     "payload": "Large payloads",
 }
-
-
-def _progress(message: str) -> None:
-    print(f"   .. {message}", file=sys.stderr, flush=True)
-
-
-def _machine() -> dict[str, Any]:
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
-    dirty = bool(
-        subprocess.run(
-            ["git", "status", "--porcelain", "gateway"], cwd=ROOT, capture_output=True, text=True
-        ).stdout.strip()
-    )
-    return {
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "cpu_model": model,
-        "python": platform.python_version(),
-        "commit": commit + ("+dirty gateway/" if dirty else ""),
-    }
 
 
 def _sizes(text: str) -> list[int]:
@@ -1116,7 +971,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         except (OSError, ValueError):
             previous = {}
     started = time.time()
-    machine = _machine()
+    machine = describe_machine()
     print(
         f"mcp-gateway benchmarks, {time.strftime('%Y-%m-%d %H:%M')}: {machine['cpu_model']}, "
         f"{machine['cpu_count']} CPUs, Python {machine['python']}, {machine['commit']}"
