@@ -237,7 +237,8 @@ class BackendTasks:
             try:
                 return await self._outcome(background, backend, task_id)
             except trio.Cancelled:
-                await self._cancel(backend, task_id)
+                with trio.move_on_after(CANCEL_GRACE, shield=True):  # as _cancel's own
+                    await self._cancel(backend, task_id)
                 raise
             except ProtocolError as exc:
                 return jsonrpc.encode_error(0, exc.code, exc.message, exc.data)
