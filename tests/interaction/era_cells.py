@@ -21,6 +21,7 @@ import pytest
 import trio
 from mcp.shared.exceptions import McpError
 
+from gateway.backends.backend import BackendState
 from tests.e2e.test_modern_backend import (
     META,
     modern_call,
@@ -30,7 +31,7 @@ from tests.e2e.test_modern_backend import pytestmark as pytestmark  # skip witho
 from tests.frontend.test_listen_http import SUB_ID, listen
 from tests.frontend.test_modern_http import modern, send
 from tests.frontend.test_streamable_http import http_client
-from tests.harness import Running, open_client
+from tests.harness import Running, open_client, wait_for_states
 from tests.interaction.test_beside_a_call import messages_of, open_raw
 
 WAIT: Final = 10.0  # the bound on anything a real peer does at once (2 shared cores)
@@ -341,6 +342,11 @@ async def modern_undeclared(running: Running, era: str, tmp_path: Path) -> None:
     """A request declaring no capability gets -32021 naming the one the backend needs."""
     async with http_client(running) as client:
         for tool, capability in ASKING:
+            # The refusal cancels the backend's call while its request is
+            # answered; an SDK 1.x backend now and then dies of that pair (its
+            # stdin reader's BrokenResourceError, CI saw it once) and the
+            # gateway restarts it. Each ask starts on a backend that is up.
+            await wait_for_states(running.gateway, {"b": BackendState.UP})
             response = await send(client, modern(1, "tools/call", {"name": tool, "arguments": {}}))
             body = messages_of(response)[-1]
             if body.get("result", {}).get("resultType") == "input_required":
