@@ -65,6 +65,7 @@ from gateway.protocol.mrtr import (
 )
 from gateway.protocol.sealed import REQUEST_STATE, Sealer
 from gateway.router.metrics import NO_METRICS
+from gateway.router.modern import REFUSAL_GRACE
 from gateway.router.modern_backend import restore
 
 if TYPE_CHECKING:
@@ -195,7 +196,7 @@ class HeldCall:
         key, entry = from_legacy_request(message, taken=self._asks)
         gap = missing_for({key: entry}, self.request.capabilities)
         if gap:
-            self.request.fail(MissingClientCapability(gap))
+            self.request.fail(MissingClientCapability(gap), grace=REFUSAL_GRACE)
             raise LocalProtocolError(f"{method}: the client did not declare {gap}", -32601)
         if self._done or (self.backend is not None and backend != self.backend):
             raise LocalProtocolError(f"{method}: the call cannot take input now", INTERNAL_ERROR)

@@ -59,6 +59,9 @@ if TYPE_CHECKING:
 _ENVELOPE_PREFIX: Final = "io.modelcontextprotocol/"
 _ids: Final = itertools.count(1)
 _LOG_METHOD: Final = b'"method":"notifications/message"'
+# How long a call whose backend asked for an undeclared capability may go on
+# after the refusal before it is cancelled (ModernRequest.fail).
+REFUSAL_GRACE: Final = 2.0
 
 
 def _no_emit(message: bytes) -> bool:
@@ -106,15 +109,24 @@ class ModernRequest:
         """Whether the request's call is held, waiting for the client's retry."""
         return self.held is not None and self.held.awaiting_retry
 
-    def fail(self, failure: ModernProtocolError) -> None:
-        """End the request with ``failure`` instead of its result (rule 4)."""
+    def fail(self, failure: ModernProtocolError, grace: float = 0.0) -> None:
+        """End the request with ``failure`` instead of its result (rule 4).
+
+        With a ``grace``, the call is cancelled only if it is still running
+        that many seconds later: a backend whose own request was just refused
+        usually ends its call at once, and an SDK 1.x server can crash when
+        the refusal and a cancellation reach it together.
+        """
         if self.failure is None:
             self.failure = failure
-        self.scope.cancel()
+        if grace > 0:
+            self.scope.deadline = min(self.scope.deadline, trio.current_time() + grace)
+        else:
+            self.scope.cancel()
 
     def lacks(self, feature: str) -> None:
         """A backend asked for ``feature``, which this request did not declare (rule 4)."""
-        self.fail(MissingClientCapability({feature: {}}))
+        self.fail(MissingClientCapability({feature: {}}), grace=REFUSAL_GRACE)
 
     def notify_nowait(self, message: bytes) -> None:
         """Only log messages reach a modern request unasked (rule 3); others drop."""
