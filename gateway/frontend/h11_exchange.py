@@ -31,6 +31,7 @@ import h11
 import trio
 
 from gateway.frontend import h11_response as wire_format
+from gateway.transports import fd_io
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -75,6 +76,10 @@ class Wire:
         # Input from the host we did not read (a refused or unread body):
         # the close lets the host finish sending first (h11_server._close).
         self.unread = False
+        # Plain TCP is written through its descriptor (fd_io: no scheduler
+        # pass when the kernel takes the bytes); TLS through its stream.
+        self._socket = stream.socket if isinstance(stream, trio.SocketStream) else None
+        self._writing = False
 
     def next_cycle(self) -> None:
         """Ready for the next request: h11 starts afresh from the bytes already buffered.
@@ -106,10 +111,19 @@ class Wire:
         """Write to the host; a host that is gone makes this a no-op from then on."""
         if self.broken:
             return
+        if self._writing:  # what trio's own stream would say; fd_io does not check
+            raise trio.BusyResourceError("another task is writing to this connection")
+        self._writing = True
         try:
-            await self.stream.send_all(data)
+            if self._socket is not None:
+                # fileno() at the moment of use: -1 once closed, never a reused number.
+                await fd_io.write_all(self._socket.fileno(), data)
+            else:
+                await self.stream.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self.broken = True
+        finally:
+            self._writing = False
 
 
 def build_scope(

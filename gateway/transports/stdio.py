@@ -21,6 +21,7 @@ import structlog
 import trio
 
 from gateway.errors import ConnectError, TransportBroken, TransportClosed, TransportError
+from gateway.transports import fd_io
 from gateway.transports.base import map_exceptions
 from gateway.transports.framing import DEFAULT_MAX_LINE_BYTES, LineFramer
 
@@ -66,6 +67,11 @@ class StdioChannel:
         self._lines: deque[bytes] = deque()
         self._send_lock = trio.Lock()
         self._closed = False
+        # A real child's pipes: ask the kernel first (fd_io); a stand-in's
+        # streams (tests) are used as they are.
+        self._direct = isinstance(self._stdin, trio.lowlevel.FdStream) and isinstance(
+            self._stdout, trio.lowlevel.FdStream
+        )
 
     @property
     def pid(self) -> int:
@@ -76,9 +82,20 @@ class StdioChannel:
         """Write one message and its newline; concurrent senders take turns."""
         if self._closed:
             raise TransportClosed("stdio channel closed")
-        async with self._send_lock:
+        lock = self._send_lock
+        try:
+            lock.acquire_nowait()  # the usual case: no other sender, no scheduler pass
+        except trio.WouldBlock:
+            await lock.acquire()
+        try:
             with map_exceptions(_SEND_ERRORS):
-                await self._stdin.send_all(message + b"\n")
+                if self._direct:
+                    # fileno() at the moment of use: -1 once closed, never a reused number.
+                    await fd_io.write_all(_fileno(self._stdin), message + b"\n")
+                else:
+                    await self._stdin.send_all(message + b"\n")
+        finally:
+            lock.release()
 
     async def receive(self) -> bytes:
         """The next non-blank line from the child's stdout."""
@@ -86,10 +103,13 @@ class StdioChannel:
             if self._closed:
                 raise TransportClosed("stdio channel closed")
             with map_exceptions(_RECEIVE_ERRORS):
-                chunk = await self._stdout.receive_some(READ_CHUNK_BYTES)
+                if self._direct:
+                    chunk = await fd_io.read_some(_fileno(self._stdout), READ_CHUNK_BYTES)
+                else:
+                    chunk = bytes(await self._stdout.receive_some(READ_CHUNK_BYTES))
             if not chunk:
                 raise TransportBroken(await self._exit_description())
-            self._lines.extend(self._framer.feed(bytes(chunk)))
+            self._lines.extend(self._framer.feed(chunk))
         return self._lines.popleft()
 
     async def _exit_description(self) -> str:
@@ -107,6 +127,11 @@ class StdioChannel:
     async def aclose(self) -> None:
         """Mark closed; the owning ``open_stdio`` ends the process."""
         self._closed = True
+
+
+def _fileno(stream: object) -> int:
+    assert isinstance(stream, trio.lowlevel.FdStream)
+    return stream.fileno()
 
 
 def _signal_group(pid: int, signum: int) -> None:
