@@ -87,7 +87,10 @@ def running_gateway(
         json.dump(config, handle)  # JSON is YAML
         path = handle.name
     started = time.perf_counter()
-    env = None if tree is None else {**os.environ, "PYTHONPATH": str(tree)}
+    env = None
+    if tree is not None:  # the baseline's package first; whatever else was on the path after
+        search = os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, "PYTHONPATH": search}
     proc = subprocess.Popen(
         [sys.executable, "-m", "gateway", "serve", "-c", path],
         stdout=subprocess.DEVNULL,
