@@ -18,10 +18,19 @@ DEFAULT_MAX_LINE_BYTES: Final = 16 * 1024 * 1024
 # The largest SSE event assembled (data lines plus the line being read). One
 # event carries one JSON-RPC message, so this matches the stdio line limit.
 DEFAULT_MAX_EVENT_BYTES: Final = 16 * 1024 * 1024
+# A piece of a line shorter than this is copied into a shared buffer rather
+# than kept as an object of its own (a pipe read is up to 64 KiB or more).
+_SMALL_PIECE: Final = 4096
 
 
 class LineFramer:
     """Split a byte stream into lines without their line endings.
+
+    A line that spans chunks is kept as the chunks themselves and joined once
+    when its newline arrives: one copy of a 10 MiB line, where appending to a
+    buffer and slicing the line out of it made two (issue 17, the 10 MiB
+    payload row). Each chunk is searched for the newline once, so however
+    the bytes are cut the cost stays linear.
 
     Args:
         max_line_bytes: the longest line accepted; beyond it ``feed`` raises.
@@ -29,45 +38,62 @@ class LineFramer:
 
     def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
         self._max = max_line_bytes
-        self._buffer = bytearray()
-        # Where to resume the newline search: never rescan what was scanned,
-        # or a long line trickled in small chunks costs quadratic time.
-        self._scanned = 0
+        # The pieces of the line being assembled. A small piece is appended to
+        # a trailing bytearray instead, so a line trickled a byte at a time
+        # costs bytes, not an object per byte.
+        self._parts: list[bytes | bytearray] = []
+        self._pending = 0
 
     def feed(self, data: bytes) -> list[bytes]:
         """Add bytes; return the lines they complete (blank lines skipped).
 
+        ``data`` is kept by reference until its line completes: pass bytes,
+        which nobody changes afterwards.
+
         Raises:
             TransportBroken: a line exceeded the limit.
         """
-        self._buffer += data
         lines: list[bytes] = []
         start = 0
-        while True:
-            end = self._buffer.find(b"\n", max(start, self._scanned))
-            if end < 0:
-                break
-            # One copy, out of a view: slicing the bytearray first would copy
-            # a 10 MiB line twice (measured by benchmarks/run.py --only payload).
-            with memoryview(self._buffer) as view:
-                line = bytes(view[start:end]).rstrip(b"\r")  # no copy when nothing to strip
+        end = data.find(b"\n")
+        while end >= 0:
+            # A whole chunk that is one line is not copied (bytes slicing
+            # returns the object itself); otherwise one copy of the line.
+            piece = data[start:end]
+            if self._parts:
+                self._parts.append(piece)
+                piece = b"".join(self._parts)
+                self._parts = []
+                self._pending = 0
+            line = piece.rstrip(b"\r")  # no copy when nothing to strip
             if len(line) > self._max:
                 raise TransportBroken(f"line of {len(line)} bytes exceeds {self._max}")
-            if line.strip():
+            if line and not line.isspace():
                 lines.append(line)
             start = end + 1
-        del self._buffer[:start]
-        self._scanned = len(self._buffer)
-        # A line at the limit may still be waiting for the \n of its \r\n.
-        allowed = self._max + 1 if self._buffer.endswith(b"\r") else self._max
-        if self._scanned > allowed:
-            raise TransportBroken(f"line exceeds {self._max} bytes without a newline")
+            end = data.find(b"\n", start)
+        if start < len(data):
+            self._keep(data[start:] if start else data)
+            # A line at the limit may still be waiting for the \n of its \r\n.
+            allowed = self._max + 1 if data.endswith(b"\r") else self._max
+            if self._pending > allowed:
+                raise TransportBroken(f"line exceeds {self._max} bytes without a newline")
         return lines
+
+    def _keep(self, rest: bytes) -> None:
+        """Hold ``rest`` towards the next line."""
+        self._pending += len(rest)
+        if len(rest) >= _SMALL_PIECE:
+            self._parts.append(rest)
+        elif self._parts and isinstance(self._parts[-1], bytearray):
+            self._parts[-1] += rest
+        else:
+            self._parts.append(bytearray(rest))
 
     @property
     def pending(self) -> int:
         """Bytes buffered towards the next line."""
-        return len(self._buffer)
+        return self._pending
 
 
 _BOM: Final = b"\xef\xbb\xbf"

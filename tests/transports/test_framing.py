@@ -145,3 +145,42 @@ def test_any_chunking_of_a_stream_yields_the_same_lines(stream: bytes, cuts: lis
     framer = LineFramer()
     assert feed_all(framer, chunks) == reference_lines(stream)
     assert framer.pending == len(stream) - (stream.rfind(b"\n") + 1)
+
+
+# Lines of up to 20 KiB, so that pieces on both sides of the framer's 4 KiB
+# small-piece threshold are held, merged and joined.
+long_bodies = st.integers(min_value=0, max_value=20_000).flatmap(
+    lambda n: (
+        st.just(b"y" * n) | st.binary(min_size=n, max_size=n).map(lambda b: b.replace(b"\n", b"-"))
+    )
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    parts=st.lists(long_bodies, min_size=1, max_size=5),
+    endings=st.lists(st.sampled_from([b"\n", b"\r\n", b"\n\n"]), min_size=5, max_size=5),
+    cuts=st.lists(st.integers(min_value=0, max_value=100_000), max_size=30),
+)
+def test_any_chunking_of_long_lines_yields_the_same_lines(
+    parts: list[bytes], endings: list[bytes], cuts: list[int]
+) -> None:
+    """Spec: a line held as many pieces (issue 17: joined once) comes out byte for byte."""
+    stream = b"".join(p + e for p, e in zip(parts, endings, strict=False))
+    bounds = sorted({0, len(stream), *(c for c in cuts if c < len(stream))})
+    chunks = [stream[a:b] for a, b in itertools.pairwise(bounds)]
+    framer = LineFramer()
+    assert feed_all(framer, chunks) == reference_lines(stream)
+    assert framer.pending == 0
+
+
+def test_a_line_at_the_limit_in_many_pieces_is_accepted_and_one_more_byte_is_not() -> None:
+    """Gateway choice: the limit counts the held pieces, small and large alike."""
+    framer = LineFramer(max_line_bytes=10_000)
+    for piece in (b"a" * 5000, b"b" * 10, b"c" * 4990):
+        assert framer.feed(piece) == []
+    assert framer.pending == 10_000
+    assert framer.feed(b"\r\n") == [b"a" * 5000 + b"b" * 10 + b"c" * 4990]
+    framer.feed(b"d" * 6000)
+    with pytest.raises(TransportBroken, match="without a newline"):
+        framer.feed(b"e" * 4001)
