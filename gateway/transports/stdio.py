@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Final
 
 import structlog
 import trio
+from trio.lowlevel import FdStream
 
 from gateway.errors import ConnectError, TransportBroken, TransportClosed, TransportError
 from gateway.transports import fd_io
 from gateway.transports.base import map_exceptions
 from gateway.transports.framing import DEFAULT_MAX_LINE_BYTES, LineFramer
+from gateway.transports.pipe_size import PipeSizer
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping, Sequence
@@ -64,6 +66,10 @@ class StdioChannel:
         self._stdin = process.stdin
         self._stdout = process.stdout
         self._framer = LineFramer(max_line_bytes)
+        # trio's processes read through FdStream; anything else (a test's
+        # stand-in) has no pipe to resize, and -1 makes every resize a no-op.
+        stdout_fd = process.stdout.fileno() if isinstance(process.stdout, FdStream) else -1
+        self._sizer = PipeSizer(stdout_fd, READ_CHUNK_BYTES)
         self._lines: deque[bytes] = deque()
         self._send_lock = trio.Lock()
         self._closed = False
@@ -104,12 +110,13 @@ class StdioChannel:
                 raise TransportClosed("stdio channel closed")
             with map_exceptions(_RECEIVE_ERRORS):
                 if self._direct:
-                    chunk = await fd_io.read_some(_fileno(self._stdout), READ_CHUNK_BYTES)
+                    chunk = await fd_io.read_some(_fileno(self._stdout), self._sizer.read_bytes)
                 else:
-                    chunk = bytes(await self._stdout.receive_some(READ_CHUNK_BYTES))
+                    chunk = bytes(await self._stdout.receive_some(self._sizer.read_bytes))
             if not chunk:
                 raise TransportBroken(await self._exit_description())
             self._lines.extend(self._framer.feed(chunk))
+            self._sizer.after_read(self._framer.pending)
         return self._lines.popleft()
 
     async def _exit_description(self) -> str:
