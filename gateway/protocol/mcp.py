@@ -146,8 +146,47 @@ def _rewritten(result: msgspec.Raw, patch: Callable[[dict[str, Any]], None]) -> 
     return encode(body)
 
 
+class _BlockType(msgspec.Struct):
+    """A content block read for its ``type`` alone; its other fields are skipped."""
+
+    type: Any = None
+
+
+class _CallContent(msgspec.Struct):
+    """A tools/call result read for its blocks' types alone."""
+
+    content: list[_BlockType] | _BlockType | None = None
+
+
+_call_content_decoder: Final = msgspec.json.Decoder(_CallContent)
+_URI_BLOCKS: Final = frozenset({"resource", "resource_link"})
+# Below this size the marker search is the cheaper first look; above it the
+# typed read is (issue 17: 2.0 against 3.1 ms for a 10 MiB text result).
+_PROBE_FROM_BYTES: Final = 64 * 1024
+
+
+def _links_nothing(result: msgspec.Raw) -> bool:
+    """True when a large call result has no block that _rewrite_block would change.
+
+    Only ``resource`` and ``resource_link`` blocks carry URIs to rewrite; a
+    typed read of the blocks' types skips the rest (a 10 MiB text is
+    scanned, not built). Anything the read cannot type (junk blocks, a
+    result that is not an object) returns False: the general path decides.
+    """
+    if len(result) < _PROBE_FROM_BYTES:
+        return False
+    try:
+        content = _call_content_decoder.decode(result).content
+    except msgspec.DecodeError:
+        return False
+    blocks = content if isinstance(content, list) else [] if content is None else [content]
+    return not any(isinstance(b.type, str) and b.type in _URI_BLOCKS for b in blocks)
+
+
 def rewrite_call_result(result: msgspec.Raw, map_uri: UriMap) -> msgspec.Raw:
     """Namespace URIs in a tools/call result's content blocks."""
+    if _links_nothing(result):
+        return result
 
     def patch(body: dict[str, Any]) -> None:
         _rewrite_blocks(body.get("content"), map_uri)

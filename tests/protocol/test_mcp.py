@@ -127,6 +127,53 @@ def test_non_object_call_result_containing_uri_is_returned_unchanged() -> None:
     assert bytes(mcp.rewrite_call_result(original, prefixed)) == b'["uri"]'
 
 
+BIG_TEXT = "x" * 100_000  # past the size where blocks are typed instead of searched
+
+
+def test_large_call_result_without_links_is_returned_as_the_same_object() -> None:
+    """Gateway choice (issue 17): a 100 kB text result is passed on as it came, not rebuilt,
+    even with a "uri" key outside its content blocks (which the marker search would decode)."""
+    result = raw(
+        {
+            "content": [{"type": "text", "text": BIG_TEXT}],
+            "structuredContent": {"uri": "keep"},
+            "isError": False,
+        }
+    )
+    assert mcp.rewrite_call_result(result, prefixed) is result
+
+
+def test_large_call_result_with_a_link_after_a_large_block_is_rewritten() -> None:
+    """Spec: a resource link is namespaced whatever precedes it in the result."""
+    result = {
+        "content": [
+            {"type": "text", "text": BIG_TEXT},
+            {"type": "resource", "resource": {"uri": "mem://b", "text": BIG_TEXT}},
+            {"type": "resource_link", "uri": "u://x", "name": "x"},
+        ]
+    }
+    out = loads(mcp.rewrite_call_result(raw(result), prefixed))
+    assert out["content"][1]["resource"]["uri"] == "p+mem://b"
+    assert out["content"][2]["uri"] == "p+u://x"
+    assert out["content"][0] == result["content"][0]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        ["junk", {"type": "resource_link", "uri": "u://x", "name": "x", "pad": BIG_TEXT}],
+        {"type": "resource_link", "uri": "u://x", "name": "x", "pad": BIG_TEXT},
+    ],
+)
+def test_large_call_result_with_junk_or_a_lone_block_still_gets_its_links_rewritten(
+    content: object,
+) -> None:
+    """Gateway choice: what the typed read cannot rule out goes the general way."""
+    out = loads(mcp.rewrite_call_result(raw({"content": content}), prefixed))
+    blocks = out["content"] if isinstance(out["content"], list) else [out["content"]]
+    assert blocks[-1]["uri"] == "p+u://x"
+
+
 # --- resources/read results -------------------------------------------------
 
 
