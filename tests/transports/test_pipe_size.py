@@ -100,3 +100,30 @@ async def test_a_ten_mebibyte_line_from_a_child_arrives_whole_and_the_pipe_shrin
             assert await channel.receive() == b"after"
             assert capacity(stdout.fileno()) == own
             await channel.send(b"done")
+
+
+async def test_back_to_back_large_lines_arrive_whole_and_the_pipe_ends_at_its_own_size() -> None:
+    """Spec (stdio): lines come out whole however the pipe is resized between them.
+
+    The second 3 MiB line may already fill the pipe when the first completes,
+    so a shrink may be refused (EBUSY) before one succeeds; either way no byte
+    is lost and the pipe ends at its own size.
+    """
+    size = 3 * 1024 * 1024
+    child = (
+        "import sys; sys.stdin.readline(); out = sys.stdout.buffer; "
+        f"out.write(b'a' * {size} + b'\\n' + b'b' * {size} + b'\\n' + b'small\\n'); "
+        "out.flush(); sys.stdin.readline()"
+    )
+    with trio.fail_after(30):
+        async with open_stdio([sys.executable, "-c", child], stop_grace=1) as channel:
+            stdout = channel._process.stdout  # the pipe under test
+            assert stdout is not None
+            own = capacity(stdout.fileno())
+            await channel.send(b"go")
+            first, second = await channel.receive(), await channel.receive()
+            assert (len(first), first.strip(b"a")) == (size, b"")
+            assert (len(second), second.strip(b"b")) == (size, b"")
+            assert await channel.receive() == b"small"
+            assert capacity(stdout.fileno()) == own
+            await channel.send(b"done")
