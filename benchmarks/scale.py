@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import socket
 import statistics
 import subprocess
 import time
@@ -117,17 +116,17 @@ def rows_catalog(args: argparse.Namespace) -> list[dict[str, Any]]:
     ]
 
 
-def _change(conn: HttpConnection, control: str, streams: Sequence[socket.socket]) -> list[float]:
+def _change(conn: HttpConnection, control: str, watch: crowd.Watch) -> list[float]:
     """One list change of the backend; the event's arrival on each stream, from its emission."""
     time.sleep(0.5)  # the previous change's window passes
-    crowd.drain(streams)
+    crowd.drain(watch.streams)
     result = conn.call(control, "tools/call", {"name": "bench__change"})
     emitted = int(result["content"][0]["text"]) / 1e9
-    return [arrival - emitted for arrival in crowd.await_marker(streams, timeout=30)]
+    return [arrival - emitted for arrival in watch.await_marker(timeout=30)]
 
 
 def _profile_fanout(
-    pid: int, conn: HttpConnection, control: str, streams: Sequence[socket.socket], seconds: int
+    pid: int, conn: HttpConnection, control: str, watch: crowd.Watch, seconds: int
 ) -> str:
     """py-spy on the gateway during more changes, after the measured ones; returns a note.
 
@@ -145,7 +144,7 @@ def _profile_fanout(
     recorded: list[float] = []
     time.sleep(0.5)  # py-spy attaches
     while recorder.poll() is None and len(recorded) < 50:
-        recorded.append(max(_change(conn, control, streams), default=math.nan) * 1e3)
+        recorded.append(max(_change(conn, control, watch), default=math.nan) * 1e3)
     try:
         _, err = recorder.communicate(timeout=60)
     except subprocess.TimeoutExpired:
@@ -156,7 +155,8 @@ def _profile_fanout(
         return f"profile: py-spy failed ({reason[0]}); none made"
     shown = ", ".join(f"{ms:.0f}" for ms in recorded)
     return (
-        f"profile of the gateway during {len(recorded)} more changes to {len(streams)} streams "
+        f"profile of the gateway during {len(recorded)} more changes to {len(watch.streams)} "
+        "streams "
         f"(last stream at {shown} ms while sampled): {output.relative_to(ROOT)}"
     )
 
@@ -187,6 +187,7 @@ def _fanout_size(
         time.sleep(0.3)
         idle = lean.process_memory_kib(proc.pid)["VmRSS"]
         streams = crowd.open_streams(url, sessions)
+        watch = crowd.Watch(streams)
         time.sleep(0.3)
         streamed = lean.process_memory_kib(proc.pid)["VmRSS"]
         trials: list[dict[str, float]] = []
@@ -194,7 +195,7 @@ def _fanout_size(
         note = ""
         try:
             for _ in range(changes):
-                arrivals = _change(conn, control, streams)
+                arrivals = _change(conn, control, watch)
                 if len(arrivals) < count:
                     missing.append(count - len(arrivals))
                 if arrivals:
@@ -206,8 +207,9 @@ def _fanout_size(
                         }
                     )
             if profile_seconds:
-                note = _profile_fanout(proc.pid, conn, control, streams, profile_seconds)
+                note = _profile_fanout(proc.pid, conn, control, watch, profile_seconds)
         finally:
+            watch.close()
             for sock in streams:
                 sock.close()
             conn.close()
