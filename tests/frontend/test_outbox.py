@@ -18,7 +18,7 @@ import pytest
 import trio
 import trio.testing
 
-from gateway.frontend.clients import ClientRegistry, Outbox
+from gateway.frontend.clients import OUTBOX_CAPACITY, ClientRegistry, Outbox
 from gateway.frontend.get_stream import KEEPALIVE_INTERVAL, serve_get_stream
 from gateway.frontend.http_util import sse_event
 from gateway.protocol import jsonrpc
@@ -219,3 +219,47 @@ async def test_last_event_id_replays_what_the_ring_still_holds(
         await trio.sleep(1)
         host.gone.set()
     assert host.events() == [sse_event(TOOLS, n) for n in expected]
+
+
+async def test_a_stalled_stream_delays_neither_the_broadcast_nor_the_other_streams(
+    autojump_clock: Any,
+) -> None:
+    clients, stalled_session = opened()
+    healthy_session = clients.open("2025-11-25", {}, {})
+    healthy_session.initialized = True
+    stalled, healthy = Host(write_seconds=3600), Host()
+    async with trio.open_nursery() as nursery:
+        for host, session in ((stalled, stalled_session), (healthy, healthy_session)):
+            nursery.start_soon(serve_get_stream, SCOPE, host.receive, host.send, session)
+        await trio.sleep(1)
+        sent_at = trio.current_time()
+        for _ in range(3):
+            assert clients.broadcast(TOOLS) == 2  # synchronous: it never waits for a stream
+        await trio.sleep(1)
+        stalled.gone.set()
+        healthy.gone.set()
+    assert [t for t, b in healthy.bodies if b.startswith(b"event:")] == [sent_at] * 3
+    assert healthy.events() == [sse_event(TOOLS, n) for n in (1, 2, 3)]
+    assert stalled.events() == []
+
+
+async def test_a_stream_that_fell_behind_the_ring_gets_what_is_left_with_its_ids(
+    autojump_clock: Any,
+) -> None:
+    # The ring drops the oldest: a stream stuck on one write while more than
+    # the ring's capacity arrives resumes with the newest, ids intact, so
+    # the host can tell (and a reconnect's Last-Event-ID stays meaningful).
+    clients, session = opened()
+    host = Host(write_seconds=KEEPALIVE_INTERVAL / 2)
+    capacity = OUTBOX_CAPACITY
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve_get_stream, SCOPE, host.receive, host.send, session)
+        await trio.sleep(1)
+        clients.broadcast(TOOLS)  # id 1: its write takes a while
+        await trio.sleep(1)
+        for _ in range(capacity + 10):  # ids 2..139 while it writes: 2..11 fall out
+            clients.broadcast(TOOLS)
+        await trio.sleep(KEEPALIVE_INTERVAL / 2 * (capacity + 5))
+        host.gone.set()
+    ids = [int(b.split(b"id: ")[1].split(b"\n")[0]) for b in host.events()]
+    assert ids == [1, *range(12, capacity + 12)]
