@@ -13,6 +13,7 @@ import os
 import resource
 import selectors
 import socket
+import struct
 import subprocess
 import time
 from collections.abc import Sequence
@@ -74,31 +75,73 @@ def open_streams(url: str, sessions: Sequence[str], batch: int = 50) -> list[soc
     return streams
 
 
-def await_marker(streams: Sequence[socket.socket], timeout: float) -> list[float]:
-    """CLOCK_MONOTONIC arrival time of the list_changed event on each stream."""
-    epoll = selectors.EpollSelector()
-    for index, sock in enumerate(streams):
-        epoll.register(sock, selectors.EVENT_READ, index)
-    tails = [b""] * len(streams)
-    arrived: dict[int, float] = {}
-    deadline = time.monotonic() + timeout
-    while len(arrived) < len(streams) and time.monotonic() < deadline:
-        for key, _ in epoll.select(timeout=0.5):
-            index = key.data
-            try:
-                data = key.fileobj.recv(65536)  # type: ignore[union-attr]
-            except BlockingIOError:
-                continue
-            now = time.clock_gettime(time.CLOCK_MONOTONIC)
-            if not data:
-                epoll.unregister(key.fileobj)
-                continue
-            tails[index] = tails[index][-64:] + data
-            if index not in arrived and MARKER in tails[index]:
-                arrived[index] = now
-                epoll.unregister(key.fileobj)
-    epoll.close()
-    return list(arrived.values())
+# SO_TIMESTAMPNS (Linux: 35, also its control-message type): the kernel
+# stamps each received segment; Python exposes the constant from 3.12 on.
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+_STAMP = struct.Struct("qq")  # struct timespec: seconds, nanoseconds
+
+
+class Watch:
+    """Held streams, registered with one epoll before any change is triggered.
+
+    The arrival of an event is the time the kernel received the segment that
+    completed it (``SO_TIMESTAMPNS``, read with ``recvmsg``), not the time
+    this process got round to reading it: 10,000 sockets are read here in
+    Python on the same cores as the gateway, and that reading must not count
+    as the gateway's fan-out. Registration happens once, at construction,
+    so it is never inside the timed window either (until 2026-12-03 the
+    10,000 sockets were registered after the change was triggered).
+    """
+
+    def __init__(self, streams: Sequence[socket.socket]) -> None:
+        self.streams = list(streams)
+        self._epoll = selectors.EpollSelector()
+        for index, sock in enumerate(self.streams):
+            sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+            self._epoll.register(sock, selectors.EVENT_READ, index)
+
+    def close(self) -> None:
+        """Forget the epoll (the sockets stay open: their owner closes them)."""
+        self._epoll.close()
+
+    def await_marker(self, timeout: float) -> list[float]:
+        """CLOCK_MONOTONIC kernel arrival time of the list_changed event on each stream."""
+        # Kernel stamps are CLOCK_REALTIME; the offset is read now, so a
+        # clock step during one trial (seconds long) is the only error.
+        offset = time.clock_gettime(time.CLOCK_REALTIME) - time.clock_gettime(time.CLOCK_MONOTONIC)
+        tails = [b""] * len(self.streams)
+        arrived: dict[int, float] = {}
+        ended: set[int] = set()
+        deadline = time.monotonic() + timeout
+        while len(arrived) + len(ended) < len(self.streams) and time.monotonic() < deadline:
+            for key, _ in self._epoll.select(timeout=0.5):
+                index = key.data
+                sock: socket.socket = key.fileobj  # type: ignore[assignment]
+                try:
+                    data, ancillary, _flags, _addr = sock.recvmsg(
+                        65536, socket.CMSG_SPACE(_STAMP.size)
+                    )
+                except BlockingIOError:
+                    continue
+                if not data:
+                    self._epoll.unregister(sock)
+                    ended.add(index)
+                    continue
+                if index in arrived:
+                    continue  # a keep-alive after the event: read and dropped
+                tails[index] = tails[index][-64:] + data
+                if MARKER in tails[index]:
+                    arrived[index] = _kernel_time(ancillary, offset)
+        return list(arrived.values())
+
+
+def _kernel_time(ancillary: list[tuple[int, int, bytes]], offset: float) -> float:
+    """The monotonic time of the kernel's receive stamp in ``ancillary``; now without one."""
+    for level, kind, raw in ancillary:
+        if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS:
+            seconds, nanos = _STAMP.unpack(raw[: _STAMP.size])
+            return float(seconds + nanos / 1e9 - offset)
+    return time.clock_gettime(time.CLOCK_MONOTONIC)
 
 
 def drain(streams: Sequence[socket.socket]) -> int:

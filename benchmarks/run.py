@@ -727,10 +727,12 @@ def section_fanout(args: argparse.Namespace) -> dict[str, Any]:
             if streams_rss is None:
                 time.sleep(0.2)
                 streams_rss = lean.process_memory_kib(proc.pid)["VmRSS"]
+            watch = crowd.Watch(streams)  # registered before the change: not timed
             sent = time.clock_gettime(time.CLOCK_MONOTONIC)
             result = conn.call(control, "tools/call", {"name": "bench__change"})
             emitted = int(result["content"][0]["text"]) / 1e9
-            arrivals = crowd.await_marker(streams, timeout=10)
+            arrivals = watch.await_marker(timeout=10)
+            watch.close()
             for sock in streams:
                 sock.close()
             if len(arrivals) < count:

@@ -42,19 +42,14 @@ Results go to ``benchmarks/results/scale.json``.
 from __future__ import annotations
 
 import argparse
-import math
 import os
-import socket
 import statistics
-import subprocess
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from benchmarks import catalog_scale, crowd, lean
+from benchmarks import catalog_scale, crowd, scale_fanout
 from benchmarks.common import (
-    RESULTS,
-    ROOT,
     bench_backend,
     machine,
     progress,
@@ -62,15 +57,10 @@ from benchmarks.common import (
     write_results,
 )
 from benchmarks.growth import FLAT_EXPONENT, LINEAR_TOLERANCE, format_table, row
-from benchmarks.lean import HttpConnection
-from benchmarks.peers import py_spy
 
 ROWS = ("catalog", "sessions", "fanout", "startup")
 FULL = {"sessions": (2_500, 5_000, 10_000), "startup": (50, 100, 200)}
 QUICK = {"sessions": (250, 500, 1_000), "startup": (5, 10, 20)}
-# The py-spy flame graph of the largest fan-out (--profile-seconds), committed
-# next to the table when a target is missed.
-PROFILE_FILE = "scale-fanout-flame.svg"
 
 
 # -- rows ----------------------------------------------------------------------
@@ -117,163 +107,9 @@ def rows_catalog(args: argparse.Namespace) -> list[dict[str, Any]]:
     ]
 
 
-def _change(conn: HttpConnection, control: str, streams: Sequence[socket.socket]) -> list[float]:
-    """One list change of the backend; the event's arrival on each stream, from its emission."""
-    time.sleep(0.5)  # the previous change's window passes
-    crowd.drain(streams)
-    result = conn.call(control, "tools/call", {"name": "bench__change"})
-    emitted = int(result["content"][0]["text"]) / 1e9
-    return [arrival - emitted for arrival in crowd.await_marker(streams, timeout=30)]
-
-
-def _profile_fanout(
-    pid: int, conn: HttpConnection, control: str, streams: Sequence[socket.socket], seconds: int
-) -> str:
-    """py-spy on the gateway during more changes, after the measured ones; returns a note.
-
-    The changes recorded are not in any figure (the sampler costs the
-    gateway CPU); the SVG shows where a fan-out's time goes.
-    """
-    spy = py_spy()
-    if spy is None:
-        return "profile: py-spy not installed (python -m benchmarks.peers); none made"
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    output = RESULTS / PROFILE_FILE
-    command = [str(spy), "record", "--pid", str(pid), "--duration", str(seconds)]
-    command += ["--rate", "250", "--nonblocking", "--output", str(output)]
-    recorder = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    recorded: list[float] = []
-    time.sleep(0.5)  # py-spy attaches
-    while recorder.poll() is None and len(recorded) < 50:
-        recorded.append(max(_change(conn, control, streams), default=math.nan) * 1e3)
-    try:
-        _, err = recorder.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        recorder.kill()
-        _, err = recorder.communicate()
-    if recorder.returncode != 0:
-        reason = err.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
-        return f"profile: py-spy failed ({reason[0]}); none made"
-    shown = ", ".join(f"{ms:.0f}" for ms in recorded)
-    return (
-        f"profile of the gateway during {len(recorded)} more changes to {len(streams)} streams "
-        f"(last stream at {shown} ms while sampled): {output.relative_to(ROOT)}"
-    )
-
-
-def _fanout_size(
-    count: int, changes: int, debounce: float, profile_seconds: int = 0
-) -> dict[str, Any]:
-    """A fresh gateway: ``count`` idle sessions, then a GET stream each, then changes.
-
-    With ``profile_seconds``, py-spy then records the gateway during more
-    changes (:func:`_profile_fanout`).
-    """
-    backend = bench_backend("bench", BENCH_CHANGE="1")
-    with running_gateway(
-        [backend],
-        server_options={"max_sessions": count + 200},
-        notifications={"debounce": debounce},
-    ) as (url, proc, _ready):
-        conn = HttpConnection(url)
-        control = conn.open_session()
-        for _ in range(50):  # warm caches and allocator arenas, as run.py does
-            conn.open_session()
-        time.sleep(0.3)
-        before = lean.process_memory_kib(proc.pid)["VmRSS"]
-        started = time.perf_counter()
-        sessions = [conn.open_session() for _ in range(count)]
-        opening = time.perf_counter() - started
-        time.sleep(0.3)
-        idle = lean.process_memory_kib(proc.pid)["VmRSS"]
-        streams = crowd.open_streams(url, sessions)
-        time.sleep(0.3)
-        streamed = lean.process_memory_kib(proc.pid)["VmRSS"]
-        trials: list[dict[str, float]] = []
-        missing: list[int] = []
-        note = ""
-        try:
-            for _ in range(changes):
-                arrivals = _change(conn, control, streams)
-                if len(arrivals) < count:
-                    missing.append(count - len(arrivals))
-                if arrivals:
-                    trials.append(
-                        {
-                            "last_ms": max(arrivals) * 1e3,
-                            "first_ms": min(arrivals) * 1e3,
-                            "received": len(arrivals),
-                        }
-                    )
-            if profile_seconds:
-                note = _profile_fanout(proc.pid, conn, control, streams, profile_seconds)
-        finally:
-            for sock in streams:
-                sock.close()
-            conn.close()
-    return {
-        "count": count,
-        "rss_before_kib": before,
-        "rss_idle_kib": idle,
-        "rss_streams_kib": streamed,
-        "open_seconds": opening,
-        "trials": trials,
-        "missing": missing,
-        "profile": note,
-    }
-
-
 def rows_sessions_fanout(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Idle sessions and list_changed fan-out, from one fresh gateway per size."""
-    sizes = (QUICK if args.quick else FULL)["sessions"]
-    crowd.raise_fd_limit(max(sizes) + 1024)
-    runs = []
-    for count in sizes:
-        spy = args.profile_seconds if count == sizes[-1] else 0
-        runs.append(_fanout_size(count, args.fanout_trials, args.fanout_debounce, spy))
-        if not runs[-1]["trials"]:
-            raise RuntimeError(f"no stream of {count} got list_changed within 30 s of a change")
-        last = statistics.median(t["last_ms"] for t in runs[-1]["trials"])
-        progress(f"sessions/fanout {count}: {last:.0f} ms to the last stream")
-    idle = [r["rss_idle_kib"] - r["rss_before_kib"] for r in runs]
-    streams = [r["rss_streams_kib"] - r["rss_idle_kib"] for r in runs]
-    last = [statistics.median(t["last_ms"] for t in r["trials"]) for r in runs]
-    first = [statistics.median(t["first_ms"] for t in r["trials"]) for r in runs]
-    missing = sum(sum(r["missing"]) for r in runs)
-    return [
-        row(
-            "memory of idle sessions",
-            "KiB",
-            sizes,
-            idle,
-            per="session",
-            target="<= 16 KiB a session",
-            ok=lambda g: g.per_unit[-1] <= 16,
-        ),
-        row(
-            "opening them (initialize + initialized, one by one)",
-            "s",
-            sizes,
-            [r["open_seconds"] for r in runs],
-            per="session",
-        ),
-        row("memory of their GET streams", "KiB", sizes, streams, per="stream"),
-        row(
-            "list_changed to the last stream",
-            "ms",
-            sizes,
-            last,
-            per="stream",
-            target="<= 1,000 ms",
-            ok=lambda g: g.totals[-1] <= 1000,
-            extra={
-                "trials": [r["trials"] for r in runs],
-                "streams_missed": missing,
-                "note": runs[-1]["profile"],
-            },
-        ),
-        row("list_changed to the first stream", "ms", sizes, first, per="stream"),
-    ]
+    """Idle sessions and list_changed fan-out (``benchmarks.scale_fanout``)."""
+    return scale_fanout.rows(args, (QUICK if args.quick else FULL)["sessions"])
 
 
 def rows_startup(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -331,11 +167,19 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="notifications.debounce of the fan-out gateways (0.001, as run.py)",
     )
     p.add_argument(
+        "--fanout-baseline",
+        metavar="REV",
+        help="also measure the fan-out and sessions rows with the gateway of this git "
+        "revision, alternating with the working tree's at each size (a loaded machine "
+        "moves both the same way)",
+    )
+    p.add_argument(
         "--profile-seconds",
         type=int,
         default=0,
         help=f"after the largest fan-out's measured changes, py-spy records the gateway "
-        f"this long during more changes into benchmarks/results/{PROFILE_FILE} (0: none)",
+        f"this long during more changes into benchmarks/results/{scale_fanout.PROFILE_FILE} "
+        "(0: none)",
     )
     p.add_argument("--startup-repeats", type=int, help="starts per size (3; 1 with --quick)")
     args = p.parse_args(argv)

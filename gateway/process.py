@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import structlog
 import trio
 
+from gateway import collector
 from gateway.app import drain, open_gateway, reload_config, serve
 from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.frontend.stdio import STARTUP_WAIT, StdioServer
@@ -123,5 +124,10 @@ async def catalog_report(config: GatewayConfig, profile: str | None = None) -> s
 
 
 def run(config: GatewayConfig, config_path: str | None = None) -> None:
-    """Serve until SIGTERM or SIGINT; SIGHUP reloads ``config_path``."""
+    """Serve until SIGTERM or SIGINT; SIGHUP reloads ``config_path``.
+
+    The collector's policy for a long-running server is set here
+    (``gateway.collector``), not in ``app.serve``, which tests embed.
+    """
+    collector.tune()
     trio.run(_serve_until_signal, config, config_path)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import resource
 import socket
+import time
 
 import pytest
 
@@ -127,6 +128,48 @@ def test_drain_drops_what_a_previous_change_left_so_it_cannot_count_as_the_next(
         left.sendall(b": keep-alive\n\n")
         left.close()
         assert crowd.drain([right]) == 14  # then end of stream: it stops, no loop
+
+
+def _tcp_pair() -> tuple[socket.socket, socket.socket]:
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        client = socket.create_connection(server.getsockname())
+        accepted, _ = server.accept()
+    client.setblocking(False)
+    return accepted, client
+
+
+def test_the_watch_reports_when_the_kernel_received_the_event_not_when_it_was_read() -> None:
+    # The arrival must not include the time this process took to get round
+    # to the socket (10,000 of them are read in Python): the event is sent,
+    # then read only after a pause, and the arrival predates the pause.
+    sender, stream = _tcp_pair()
+    quiet_sender, quiet = _tcp_pair()
+    with sender, stream, quiet_sender, quiet:
+        watch = crowd.Watch([stream, quiet])
+        try:
+            before = time.clock_gettime(time.CLOCK_MONOTONIC)
+            sender.sendall(b": keep-alive\n\n")
+            sender.sendall(b"event: message\ndata: " + crowd.MARKER + b"\n\n")
+            time.sleep(0.2)  # the reader is late, on purpose
+            read_from = time.clock_gettime(time.CLOCK_MONOTONIC)
+            arrivals = watch.await_marker(timeout=0.6)  # the quiet stream never gets it
+        finally:
+            watch.close()
+    assert len(arrivals) == 1
+    assert before <= arrivals[0] < read_from
+
+
+def test_the_watch_stops_waiting_for_a_stream_that_ended() -> None:
+    sender, stream = _tcp_pair()
+    with sender, stream:
+        watch = crowd.Watch([stream])
+        sender.close()
+        started = time.monotonic()
+        try:
+            assert watch.await_marker(timeout=30) == []
+        finally:
+            watch.close()
+        assert time.monotonic() - started < 25  # it did not wait out the timeout
 
 
 def test_the_fd_limit_already_high_enough_is_left_as_it_is() -> None:

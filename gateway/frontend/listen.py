@@ -22,6 +22,7 @@ does the I/O:
 from __future__ import annotations
 
 import itertools
+import math
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -183,13 +184,28 @@ async def _chunk(send: h.Send, body: bytes) -> None:
 
 
 async def write_stream(listener: Listener, send: h.Send) -> None:
-    """Rules 1 and 4: the ack, then the queue, with keep-alives when idle."""
+    """Rules 1 and 4: the ack, then the queue, with keep-alives when idle.
+
+    As on the GET stream (``get_stream._stream_outbox``): one keep-alive
+    timer per period rather than a cancel scope per message, lifted while a
+    message is written, so the timer ends a wait and never cuts a write in
+    two on a slow socket.
+    """
     await _chunk(send, h.sse_event(listener.subscription.acknowledgement()))
     while True:
-        with trio.move_on_after(KEEPALIVE_INTERVAL):
-            message = await listener.inbox.receive()
-            await _chunk(send, h.sse_event(message))
-            continue
+        taken: bytes | None = None
+        with trio.move_on_after(KEEPALIVE_INTERVAL) as period:
+            due = period.deadline
+            while True:
+                message = await listener.inbox.receive()
+                period.deadline = math.inf
+                if period.cancel_called:  # due as it arrived: written after the scope
+                    taken = message
+                    break
+                await _chunk(send, h.sse_event(message))
+                period.deadline = due
+        if taken is not None:
+            await _chunk(send, h.sse_event(taken))
         await _chunk(send, b": keep-alive\n\n")
 
 

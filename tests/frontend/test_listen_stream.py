@@ -47,3 +47,26 @@ async def test_broadcast_reaches_only_listeners_that_asked_and_a_full_queue_drop
     assert tools.dropped == 3
     listeners.close_all()
     assert tools.ended.is_set() and prompts.ended.is_set() and listeners.closing
+
+
+async def test_a_write_longer_than_the_interval_is_finished_whole(autojump_clock: Any) -> None:
+    # The keep-alive timer ends a wait, never a write: an event cut in two
+    # on a slow socket would corrupt the stream for good.
+    chunks: list[bytes] = []
+
+    async def send(message: Any) -> None:
+        if message["body"].startswith(b"event:"):
+            await trio.sleep(KEEPALIVE_INTERVAL * 3)  # a socket that drains slowly
+        chunks.append(message["body"])
+
+    stream = listener(TOOLS)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(write_stream, stream, send)
+        await trio.sleep(KEEPALIVE_INTERVAL * 3 + KEEPALIVE_INTERVAL - 1)  # the ack is written
+        stream.offer(jsonrpc.encode_notification(TOOLS))
+        await trio.sleep(KEEPALIVE_INTERVAL * 6)
+        nursery.cancel_scope.cancel()
+    events = [c for c in chunks if c.startswith(b"event:")]
+    assert len(events) == 2 and b"acknowledged" in events[0]
+    assert TOOLS.encode() in events[1]
+    assert chunks.index(events[1]) < len(chunks) - 1  # keep-alives follow it
