@@ -93,7 +93,7 @@ def measure(total: int, rebuilds: int) -> dict[str, Any]:
     gc.collect()
     held = tracemalloc.get_traced_memory()[0] - after_listings
     tracemalloc.stop()
-    assert len(catalog.snapshot.view(Kind.TOOLS).entries) == total
+    assert len(catalog.snapshot.view(Kind.TOOLS)) == total
     walks = []
     for _ in range(3):
         started = time.perf_counter()

@@ -234,7 +234,7 @@ async def open_gateway(
             shown[0] = snapshot
             router.search.follow(snapshot)
             for kind in Kind:
-                counts = collections.Counter(e.backend for e in snapshot.view(kind).entries)
+                counts = collections.Counter(e.backend for e in snapshot.view(kind))
                 for name in pool.backends:
                     metrics.catalog_items.labels(backend=name, kind=kind.value).set(counts[name])
             record_budgets(metrics, views, snapshot)

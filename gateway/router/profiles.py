@@ -89,8 +89,8 @@ def budget(views: ProfileViews, name: str, snapshot: Snapshot) -> Budget:
         KeyError: no such profile.
     """
     view = views.view(name, snapshot)
-    tools = view.listed(Kind.TOOLS).entries
-    return Budget(name, {kind: len(view.view(kind).entries) for kind in Kind}, list_bytes(tools))
+    tools = tuple(view.listed(Kind.TOOLS))
+    return Budget(name, {kind: len(view.view(kind)) for kind in Kind}, list_bytes(tools))
 
 
 _EMPTY_TOOLS_LIST: Final = len(bytes(render_page(Kind.TOOLS.value, [], None)))

@@ -50,7 +50,7 @@ def listings(draw: st.DrawFn) -> BackendListing:
 
 def _state(snapshot: Snapshot) -> tuple[Any, ...]:
     views = tuple(
-        (view.entries, view.keys, dict(view.by_key))
+        (tuple(view), view.keys(), {e.key: view.get(e.key) for e in view})
         for view in (snapshot.view(kind) for kind in Kind)
     )
     return views, snapshot.prefixes, snapshot.unprefixed, snapshot.problems
@@ -81,7 +81,7 @@ def test_every_change_gives_the_snapshot_a_whole_rebuild_gives(steps: list[Any])
         )
         assert _state(catalog.snapshot) == _state(rebuilt)
         assert changed == frozenset(
-            kind for kind in Kind if before.view(kind).entries != rebuilt.view(kind).entries
+            kind for kind in Kind if before.view(kind) != rebuilt.view(kind)
         )
 
 
@@ -108,10 +108,10 @@ def test_a_clean_catalog_takes_no_whole_rebuild_for_one_backend(
     assert catalog.withdraw("svc003") == frozenset({Kind.TOOLS})
     assert catalog.publish(_backend(99)) == frozenset({Kind.TOOLS})
     view = catalog.snapshot.view(Kind.TOOLS)
-    assert len(view.entries) == 30 * 20 + 5
-    assert view.by_key["svc007__t24"].backend == "svc007"
-    assert b'"g1"' in view.by_key["svc007__t00"].encoded
-    assert "svc003__t00" not in view.by_key
+    assert len(view) == 30 * 20 + 5
+    assert view.get("svc007__t24").backend == "svc007"
+    assert b'"g1"' in view.get("svc007__t00").encoded
+    assert "svc003__t00" not in view
 
 
 def test_a_clash_takes_the_whole_rebuild_and_its_rules(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -128,8 +128,8 @@ def test_a_clash_takes_the_whole_rebuild_and_its_rules(monkeypatch: pytest.Monke
     monkeypatch.setattr(catalog_module, "build_snapshot", counted)
     catalog.publish(BackendListing("beta", "", tools=({"name": "echo"},)))
     assert calls == [1]
-    assert catalog.snapshot.view(Kind.TOOLS).by_key["echo"].backend == "alpha"
+    assert catalog.snapshot.view(Kind.TOOLS).get("echo").backend == "alpha"
     assert catalog.snapshot.problems  # beta's echo, skipped and said so
     catalog.withdraw("alpha")  # not clean any more: rebuilt, and beta's echo comes in
     assert calls == [1, 1]
-    assert catalog.snapshot.view(Kind.TOOLS).by_key["echo"].backend == "beta"
+    assert catalog.snapshot.view(Kind.TOOLS).get("echo").backend == "beta"

@@ -1,0 +1,251 @@
+"""One kind's public items, sorted by key, as a persistent chunked sequence.
+
+Rules / theory of operation:
+
+1. A ``KindView`` is immutable. ``edited`` returns a new view that shares
+   every chunk the edit did not touch with the old one, so a snapshot taken
+   before a change and the one after it hold the same chunk objects for the
+   rest of the catalog (issue 17's scale row: one backend's change costs
+   that backend, not the catalog).
+2. The entries are cut into chunks of at most ``CHUNK_SIZE`` entries; every
+   chunk but a lone one holds at least ``CHUNK_MIN`` (an edit that leaves a
+   chunk smaller merges it with a neighbour), so the chunk index stays
+   about ``N / CHUNK_SIZE`` long however the view was edited.
+3. Chunk ``i`` holds exactly the keys in ``[firsts[i], firsts[i + 1])``:
+   a key is found, and an edit placed, by one bisection over the chunks'
+   first keys, then the chunk's own dict or keys.
+4. An edit copies the chunk index (``O(N / CHUNK_SIZE)``, C-level slice
+   copies) and rebuilds only the chunks that hold an edited key. A
+   prefixed backend's keys are contiguous in key order, so its change
+   touches one or a few chunks.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from dataclasses import dataclass
+from operator import attrgetter
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Mapping, Sequence
+
+#: Most entries in one chunk: an edit rebuilds a chunk (a dict and two
+#: tuples) of about this size, and the chunk index is ``N / CHUNK_SIZE`` long;
+#: 512 keeps both under ~25 µs for a 100,000-item view.
+CHUNK_SIZE: Final = 512
+#: Fewest entries in a chunk that is not alone (rule 2).
+CHUNK_MIN: Final = CHUNK_SIZE // 4
+
+_key: Final = attrgetter("key")
+_first: Final = attrgetter("first")
+_length: Final = attrgetter("length")
+_entries: Final = attrgetter("entries")
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One public item: where it came from and its encoded public form."""
+
+    key: str
+    backend: str
+    original: str
+    encoded: bytes
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Chunk:
+    """A sorted run of entries with its keys and a dict by key (never empty)."""
+
+    entries: tuple[Entry, ...]
+    keys: tuple[str, ...]
+    by_key: dict[str, Entry]
+    first: str
+    length: int
+
+
+def _chunk(entries: Sequence[Entry]) -> _Chunk:
+    """A chunk of ``entries``, which are sorted by key and not empty."""
+    keys = tuple(map(_key, entries))
+    return _Chunk(tuple(entries), keys, dict(zip(keys, entries, strict=True)), keys[0], len(keys))
+
+
+def _cut(entries: Sequence[Entry], out: list[_Chunk]) -> None:
+    """Append ``entries`` to ``out`` as chunks of near-equal size, none over ``CHUNK_SIZE``."""
+    total = len(entries)
+    if not total:
+        return
+    pieces = -(-total // CHUNK_SIZE)
+    out.extend(
+        _chunk(entries[index * total // pieces : (index + 1) * total // pieces])
+        for index in range(pieces)
+    )
+
+
+class KindView:
+    """All public items of one kind, sorted by public key.
+
+    The public surface is small on purpose: look up by key (``get``, ``in``),
+    page by index (``after``, ``slice``), count and iterate. Nothing hands out
+    a catalog-sized tuple, so nothing on a change or a call pays for one.
+    """
+
+    __slots__ = ("_chunks", "_firsts", "_offsets")
+
+    def __init__(self, entries: Iterable[Entry] = ()) -> None:
+        """Build a view of ``entries``, which must be sorted by key with no key twice.
+
+        Args:
+            entries: the view's entries in key order.
+        """
+        chunks: list[_Chunk] = []
+        _cut(tuple(entries), chunks)
+        self._set(chunks)
+
+    def _set(self, chunks: list[_Chunk]) -> None:
+        self._chunks: tuple[_Chunk, ...] = tuple(chunks)
+        self._firsts: tuple[str, ...] = tuple(map(_first, chunks))
+        # offsets[i] is the index of chunk i's first entry; the last is the length.
+        self._offsets: tuple[int, ...] = (0, *itertools.accumulate(map(_length, chunks)))
+
+    @classmethod
+    def _of_chunks(cls, chunks: list[_Chunk]) -> KindView:
+        view = cls.__new__(cls)
+        view._set(chunks)
+        return view
+
+    def __len__(self) -> int:
+        """How many entries the view holds."""
+        return self._offsets[-1]
+
+    def __iter__(self) -> Iterator[Entry]:
+        """The entries in key order."""
+        return itertools.chain.from_iterable(map(_entries, self._chunks))
+
+    def __contains__(self, key: object) -> bool:
+        """Whether ``key`` names an entry."""
+        return isinstance(key, str) and self.get(key) is not None
+
+    def __eq__(self, other: object) -> bool:
+        """Same entries in the same order (chunks shared by both compare by identity)."""
+        if not isinstance(other, KindView):
+            return NotImplemented
+        if self is other:
+            return True
+        if len(self) != len(other):
+            return False
+        if self._firsts == other._firsts and all(
+            a is b or a.entries == b.entries
+            for a, b in zip(self._chunks, other._chunks, strict=True)
+        ):
+            return True
+        return tuple(self) == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]  # equal views may differ in chunking
+
+    def __repr__(self) -> str:
+        """A short form for test failures: the length and the keys."""
+        return f"KindView({len(self)}: {list(self.keys())!r})"
+
+    def get(self, key: str) -> Entry | None:
+        """The entry whose public key is ``key``, or None (on every call's path)."""
+        index = bisect.bisect_right(self._firsts, key) - 1
+        if index < 0:
+            return None
+        return self._chunks[index].by_key.get(key)
+
+    def after(self, key: str | None) -> int:
+        """Index of the first entry strictly after ``key`` (keyset paging)."""
+        if key is None:
+            return 0
+        index = bisect.bisect_right(self._firsts, key) - 1
+        if index < 0:
+            return 0
+        return self._offsets[index] + bisect.bisect_right(self._chunks[index].keys, key)
+
+    def slice(self, start: int, stop: int) -> tuple[Entry, ...]:
+        """The entries at indices ``start`` to ``stop`` (clamped, as a slice is)."""
+        total = len(self)
+        start, stop = max(0, min(start, total)), max(0, min(stop, total))
+        if start >= stop:
+            return ()
+        offsets = self._offsets
+        index = bisect.bisect_right(offsets, start) - 1
+        first = self._chunks[index]
+        base = offsets[index]
+        if stop <= base + first.length:
+            return first.entries[start - base : stop - base]
+        out = list(first.entries[start - base :])
+        index += 1
+        while offsets[index + 1] < stop:
+            out += self._chunks[index].entries
+            index += 1
+        out += self._chunks[index].entries[: stop - offsets[index]]
+        return tuple(out)
+
+    def keys(self) -> tuple[str, ...]:
+        """Every key in order: a catalog-sized copy, for tests and whole-view tools."""
+        return tuple(itertools.chain.from_iterable(c.keys for c in self._chunks))
+
+    def backends(self) -> frozenset[str]:
+        """Names of backends contributing at least one item."""
+        return frozenset(e.backend for e in self)
+
+    def edited(self, removed: Iterable[str], put: Mapping[str, Entry]) -> KindView:
+        """A new view without the keys ``removed``, with ``put`` added or replaced.
+
+        Args:
+            removed: keys to take out (unknown keys are ignored).
+            put: key -> entry to add, or to replace the entry of that key;
+                applied after ``removed``.
+
+        Returns:
+            The edited view, sharing every untouched chunk with this one
+            (rules 1 and 4); this view itself when there is nothing to do.
+        """
+        firsts = self._firsts
+        if not firsts:
+            return KindView(put[key] for key in sorted(put))
+        edits: dict[int, tuple[list[str], list[str]]] = {}
+        for key in removed:
+            edits.setdefault(max(0, bisect.bisect_right(firsts, key) - 1), ([], []))[0].append(key)
+        for key in put:
+            edits.setdefault(max(0, bisect.bisect_right(firsts, key) - 1), ([], []))[1].append(key)
+        if not edits:
+            return self
+        chunks = self._chunks
+        out: list[_Chunk] = []
+        # Entries not cut into chunks yet: an edited chunk left below CHUNK_MIN
+        # waits here for its next neighbour (rule 2).
+        pending: list[Entry] = []
+        done = 0  # chunks[:done] are in ``out`` or ``pending``
+        for index in sorted(edits):
+            if pending and index > done:
+                pending += chunks[done].entries
+                done += 1
+                _cut(pending, out)
+                pending = []
+            out += chunks[done:index]
+            gone, came = edits[index]
+            found = dict(chunks[index].by_key)
+            for key in gone:
+                found.pop(key, None)
+            for key in came:
+                found[key] = put[key]
+            pending += [found[key] for key in sorted(found)]
+            done = index + 1
+            if len(pending) >= CHUNK_MIN:
+                _cut(pending, out)
+                pending = []
+        if pending and done < len(chunks):
+            pending += chunks[done].entries
+            done += 1
+        elif pending and out:
+            pending[:0] = out.pop().entries
+        _cut(pending, out)
+        out += chunks[done:]
+        return KindView._of_chunks(out)
+
+
+EMPTY_VIEW: Final = KindView()
