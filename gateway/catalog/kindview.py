@@ -128,19 +128,28 @@ class KindView:
         return isinstance(key, str) and self.get(key) is not None
 
     def __eq__(self, other: object) -> bool:
-        """Same entries in the same order (chunks shared by both compare by identity)."""
+        """Same entries in the same order.
+
+        A chunk both views hold at the same index is equal by identity, so two
+        snapshots one change apart compare in the chunk index plus the
+        entries the change touched, not the catalog (profiles compare their
+        views after every change).
+        """
         if not isinstance(other, KindView):
             return NotImplemented
         if self is other:
             return True
-        if len(self) != len(other):
+        total = len(self)
+        if total != len(other):
             return False
-        if self._firsts == other._firsts and all(
-            a is b or a.entries == b.entries
-            for a, b in zip(self._chunks, other._chunks, strict=True)
-        ):
-            return True
-        return tuple(self) == tuple(other)
+        mine = {id(chunk): start for chunk, start in zip(self._chunks, self._offsets, strict=False)}
+        compared = 0  # entries before this index are known equal
+        for chunk, start in zip(other._chunks, other._offsets, strict=False):
+            if mine.get(id(chunk)) == start:
+                if self.slice(compared, start) != other.slice(compared, start):
+                    return False
+                compared = start + chunk.length
+        return self.slice(compared, total) == other.slice(compared, total)
 
     __hash__ = None  # type: ignore[assignment]  # equal views may differ in chunking
 

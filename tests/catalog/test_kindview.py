@@ -96,11 +96,15 @@ def test_every_edit_answers_as_the_sorted_dict_it_stands_for(
         model = _held(view, start)
         for removed, put, generation in steps:
             came = {key: _entry(key, generation) for key in put}
+            before, before_model = view, dict(model)
             view = view.edited(removed, came)
             for key in removed:
                 model.pop(key, None)
             model.update(came)
             check(view, model)
+            # Equality across an edit, where the two views share chunks.
+            assert (view == before) == (sorted(model.items()) == sorted(before_model.items()))
+            assert (before == view) == (view == before)
 
 
 def test_an_edit_shares_every_chunk_it_does_not_touch() -> None:
@@ -188,6 +192,11 @@ def test_views_equal_by_entries_whatever_their_chunking() -> None:
     assert edited != _view(KEYS[:9])
     assert edited != built.edited([], {"k004": _entry("k004", 1)})
     assert edited.__eq__(object()) is NotImplemented
+    big = KindView(_entry(f"k{n:05d}") for n in range(3000))
+    same = big.edited([], {"k01500": _entry("k01500")})  # an equal entry, a new object
+    assert same == big
+    assert big.edited([], {"k01500": _entry("k01500", 1)}) != big
+    assert big.edited(["k00000"], {"k00000a": _entry("k00000a")}) != big
 
 
 def test_the_default_bounds_keep_a_chunk_at_least_a_quarter_full() -> None:
