@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+from collections import Counter
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import TYPE_CHECKING, Final
@@ -42,6 +43,9 @@ _key: Final = attrgetter("key")
 _first: Final = attrgetter("first")
 _length: Final = attrgetter("length")
 _entries: Final = attrgetter("entries")
+_by_key: Final = attrgetter("by_key")
+_encoded: Final = attrgetter("encoded")
+_backend: Final = attrgetter("backend")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,21 +58,39 @@ class Entry:
     encoded: bytes
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class _Chunk:
-    """A sorted run of entries with its keys and a dict by key (never empty)."""
+    """A sorted run of entries with its keys and a dict by key (never empty).
 
-    entries: tuple[Entry, ...]
-    keys: tuple[str, ...]
-    by_key: dict[str, Entry]
-    first: str
-    length: int
+    Immutable once built; the two figures the gauges read after every change
+    (bytes of encoded items, items per backend) are computed on first use
+    and kept with the chunk, which later snapshots share.
+    """
+
+    __slots__ = ("_counts", "_size", "by_key", "entries", "first", "keys", "length")
+
+    def __init__(self, entries: Sequence[Entry]) -> None:
+        self.entries: tuple[Entry, ...] = tuple(entries)
+        self.keys: tuple[str, ...] = tuple(map(_key, self.entries))
+        self.by_key: dict[str, Entry] = dict(zip(self.keys, self.entries, strict=True))
+        self.first: str = self.keys[0]
+        self.length: int = len(self.keys)
+        self._size: int | None = None
+        self._counts: Counter[str] | None = None
+
+    def size(self) -> int:
+        """The bytes of the chunk's encoded items."""
+        if self._size is None:
+            self._size = sum(map(len, map(_encoded, self.entries)))
+        return self._size
+
+    def counts(self) -> Counter[str]:
+        """The chunk's items per backend."""
+        if self._counts is None:
+            self._counts = Counter(map(_backend, self.entries))
+        return self._counts
 
 
-def _chunk(entries: Sequence[Entry]) -> _Chunk:
-    """A chunk of ``entries``, which are sorted by key and not empty."""
-    keys = tuple(map(_key, entries))
-    return _Chunk(tuple(entries), keys, dict(zip(keys, entries, strict=True)), keys[0], len(keys))
+_chunk: Final = _Chunk
 
 
 def _cut(entries: Sequence[Entry], out: list[_Chunk]) -> None:
@@ -91,7 +113,7 @@ class KindView:
     a catalog-sized tuple, so nothing on a change or a call pays for one.
     """
 
-    __slots__ = ("_chunks", "_firsts", "_offsets")
+    __slots__ = ("_chunks", "_dicts", "_firsts", "_offsets")
 
     def __init__(self, entries: Iterable[Entry] = ()) -> None:
         """Build a view of ``entries``, which must be sorted by key with no key twice.
@@ -106,6 +128,8 @@ class KindView:
     def _set(self, chunks: list[_Chunk]) -> None:
         self._chunks: tuple[_Chunk, ...] = tuple(chunks)
         self._firsts: tuple[str, ...] = tuple(map(_first, chunks))
+        # The chunks' dicts side by side: ``get`` is on every call's path.
+        self._dicts: tuple[dict[str, Entry], ...] = tuple(map(_by_key, chunks))
         # offsets[i] is the index of chunk i's first entry; the last is the length.
         self._offsets: tuple[int, ...] = (0, *itertools.accumulate(map(_length, chunks)))
 
@@ -159,10 +183,8 @@ class KindView:
 
     def get(self, key: str) -> Entry | None:
         """The entry whose public key is ``key``, or None (on every call's path)."""
-        index = bisect.bisect_right(self._firsts, key) - 1
-        if index < 0:
-            return None
-        return self._chunks[index].by_key.get(key)
+        index = bisect.bisect_right(self._firsts, key)
+        return self._dicts[index - 1].get(key) if index else None
 
     def after(self, key: str | None) -> int:
         """Index of the first entry strictly after ``key`` (keyset paging)."""
@@ -199,7 +221,22 @@ class KindView:
 
     def backends(self) -> frozenset[str]:
         """Names of backends contributing at least one item."""
-        return frozenset(e.backend for e in self)
+        return frozenset(self.backend_counts())
+
+    def backend_counts(self) -> Counter[str]:
+        """Items per backend (the ``catalog_items`` gauge, refreshed after every change).
+
+        Summed from per-chunk counts that chunks keep, so after one change
+        only the new chunks are counted.
+        """
+        total: Counter[str] = Counter()
+        for chunk in self._chunks:
+            total.update(chunk.counts())
+        return total
+
+    def encoded_size(self) -> int:
+        """The bytes of every entry's encoded item (a profile's ``tools/list`` budget)."""
+        return sum(chunk.size() for chunk in self._chunks)
 
     def edited(self, removed: Iterable[str], put: Mapping[str, Entry]) -> KindView:
         """A new view without the keys ``removed``, with ``put`` added or replaced.

@@ -11,6 +11,7 @@ cross many chunk boundaries.
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -57,6 +58,9 @@ def check(view: KindView, model: dict[str, Entry]) -> None:
     assert tuple(view) == flat
     assert view.keys() == tuple(keys)
     assert view == KindView(flat)
+    assert view.backend_counts() == Counter(e.backend for e in flat)
+    assert view.backends() == {e.backend for e in flat}
+    assert view.encoded_size() == sum(len(e.encoded) for e in flat)
     for key in [*KEYS, "", "k", "k0005", "zzz"]:
         assert view.get(key) is model.get(key)
         assert (key in view) == (key in model)
