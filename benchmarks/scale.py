@@ -107,6 +107,14 @@ def rows_catalog(args: argparse.Namespace) -> list[dict[str, Any]]:
             extra={"backend_tools": catalog_scale.TOOLS_PER_BACKEND},
         ),
         row(
+            "the gateway's follow-up of that change",
+            "ms",
+            tools,
+            [r["follow_up_seconds"] * 1e3 for r in runs],
+            per="tool",
+            extra={"note": "default profile, no search mode: views' refresh and gauges"},
+        ),
+        row(
             "whole rebuild (the baseline)",
             "ms",
             tools,
