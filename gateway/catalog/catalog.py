@@ -31,9 +31,10 @@ if TYPE_CHECKING:
 class Catalog:
     """The current snapshot and the listings it was built from.
 
-    Backends publish and withdraw listings; each change builds a whole new
-    snapshot and reports which kinds of list actually changed, so the
-    gateway sends ``list_changed`` only when a host would see a difference.
+    Backends publish and withdraw listings; each change makes a new
+    snapshot (sharing all it can with the last, see ``kindview``) and
+    reports which kinds of list actually changed, so the gateway sends
+    ``list_changed`` only when a host would see a difference.
     """
 
     def __init__(self, rules: NamingRules, prefixes: Mapping[str, str] | None = None) -> None:
