@@ -17,7 +17,7 @@ from gateway.catalog.snapshot import (
     KindView,
     Prepared,
     Snapshot,
-    build_snapshot,
+    merge,
     prepare_listing,
     routing,
 )
@@ -44,7 +44,7 @@ class Catalog:
         # backend -> (the listing it was prepared from, the prepared items)
         self._prepared: dict[str, tuple[BackendListing, Prepared]] = {}
         self.snapshot: Snapshot = EMPTY_SNAPSHOT
-        # Whether the snapshot has no clash, rename or duplicate (``_is_clean``).
+        # Whether the snapshot has no clash, rename or duplicate (``merge``).
         self._clean = True
         # Backends whose listing has items the catalog skips (no valid identity).
         self._troubled: set[str] = set()
@@ -133,8 +133,7 @@ class Catalog:
                 del self._prepared[name]
                 self._troubled.discard(name)
         listings = [self._listings[name] for name in sorted(self._listings)]
-        new = build_snapshot(listings, self._rules, prefixes=self._prefixes, prepared=prepared)
-        self._clean = _is_clean(new, prepared)
+        new, self._clean = merge(listings, self._rules, prefixes=self._prefixes, prepared=prepared)
         self.snapshot = new
         return frozenset(kind for kind in Kind if old.view(kind) != new.view(kind))
 
@@ -150,18 +149,6 @@ class Catalog:
 # after, never whole views. Anything else (a clash, a rename, a duplicate)
 # takes the whole rebuild, which is the definition:
 # tests/catalog/test_incremental.py checks the two agree.
-
-
-def _is_clean(snapshot: Snapshot, prepared: Mapping[str, Prepared]) -> bool:
-    """Whether every candidate holds its own public key: no clash, rename or duplicate."""
-    for kind in Kind:
-        # Every candidate's own entry object is in the view and nothing else
-        # is: one identity set per kind, no lookup per item.
-        held = set(map(id, snapshot.views[kind]))
-        candidates = [c.entry for ready in prepared.values() for c in ready[kind][0]]
-        if len(candidates) != len(held) or not held.issuperset(map(id, candidates)):
-            return False
-    return True
 
 
 def _replaced(

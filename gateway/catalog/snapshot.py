@@ -189,7 +189,25 @@ def build_snapshot(
     names that would collide are left out and described in ``problems``; a
     misbehaving backend costs its own bad items, never the catalog.
     """
+    return merge(listings, rules, prefixes=prefixes, prepared=prepared)[0]
+
+
+def merge(
+    listings: Iterable[BackendListing],
+    rules: NamingRules,
+    *,
+    prefixes: Mapping[str, str] | None = None,
+    prepared: Mapping[str, Prepared] | None = None,
+) -> tuple[Snapshot, bool]:
+    """``build_snapshot``, and whether no two candidates claimed one public key.
+
+    The second value is what ``Catalog`` needs to merge later changes in
+    without a rebuild: with no clash (hence no rename and no duplicate),
+    every candidate holds its own key. Known here for free, where a check
+    afterwards would visit the catalog again.
+    """
     listings = list(listings)
+    clean = True
     ready = {
         lst.backend: (prepared or {}).get(lst.backend) or prepare_listing(lst, rules)
         for lst in listings
@@ -204,6 +222,8 @@ def build_snapshot(
             for candidate in candidates:
                 entry = candidate.entry
                 clash = found.get(entry.key)
+                if clash is not None:
+                    clean = False
                 if clash is not None and listing.on_collision == "rename":
                     key = _public_key(kind, listing.backend, entry.original, rules)
                     entry = _make_entry(kind, listing.backend, key, entry.original, candidate.item)
@@ -219,9 +239,10 @@ def build_snapshot(
                 found[entry.key] = entry
         views[kind] = KindView(map(found.__getitem__, sorted(found)))
     all_prefixes, unprefixed = routing(listings, prefixes)
-    return Snapshot(
+    snapshot = Snapshot(
         views=views, prefixes=all_prefixes, unprefixed=unprefixed, problems=tuple(problems)
     )
+    return snapshot, clean
 
 
 def routing(

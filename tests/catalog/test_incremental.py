@@ -20,7 +20,14 @@ from gateway.catalog import catalog as catalog_module
 from gateway.catalog import kindview
 from gateway.catalog.catalog import Catalog
 from gateway.catalog.naming import NamingRules
-from gateway.catalog.snapshot import BackendListing, Kind, KindView, Snapshot, build_snapshot
+from gateway.catalog.snapshot import (
+    BackendListing,
+    Kind,
+    KindView,
+    Snapshot,
+    build_snapshot,
+    merge,
+)
 
 RULES = NamingRules()
 BACKENDS = ("alpha", "beta", "gamma", "delta")
@@ -153,10 +160,10 @@ def test_a_clean_catalog_takes_no_whole_rebuild_for_one_backend(
     for index in range(30):
         catalog.publish(_backend(index))
 
-    def refuse(*args: Any, **kwargs: Any) -> Snapshot:
+    def refuse(*args: Any, **kwargs: Any) -> tuple[Snapshot, bool]:
         raise AssertionError("a whole rebuild for one prefixed backend's change")
 
-    monkeypatch.setattr(catalog_module, "build_snapshot", refuse)
+    monkeypatch.setattr(catalog_module, "merge", refuse)
     assert catalog.publish(_backend(7, generation=1)) == frozenset({Kind.TOOLS})
     assert catalog.publish(_backend(7, generation=1, tools=25)) == frozenset({Kind.TOOLS})
     assert catalog.withdraw("svc003") == frozenset({Kind.TOOLS})
@@ -173,13 +180,13 @@ def test_a_clash_takes_the_whole_rebuild_and_its_rules(monkeypatch: pytest.Monke
     catalog = Catalog(RULES)
     catalog.publish(BackendListing("alpha", "", tools=({"name": "echo"},)))
     calls: list[int] = []
-    real = build_snapshot
+    real = merge
 
-    def counted(*args: Any, **kwargs: Any) -> Snapshot:
+    def counted(*args: Any, **kwargs: Any) -> tuple[Snapshot, bool]:
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(catalog_module, "build_snapshot", counted)
+    monkeypatch.setattr(catalog_module, "merge", counted)
     catalog.publish(BackendListing("beta", "", tools=({"name": "echo"},)))
     assert calls == [1]
     assert catalog.snapshot.view(Kind.TOOLS).get("echo").backend == "alpha"
