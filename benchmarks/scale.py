@@ -18,7 +18,8 @@ Rows (full sizes; ``--quick`` divides them for a smoke run):
   initializing each in parallel, in the same run (``crowd.direct_start``).
 - ``catalog``: ``catalog_scale.measure`` at 10,000 / 30,000 / 100,000
   tools (in-process; memory per tool, the merged list walk, the first
-  build, the rebuild after one backend changes).
+  build, the rebuild after one backend changes, the gateway's follow-up of
+  that change).
 
 Every row gets the growth of its per-unit cost (figure ÷ size) relative to
 the smallest size and a verdict from ``benchmarks.growth``. The rule: the exponent
