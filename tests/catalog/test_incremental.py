@@ -106,6 +106,8 @@ def _check_chunks(view: KindView) -> None:
     if len(chunks) > 1:
         assert all(chunk.length >= kindview.CHUNK_MIN for chunk in chunks)
     assert view._firsts == tuple(chunk.keys[0] for chunk in chunks)
+    assert view._lengths == tuple(len(chunk.entries) for chunk in chunks)
+    assert all(d is chunk.by_key for d, chunk in zip(view._dicts, chunks, strict=True))
     assert view.keys() == tuple(sorted(view.keys()))
 
 

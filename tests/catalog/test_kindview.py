@@ -76,6 +76,9 @@ def check(view: KindView, model: dict[str, Entry]) -> None:
         assert all(size >= kindview.CHUNK_MIN for size in sizes)
     assert all(chunk.entries for chunk in chunks)
     assert view._firsts == tuple(chunk.keys[0] for chunk in chunks)
+    assert view._lengths == tuple(len(chunk.entries) for chunk in chunks)
+    assert len(view._dicts) == len(chunks)
+    assert all(d is chunk.by_key for d, chunk in zip(view._dicts, chunks, strict=True))
 
 
 edits = st.lists(
