@@ -82,7 +82,11 @@ def rows_catalog(args: argparse.Namespace) -> list[dict[str, Any]]:
     sizes = catalog_scale.QUICK_SIZES if args.quick else catalog_scale.SIZES
     runs = []
     for size in sizes:
-        runs.append(catalog_scale.measure(size, 10 if args.quick else 40))
+        runs.append(
+            catalog_scale.measure(
+                size, catalog_scale.QUICK_CHANGES if args.quick else catalog_scale.CHANGES
+            )
+        )
         progress(f"catalog {size}: {runs[-1]['bytes_per_tool']:.0f} B/tool")
     tools = [r["tools"] for r in runs]
     memory = [r["bytes_per_tool"] * r["tools"] / 1024 for r in runs]
