@@ -33,11 +33,14 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 #: Most entries in one chunk: an edit rebuilds a chunk (a dict and two
-#: tuples) of about this size, and the chunk index is ``N / CHUNK_SIZE`` long;
-#: 512 keeps both under ~25 µs for a 100,000-item view.
+#: tuples) of about this size, and the chunk index is ``N / CHUNK_SIZE`` long
+#: (about 200 at 100,000 tools); at 512 both stay small next to encoding a
+#: 100-tool backend's items (docs/performance.md, "The catalog rows").
 CHUNK_SIZE: Final = 512
 #: Fewest entries in a chunk that is not alone (rule 2).
 CHUNK_MIN: Final = CHUNK_SIZE // 4
+#: Keys a repr shows: a view can hold 100,000.
+REPR_KEYS: Final = 8
 
 _key: Final = attrgetter("key")
 _entries: Final = attrgetter("entries")
@@ -206,8 +209,10 @@ class KindView:
     __hash__ = None  # type: ignore[assignment]  # equal views may differ in chunking
 
     def __repr__(self) -> str:
-        """A short form for test failures: the length and the keys."""
-        return f"KindView({len(self)}: {list(self.keys())!r})"
+        """A short form for test failures: the length and the first keys."""
+        shown = list(itertools.islice(self.keys(), REPR_KEYS))
+        more = ", ..." if len(self) > REPR_KEYS else ""
+        return f"KindView({len(self)}: {shown!r}{more})"
 
     def get(self, key: str) -> Entry | None:
         """The entry whose public key is ``key``, or None (on every call's path)."""

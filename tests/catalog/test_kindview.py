@@ -209,3 +209,9 @@ def test_views_equal_by_entries_whatever_their_chunking() -> None:
 def test_the_default_bounds_keep_a_chunk_at_least_a_quarter_full() -> None:
     """Rule 2's constants: what the docs and the benchmark figures assume."""
     assert (CHUNK_SIZE, CHUNK_MIN) == (512, 128)
+
+
+def test_the_repr_shows_the_length_and_the_first_keys_only() -> None:
+    """A failing assertion on a 100,000-item view prints a line, not the catalog."""
+    assert repr(_view(KEYS[:2])) == "KindView(2: ['k000', 'k001'])"
+    assert repr(_view(KEYS)) == f"KindView(60: {KEYS[:8]!r}, ...)"
