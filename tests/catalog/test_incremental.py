@@ -224,3 +224,36 @@ def test_republishing_the_same_items_changes_no_kind_and_keeps_the_views() -> No
     assert catalog.snapshot.view(Kind.TOOLS) is before.view(Kind.TOOLS)
     assert catalog.publish(_backend(2, tools=19)) == frozenset({Kind.TOOLS})
     assert "svc002__t19" not in catalog.snapshot.view(Kind.TOOLS)
+
+
+def test_publishing_the_same_listing_object_again_changes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Gateway choice: the very listing kept, published again, costs no encoding and no copy."""
+    catalog = Catalog(RULES)
+    listing = _backend(1)
+    catalog.publish(listing)
+    catalog.publish(_backend(2))
+    before = catalog.snapshot
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the kept listing encoded again")
+
+    monkeypatch.setattr(catalog_module, "prepare_listing", refuse)
+    assert catalog.publish(listing) == frozenset()
+    for kind in Kind:
+        assert catalog.snapshot.view(kind) is before.view(kind)
+
+
+def test_withdrawing_every_backend_leaves_empty_views_that_take_new_ones() -> None:
+    """Chunks emptied one backend at a time end as the empty view; the next publish starts anew."""
+    catalog = Catalog(RULES)
+    for index in range(40):
+        catalog.publish(_backend(index, tools=30))  # 1,200 tools: three chunks or more
+    assert len(catalog.snapshot.view(Kind.TOOLS)._chunks) >= 3
+    for index in range(40):
+        assert catalog.withdraw(f"svc{index:03d}") == frozenset({Kind.TOOLS})
+    assert catalog.snapshot.view(Kind.TOOLS) == KindView()
+    assert catalog.snapshot.view(Kind.TOOLS).keys() == ()
+    assert catalog.publish(_backend(7)) == frozenset({Kind.TOOLS})
+    assert len(catalog.snapshot.view(Kind.TOOLS)) == 20
