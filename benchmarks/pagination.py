@@ -84,7 +84,7 @@ def _catalog_bytes() -> int:
         catalog.publish(listing)
     after = tracemalloc.take_snapshot()
     tracemalloc.stop()
-    assert len(catalog.snapshot.view(Kind.TOOLS).entries) == BACKENDS * TOOLS_PER_BACKEND
+    assert len(catalog.snapshot.view(Kind.TOOLS)) == BACKENDS * TOOLS_PER_BACKEND
     return sum(stat.size_diff for stat in after.compare_to(before, "filename"))
 
 

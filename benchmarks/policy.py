@@ -56,7 +56,7 @@ def main() -> None:
     access = policy.decide(alice).on("default")
     view = narrow(base, access.admitter())
     best = min(timeit.repeat(lambda: narrow(base, access.admitter()), number=1, repeat=5))
-    shown = len(view.view(Kind.TOOLS).entries)
+    shown = len(view.view(Kind.TOOLS))
     print(f"one effective view of 10,000 tools ({shown} shown): {best * 1e3:.1f} ms")
     views = EffectiveViews()
     tracemalloc.start()

@@ -57,7 +57,7 @@ def measure(total: int) -> list[dict[str, Any]]:
     """Figures for every profile at one catalog size."""
     listings = synthetic_listings(total)
     snapshot = build_snapshot(listings, RULES)
-    keys = snapshot.view(Kind.TOOLS).keys
+    keys = snapshot.view(Kind.TOOLS).keys()
     profiles = _profiles([lst.backend for lst in listings], keys[:5])
     views = ProfileViews(profiles)
     full = budget(views, "default", snapshot)
@@ -92,7 +92,7 @@ def measure(total: int) -> list[dict[str, Any]]:
             {
                 "tools": total,
                 "profile": profile.name,
-                "items": len(view.view(Kind.TOOLS).entries),
+                "items": len(view.view(Kind.TOOLS)),
                 "view_bytes": grown,
                 "view_ms": statistics.median(times),
                 "list_bytes": figures.tools_list_bytes,

@@ -18,7 +18,8 @@ Rows (full sizes; ``--quick`` divides them for a smoke run):
   initializing each in parallel, in the same run (``crowd.direct_start``).
 - ``catalog``: ``catalog_scale.measure`` at 10,000 / 30,000 / 100,000
   tools (in-process; memory per tool, the merged list walk, the first
-  build, the rebuild after one backend changes).
+  build, the rebuild after one backend changes, the gateway's follow-up of
+  that change).
 
 Every row gets the growth of its per-unit cost (figure ÷ size) relative to
 the smallest size and a verdict from ``benchmarks.growth``. The rule: the exponent
@@ -71,7 +72,11 @@ def rows_catalog(args: argparse.Namespace) -> list[dict[str, Any]]:
     sizes = catalog_scale.QUICK_SIZES if args.quick else catalog_scale.SIZES
     runs = []
     for size in sizes:
-        runs.append(catalog_scale.measure(size, 10 if args.quick else 40))
+        runs.append(
+            catalog_scale.measure(
+                size, catalog_scale.QUICK_CHANGES if args.quick else catalog_scale.CHANGES
+            )
+        )
         progress(f"catalog {size}: {runs[-1]['bytes_per_tool']:.0f} B/tool")
     tools = [r["tools"] for r in runs]
     memory = [r["bytes_per_tool"] * r["tools"] / 1024 for r in runs]
@@ -95,6 +100,14 @@ def rows_catalog(args: argparse.Namespace) -> list[dict[str, Any]]:
             target=f"flat in the catalog (k <= {FLAT_EXPONENT})",
             ok=lambda g: g.flat,
             extra={"backend_tools": catalog_scale.TOOLS_PER_BACKEND},
+        ),
+        row(
+            "the gateway's follow-up of that change",
+            "ms",
+            tools,
+            [r["follow_up_seconds"] * 1e3 for r in runs],
+            per="tool",
+            extra={"note": "default profile, no search mode: views' refresh and gauges"},
         ),
         row(
             "whole rebuild (the baseline)",

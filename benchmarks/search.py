@@ -115,7 +115,7 @@ def measure(total: int, queries: list[str]) -> dict[str, Any]:
     """Every figure for one catalog size."""
     listings = synthetic_listings(total)
     snapshot = build_snapshot(listings, RULES)
-    assert len(snapshot.view(Kind.TOOLS).entries) == total
+    assert len(snapshot.view(Kind.TOOLS)) == total
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
@@ -139,7 +139,7 @@ def measure(total: int, queries: list[str]) -> dict[str, Any]:
             cpu.append(time.thread_time() - c0)
     at_1, at_5 = _replica_recall(index)
     update_s, rebuild_s = _update_vs_rebuild(index, snapshot, listings)
-    full_list = b'{"tools":[' + b",".join(e.encoded for e in snapshot.view(Kind.TOOLS).entries)
+    full_list = b'{"tools":[' + b",".join(e.encoded for e in snapshot.view(Kind.TOOLS))
     full_list += b"]}"
     search_list = _encoder.encode({"tools": search_mode_tools(RULES.separator)})
     figures = {

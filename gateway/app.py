@@ -7,7 +7,6 @@ all of them, backends last, so that no child process outlives the gateway.
 
 from __future__ import annotations
 
-import collections
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -234,7 +233,7 @@ async def open_gateway(
             shown[0] = snapshot
             router.search.follow(snapshot)
             for kind in Kind:
-                counts = collections.Counter(e.backend for e in snapshot.view(kind).entries)
+                counts = snapshot.view(kind).backend_counts()
                 for name in pool.backends:
                     metrics.catalog_items.labels(backend=name, kind=kind.value).set(counts[name])
             record_budgets(metrics, views, snapshot)

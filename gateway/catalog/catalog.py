@@ -7,19 +7,17 @@ kinds of list changed.
 
 from __future__ import annotations
 
-import bisect
 from typing import TYPE_CHECKING
 
 from gateway.catalog.snapshot import (
     EMPTY_SNAPSHOT,
     BackendListing,
     Candidate,
-    Entry,
     Kind,
     KindView,
     Prepared,
     Snapshot,
-    build_snapshot,
+    merge,
     prepare_listing,
     routing,
 )
@@ -33,9 +31,10 @@ if TYPE_CHECKING:
 class Catalog:
     """The current snapshot and the listings it was built from.
 
-    Backends publish and withdraw listings; each change builds a whole new
-    snapshot and reports which kinds of list actually changed, so the
-    gateway sends ``list_changed`` only when a host would see a difference.
+    Backends publish and withdraw listings; each change makes a new
+    snapshot (sharing all it can with the last, see ``kindview``) and
+    reports which kinds of list actually changed, so the gateway sends
+    ``list_changed`` only when a host would see a difference.
     """
 
     def __init__(self, rules: NamingRules, prefixes: Mapping[str, str] | None = None) -> None:
@@ -45,7 +44,7 @@ class Catalog:
         # backend -> (the listing it was prepared from, the prepared items)
         self._prepared: dict[str, tuple[BackendListing, Prepared]] = {}
         self.snapshot: Snapshot = EMPTY_SNAPSHOT
-        # Whether the snapshot has no clash, rename or duplicate (``_is_clean``).
+        # Whether the snapshot has no clash, rename or duplicate (``merge``).
         self._clean = True
         # Backends whose listing has items the catalog skips (no valid identity).
         self._troubled: set[str] = set()
@@ -59,18 +58,65 @@ class Catalog:
     def publish(self, listing: BackendListing) -> frozenset[Kind]:
         """Add or replace one backend's listing; returns the kinds that changed."""
         self._listings[listing.backend] = listing
-        return self._rebuild(listing.backend)
+        return self._change(listing.backend)
 
     def withdraw(self, backend: str) -> frozenset[Kind]:
         """Remove a backend's items (it went down); returns the kinds that changed."""
         if self._listings.pop(backend, None) is None:
             return frozenset()
-        return self._rebuild(backend)
+        return self._change(backend)
 
-    def _rebuild(self, changed: str | None = None) -> frozenset[Kind]:
+    def _change(self, backend: str) -> frozenset[Kind]:
+        """Merge one backend's change in, visiting only that backend's items.
+
+        Everything here is proportional to the backend (plus the chunk index
+        of each edited view and, when a backend comes or goes, the routing
+        table), never to the catalog: issue 17's scale row measures it.
+        """
+        kept = self._prepared.pop(backend, None)
+        before = kept[1] if kept is not None else None
+        listing = self._listings.get(backend)
+        after = None
+        if listing is not None:
+            reused = kept is not None and kept[0] is listing
+            after = (
+                before if reused and before is not None else prepare_listing(listing, self._rules)
+            )
+            self._prepared[backend] = (listing, after)
+            if any(problems for _, problems in after.values()):
+                self._troubled.add(backend)
+            else:
+                self._troubled.discard(backend)
+        else:
+            self._troubled.discard(backend)
+        merged = _merged_in(self.snapshot, backend, before, after) if self._clean else None
+        if merged is None:
+            return self._rebuild()
+        views, changed = merged
         old = self.snapshot
-        kept_before = self._prepared.get(changed) if changed is not None else None
-        before = kept_before[1] if kept_before is not None else None
+        if listing is not None and kept is not None and kept[0].prefix == listing.prefix:
+            prefixes, unprefixed = old.prefixes, old.unprefixed  # the same routing table
+        else:
+            listings = [self._listings[name] for name in sorted(self._listings)]
+            prefixes, unprefixed = routing(listings, self._prefixes)
+        self.snapshot = Snapshot(
+            views=views, prefixes=prefixes, unprefixed=unprefixed, problems=self._problems()
+        )
+        return changed
+
+    def _problems(self) -> tuple[str, ...]:
+        """The skipped items of troubled backends (in a clean snapshot, the only problems)."""
+        troubled = sorted(self._troubled)
+        return tuple(
+            problem
+            for kind in Kind
+            for name in troubled
+            for problem in self._prepared[name][1][kind][1]
+        )
+
+    def _rebuild(self) -> frozenset[Kind]:
+        """The whole merge from every backend's kept items: the definition of the catalog."""
+        old = self.snapshot
         prepared: dict[str, Prepared] = {}
         for name, listing in self._listings.items():
             kept = self._prepared.get(name)
@@ -87,132 +133,64 @@ class Catalog:
                 del self._prepared[name]
                 self._troubled.discard(name)
         listings = [self._listings[name] for name in sorted(self._listings)]
-        views = None
-        if changed is not None and self._clean:
-            views = _merged_in(old, changed, before, prepared.get(changed))
-        if views is None:
-            new = build_snapshot(listings, self._rules, prefixes=self._prefixes, prepared=prepared)
-            self._clean = _is_clean(new, prepared)
-        else:
-            prefixes, unprefixed = routing(listings, self._prefixes)
-            troubled = sorted(self._troubled)  # backends with items of their own skipped
-            problems = tuple(
-                problem for kind in Kind for name in troubled for problem in prepared[name][kind][1]
-            )
-            new = Snapshot(views=views, prefixes=prefixes, unprefixed=unprefixed, problems=problems)
+        new, self._clean = merge(listings, self._rules, prefixes=self._prefixes, prepared=prepared)
         self.snapshot = new
-        return frozenset(kind for kind in Kind if old.view(kind).entries != new.view(kind).entries)
+        return frozenset(kind for kind in Kind if old.view(kind) != new.view(kind))
 
 
 # -- one backend's change, merged in without a rebuild --------------------------------------
 #
 # A whole rebuild visits every item of every backend: with a thousand
-# backends coming up one by one, that is quadratic, and a 100,000-tool
-# catalog spent tens of milliseconds on each change of a 100-tool backend.
-# While no two backends claim the same public name (the usual case: each
-# has its own prefix), a change only removes that backend's keys and adds
-# its new ones; the rest of the merge is C-level copying. Anything else (a
-# clash, a rename, a duplicate) takes the whole rebuild, which is the
-# definition: tests/catalog/test_incremental.py checks the two agree.
-
-
-def _is_clean(snapshot: Snapshot, prepared: Mapping[str, Prepared]) -> bool:
-    """Whether every candidate holds its own public key: no clash, rename or duplicate."""
-    for kind in Kind:
-        by_key = snapshot.views[kind].by_key
-        for candidates, _ in (ready[kind] for ready in prepared.values()):
-            if any(by_key.get(c.entry.key) is not c.entry for c in candidates):
-                return False
-    return True
+# backends coming up one by one, that is quadratic. While no two backends
+# claim the same public name (the usual case: each has its own prefix), a
+# change only removes that backend's keys and adds its new ones, which
+# ``KindView.edited`` does by rebuilding the few chunks that hold them. The
+# kinds that changed come from comparing the backend's own items before and
+# after, never whole views. Anything else (a clash, a rename, a duplicate)
+# takes the whole rebuild, which is the definition:
+# tests/catalog/test_incremental.py checks the two agree.
 
 
 def _replaced(
     view: KindView, backend: str, gone: Sequence[Candidate], came: Sequence[Candidate]
-) -> KindView | None:
-    """``view`` with ``backend``'s ``gone`` items swapped for ``came``; None on any clash."""
+) -> tuple[KindView, bool] | None:
+    """``view`` with ``backend``'s ``gone`` items swapped for ``came``, and whether it changed.
+
+    None on any clash or duplicate: only a whole rebuild can say who wins.
+    """
     if not gone and not came:
-        return view
-    gone_keys = [c.entry.key for c in gone]
-    came_keys = [c.entry.key for c in came]
-    if len(set(came_keys)) != len(came_keys):
+        return view, False
+    came_by_key = {c.entry.key: c.entry for c in came}
+    if len(came_by_key) != len(came):
         return None
-    for key in came_keys:
-        owner = view.by_key.get(key)
+    for key in came_by_key:
+        owner = view.get(key)
         if owner is not None and owner.backend != backend:
             return None
-    came_set = set(came_keys)
-    dropped = set(gone_keys).difference(came_set)
-    added = sorted(came_set.difference(gone_keys))
-    # Only keys that leave are deleted: a dict with deletions in it copies
-    # item by item, one without them as one block.
-    found = dict(view.by_key)
-    for key in dropped:
-        del found[key]
-    found.update((c.entry.key, c.entry) for c in came)
-    if not dropped and not added:  # the same names: the keys stay, items change in place
-        same = list(view.entries)
-        for key in came_set:
-            same[bisect.bisect_left(view.keys, key)] = found[key]
-        return KindView(tuple(same), view.keys, found)
-    keys, entries = _cut(view.keys, view.entries, dropped)
-    for key in came_set.intersection(gone_keys):  # kept keys, new items
-        entries[bisect.bisect_left(keys, key)] = found[key]
-    if added:
-        keys, entries = _spliced(keys, entries, added, found)
-    return KindView(tuple(entries), tuple(keys), found)
-
-
-# Both splices below move whole runs of the sorted lists with slices (C-level
-# copies); the Python-level loops are as long as the backend's change.
-
-
-def _cut(
-    keys: Sequence[str], entries: Sequence[Entry], dropped: set[str]
-) -> tuple[list[str], list[Entry]]:
-    """``keys`` and ``entries`` without the positions of ``dropped``."""
-    if not dropped:
-        return list(keys), list(entries)
-    kept_keys: list[str] = []
-    kept_entries: list[Entry] = []
-    start = 0
-    for cut in sorted(bisect.bisect_left(keys, key) for key in dropped):
-        kept_keys += keys[start:cut]
-        kept_entries += entries[start:cut]
-        start = cut + 1
-    kept_keys += keys[start:]
-    kept_entries += entries[start:]
-    return kept_keys, kept_entries
-
-
-def _spliced(
-    keys: list[str], entries: list[Entry], added: list[str], found: Mapping[str, Entry]
-) -> tuple[list[str], list[Entry]]:
-    """``keys`` and ``entries`` with the sorted new ``added`` keys in their places."""
-    out_keys: list[str] = []
-    out_entries: list[Entry] = []
-    start = 0
-    for key in added:
-        place = bisect.bisect_left(keys, key, start)
-        out_keys += keys[start:place]
-        out_entries += entries[start:place]
-        out_keys.append(key)
-        out_entries.append(found[key])
-        start = place
-    out_keys += keys[start:]
-    out_entries += entries[start:]
-    return out_keys, out_entries
+    gone_by_key = {c.entry.key: c.entry for c in gone}
+    if gone_by_key == came_by_key:  # the same items: the view (and its entries) stay
+        return view, False
+    removed = [key for key in gone_by_key if key not in came_by_key]
+    put = {key: entry for key, entry in came_by_key.items() if gone_by_key.get(key) != entry}
+    return view.edited(removed, put), True
 
 
 def _merged_in(
     old: Snapshot, backend: str, before: Prepared | None, after: Prepared | None
-) -> dict[Kind, KindView] | None:
-    """Every kind's view after one backend's change, or None when only a rebuild can tell."""
+) -> tuple[dict[Kind, KindView], frozenset[Kind]] | None:
+    """Every kind's view after one backend's change and the kinds that changed.
+
+    None when only a rebuild can tell.
+    """
     views: dict[Kind, KindView] = {}
+    changed: set[Kind] = set()
     for kind in Kind:
         gone = before[kind][0] if before is not None else ()
         came = after[kind][0] if after is not None else ()
-        view = _replaced(old.views[kind], backend, gone, came)
-        if view is None:
+        replaced = _replaced(old.views[kind], backend, gone, came)
+        if replaced is None:
             return None
-        views[kind] = view
-    return views
+        views[kind] = replaced[0]
+        if replaced[1]:
+            changed.add(kind)
+    return views, frozenset(changed)

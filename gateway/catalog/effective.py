@@ -33,10 +33,10 @@ GATEWAY_BACKEND: Final = ""
 
 
 def _narrow(view: KindView, kind: Kind, admits: Admits) -> KindView:
-    entries = tuple(e for e in view.entries if e.backend == GATEWAY_BACKEND or admits(kind, e.key))
-    if len(entries) == len(view.entries):
+    entries = tuple(e for e in view if e.backend == GATEWAY_BACKEND or admits(kind, e.key))
+    if len(entries) == len(view):
         return view
-    return KindView(entries, tuple(e.key for e in entries), {e.key: e for e in entries})
+    return KindView(entries)
 
 
 def narrow(view: Snapshot, admits: Admits) -> Snapshot:
@@ -63,7 +63,7 @@ def narrow(view: Snapshot, admits: Admits) -> Snapshot:
 
 def hidden(base: Snapshot, effective: Snapshot, kind: Kind) -> int:
     """How many listed items of ``kind`` the effective view hides (for one audit line)."""
-    return len(base.listed(kind).entries) - len(effective.listed(kind).entries)
+    return len(base.listed(kind)) - len(effective.listed(kind))
 
 
 def changed_kinds(before: Snapshot, after: Snapshot) -> frozenset[Kind]:
@@ -71,8 +71,7 @@ def changed_kinds(before: Snapshot, after: Snapshot) -> frozenset[Kind]:
     return frozenset(
         kind
         for kind in Kind
-        if before.view(kind).entries != after.view(kind).entries
-        or before.listed(kind).entries != after.listed(kind).entries
+        if before.view(kind) != after.view(kind) or before.listed(kind) != after.listed(kind)
     )
 
 

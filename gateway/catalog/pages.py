@@ -84,9 +84,9 @@ def plan_page(
     if position is not None and position.backend:
         return PagePlan((), fetch=position.backend, fetch_cursor=position.backend_cursor)
     start = view.after(position.after if position is not None else None)
-    stop = len(view.entries) if page_size == 0 else start + page_size
-    entries = view.entries[start:stop]
-    if stop < len(view.entries):
+    stop = len(view) if page_size == 0 else start + page_size
+    entries = view.slice(start, stop)
+    if stop < len(view):
         return PagePlan(entries, next=CursorPayload(kind=kind, after=entries[-1].key))
     first = next_passthrough("", passthrough)
     if not first:

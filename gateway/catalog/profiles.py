@@ -173,11 +173,10 @@ def _restrict_view(
         return allowed and names.allows(entry.key)
 
     # The same decision as ``Profile.admits``, with each backend's part asked once.
-    entries = tuple(e for e in view.entries if admitted(e))
+    entries = tuple(e for e in view if admitted(e))
     if table:
         entries = _overridden(entries, kind, table, problems, aliases, applied)
-    keys = tuple(e.key for e in entries)
-    return KindView(entries, keys, {e.key: e for e in entries})
+    return KindView(entries)
 
 
 def _overridden(
@@ -229,9 +228,8 @@ def gateway_entries(separator: str) -> tuple[Entry, ...]:
 
 
 def _listed_tools(view: KindView, profile: Profile, gateway: tuple[Entry, ...]) -> KindView:
-    pinned = [view.by_key[name] for name in profile.pinned if name in view.by_key]
-    entries = tuple(sorted({e.key: e for e in (*gateway, *pinned)}.values(), key=lambda e: e.key))
-    return KindView(entries, tuple(e.key for e in entries), {e.key: e for e in entries})
+    pinned = [entry for name in profile.pinned if (entry := view.get(name)) is not None]
+    return KindView(sorted({e.key: e for e in (*gateway, *pinned)}.values(), key=lambda e: e.key))
 
 
 def restrict(snapshot: Snapshot, profile: Profile, separator: str = "__") -> Snapshot:
@@ -338,8 +336,8 @@ class ProfileViews:
             kinds = frozenset(
                 kind
                 for kind in Kind
-                if before.view(kind).entries != after.view(kind).entries
-                or before.listed(kind).entries != after.listed(kind).entries
+                if before.view(kind) != after.view(kind)
+                or before.listed(kind) != after.listed(kind)
             )
             if kinds:
                 changed[name] = kinds

@@ -330,7 +330,7 @@ class ToolIndex:
 def tools_by_backend(snapshot: Snapshot) -> dict[str, tuple[Entry, ...]]:
     """The snapshot's public tools grouped by the backend that offers them."""
     grouped: defaultdict[str, list[Entry]] = defaultdict(list)
-    for entry in snapshot.view(Kind.TOOLS).entries:
+    for entry in snapshot.view(Kind.TOOLS):
         grouped[entry.backend].append(entry)
     return {backend: tuple(entries) for backend, entries in grouped.items()}
 
@@ -361,11 +361,11 @@ def sync_index(index: ToolIndex, old: Snapshot, new: Snapshot) -> frozenset[str]
 
 def overridden_entries(view: Snapshot) -> list[tuple[str, Entry]]:
     """(catalog name, the profile's entry) per tool a profile view overrides."""
-    tools = view.view(Kind.TOOLS).by_key
+    tools = view.view(Kind.TOOLS)
     return [
-        (catalog, tools[public])
+        (catalog, entry)
         for catalog, public in view.overridden_tools.items()
-        if public in tools
+        if (entry := tools.get(public)) is not None
     ]
 
 

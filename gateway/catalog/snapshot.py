@@ -10,29 +10,21 @@ is joining pre-encoded bytes, with no per-request JSON work.
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
 from gateway.catalog.kinds import Kind as Kind  # the catalog's callers name it from here
+from gateway.catalog.kindview import EMPTY_VIEW
+from gateway.catalog.kindview import Entry as Entry  # the catalog's callers name it from here
+from gateway.catalog.kindview import KindView as KindView
 from gateway.catalog.naming import NamingRules, public_name, public_uri, split_uri
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
 _encoder: Final = msgspec.json.Encoder()
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One public item: where it came from and its encoded public form."""
-
-    key: str
-    backend: str
-    original: str
-    encoded: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,23 +52,6 @@ class BackendListing:
         if kind is Kind.RESOURCES:
             return self.resources
         return self.templates
-
-
-@dataclass(frozen=True, slots=True)
-class KindView:
-    """All public items of one kind, sorted by public key."""
-
-    entries: tuple[Entry, ...] = ()
-    keys: tuple[str, ...] = ()
-    by_key: Mapping[str, Entry] = field(default_factory=dict)
-
-    def after(self, key: str | None) -> int:
-        """Index of the first entry strictly after ``key`` (keyset paging)."""
-        return 0 if key is None else bisect.bisect_right(self.keys, key)
-
-    def backends(self) -> frozenset[str]:
-        """Names of backends contributing at least one item."""
-        return frozenset(e.backend for e in self.entries)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +88,7 @@ class Snapshot:
 
     def resolve(self, kind: Kind, public: str) -> Entry | None:
         """The entry behind a public tool or prompt name, or None."""
-        return self.views[kind].by_key.get(public)
+        return self.views[kind].get(public)
 
     def resolve_uri(self, public: str) -> tuple[str, str] | None:
         """(backend, original URI) for a public resource URI, or None.
@@ -121,7 +96,7 @@ class Snapshot:
         Resources are routed by prefix, not by list membership: a URI that
         matches a backend's template is valid though never listed.
         """
-        listed = self.views[Kind.RESOURCES].by_key.get(public)
+        listed = self.views[Kind.RESOURCES].get(public)
         if listed is not None:
             # A listed URI is routed to whoever listed it: an unprefixed
             # backend's "svn+ssh://..." must not go to the backend "svn".
@@ -138,9 +113,7 @@ class Snapshot:
         return found
 
 
-EMPTY_SNAPSHOT: Final = Snapshot(
-    views={kind: KindView() for kind in Kind}, prefixes={}, unprefixed=()
-)
+EMPTY_SNAPSHOT: Final = Snapshot(views=dict.fromkeys(Kind, EMPTY_VIEW), prefixes={}, unprefixed=())
 
 
 def _public_key(kind: Kind, prefix: str, original: str, rules: NamingRules) -> str:
@@ -216,7 +189,25 @@ def build_snapshot(
     names that would collide are left out and described in ``problems``; a
     misbehaving backend costs its own bad items, never the catalog.
     """
+    return merge(listings, rules, prefixes=prefixes, prepared=prepared)[0]
+
+
+def merge(
+    listings: Iterable[BackendListing],
+    rules: NamingRules,
+    *,
+    prefixes: Mapping[str, str] | None = None,
+    prepared: Mapping[str, Prepared] | None = None,
+) -> tuple[Snapshot, bool]:
+    """``build_snapshot``, and whether no two candidates claimed one public key.
+
+    The second value is what ``Catalog`` needs to merge later changes in
+    without a rebuild: with no clash (hence no rename and no duplicate),
+    every candidate holds its own key. Known here for free, where a check
+    afterwards would visit the catalog again.
+    """
     listings = list(listings)
+    clean = True
     ready = {
         lst.backend: (prepared or {}).get(lst.backend) or prepare_listing(lst, rules)
         for lst in listings
@@ -231,6 +222,8 @@ def build_snapshot(
             for candidate in candidates:
                 entry = candidate.entry
                 clash = found.get(entry.key)
+                if clash is not None:
+                    clean = False
                 if clash is not None and listing.on_collision == "rename":
                     key = _public_key(kind, listing.backend, entry.original, rules)
                     entry = _make_entry(kind, listing.backend, key, entry.original, candidate.item)
@@ -244,12 +237,12 @@ def build_snapshot(
                         )
                     continue
                 found[entry.key] = entry
-        keys = tuple(sorted(found))
-        views[kind] = KindView(tuple(found[k] for k in keys), keys, found)
+        views[kind] = KindView(map(found.__getitem__, sorted(found)))
     all_prefixes, unprefixed = routing(listings, prefixes)
-    return Snapshot(
+    snapshot = Snapshot(
         views=views, prefixes=all_prefixes, unprefixed=unprefixed, problems=tuple(problems)
     )
+    return snapshot, clean
 
 
 def routing(

@@ -141,22 +141,22 @@ def catalog_rows(router: Router, snapshot: Snapshot, query: str = "") -> list[Ca
     views = {name: router.view(name) for name in profiles}
 
     def row(kind: Kind, entry: Entry) -> CatalogRow:
-        member = tuple(p for p in profiles if entry.key in views[p].view(kind).by_key)
+        member = tuple(p for p in profiles if entry.key in views[p].view(kind))
         return CatalogRow(KIND_LABELS[kind], entry.key, entry.original, entry.backend, member)
 
     text = query.strip().lower()
     if not text:
-        return [row(kind, entry) for kind in Kind for entry in snapshot.view(kind).entries]
+        return [row(kind, entry) for kind in Kind for entry in snapshot.view(kind)]
     found: list[CatalogRow] = []
     seen: set[tuple[Kind, str]] = set()
-    tools = snapshot.view(Kind.TOOLS).by_key
+    tools = snapshot.view(Kind.TOOLS)
     for hit in router.search.index().search(query, SEARCH_LIMIT):
         entry = tools.get(hit.name)
         if entry is not None:
             found.append(row(Kind.TOOLS, entry))
             seen.add((Kind.TOOLS, entry.key))
     for kind in Kind:
-        for entry in snapshot.view(kind).entries:
+        for entry in snapshot.view(kind):
             if (kind, entry.key) in seen:
                 continue
             if any(text in value.lower() for value in (entry.key, entry.original, entry.backend)):

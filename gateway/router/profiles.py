@@ -19,7 +19,7 @@ from gateway.catalog.snapshot import Kind
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
-    from gateway.catalog.snapshot import Entry, Snapshot
+    from gateway.catalog.snapshot import KindView, Snapshot
     from gateway.config import ItemFilter, ProfileConfig
     from gateway.config.schema_profiles import Override as OverrideConfig
     from gateway.observability import Metrics
@@ -89,21 +89,22 @@ def budget(views: ProfileViews, name: str, snapshot: Snapshot) -> Budget:
         KeyError: no such profile.
     """
     view = views.view(name, snapshot)
-    tools = view.listed(Kind.TOOLS).entries
-    return Budget(name, {kind: len(view.view(kind).entries) for kind in Kind}, list_bytes(tools))
+    tools = view.listed(Kind.TOOLS)
+    return Budget(name, {kind: len(view.view(kind)) for kind in Kind}, list_bytes(tools))
 
 
 _EMPTY_TOOLS_LIST: Final = len(bytes(render_page(Kind.TOOLS.value, [], None)))
 
 
-def list_bytes(entries: Sequence[Entry]) -> int:
+def list_bytes(entries: KindView) -> int:
     """The size of ``render_page`` over ``entries`` in one page, without building it.
 
     Counted rather than rendered: the gauges are refreshed on every catalog
-    change, and rendering 10,000 tools would allocate megabytes each time.
+    change, and rendering 10,000 tools would allocate megabytes each time;
+    the view keeps each chunk's count, so after a change only new chunks
+    are counted (issue 17).
     """
-    items = sum(len(e.encoded) for e in entries)
-    return _EMPTY_TOOLS_LIST + items + max(len(entries) - 1, 0)
+    return _EMPTY_TOOLS_LIST + entries.encoded_size() + max(len(entries) - 1, 0)
 
 
 def budgets(views: ProfileViews, names: Iterable[str], snapshot: Snapshot) -> list[Budget]:

@@ -55,7 +55,7 @@ from gateway.router.calls import downgraded
 from gateway.router.metrics import NO_METRICS
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Mapping
+    from collections.abc import Awaitable, Callable, Container, Mapping
 
     from gateway.catalog.profiles import ProfileViews
     from gateway.catalog.snapshot import Snapshot
@@ -73,7 +73,7 @@ class _Within:
     text) stands for it, so the replaced name and description match nothing.
     """
 
-    def __init__(self, tools: Mapping[str, object], overridden: Mapping[str, str]) -> None:
+    def __init__(self, tools: Container[str], overridden: Mapping[str, str]) -> None:
         self._tools = tools
         self._overridden = overridden
 
@@ -199,7 +199,7 @@ class SearchMode:
             ), None
         view = call.snapshot
         profile = call.client.profile
-        tools = view.view(Kind.TOOLS).by_key
+        tools = view.view(Kind.TOOLS)
         index = self.index()
         # The index holds the profile's overrides, not one caller's: the
         # effective view only narrows which hits come back (``within``).
@@ -239,7 +239,7 @@ class SearchMode:
                 raise
             # Unknown, outside the profile, or bad arguments: the same text
             # for unknown and outside (rule 4).
-            text = exc.message if target in call.snapshot.view(Kind.TOOLS).by_key else None
+            text = exc.message if target in call.snapshot.view(Kind.TOOLS) else None
             if text is None and self.on_hidden is not None:
                 self.on_hidden(call, target)
             return _tool_error(text or self._unknown(target))

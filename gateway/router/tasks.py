@@ -212,7 +212,7 @@ class TaskRunner:
             return cached[1]
         found = any(
             TASK_SUPPORT_MARK in entry.encoded and _support(entry.encoded) != "forbidden"
-            for entry in view.view(Kind.TOOLS).entries
+            for entry in view.view(Kind.TOOLS)
         )
         if len(self._offered) >= OFFERED_CACHE:
             self._offered.clear()  # old snapshots' views: let them go

@@ -182,7 +182,7 @@ async def test_a_slow_initialize_does_not_delay_other_backends(
             (0.0, "fast", BackendState.UP),
             (20.0, "slow", BackendState.UP),
         ]
-        assert pool.snapshot.view(Kind.TOOLS).keys == ("fast__echo", "slow__echo")
+        assert pool.snapshot.view(Kind.TOOLS).keys() == ("fast__echo", "slow__echo")
 
 
 async def test_an_initialize_past_its_timeout_marks_the_backend_down_and_retries_with_backoff(
@@ -358,7 +358,7 @@ async def test_items_leave_the_catalog_while_a_backend_is_down_and_return_when_i
     seen: list[tuple[float, tuple[str, ...], frozenset[Kind]]] = []
 
     def listener(snapshot: Snapshot, kinds: frozenset[Kind]) -> None:
-        seen.append((trio.current_time(), snapshot.view(Kind.TOOLS).keys, kinds))
+        seen.append((trio.current_time(), snapshot.view(Kind.TOOLS).keys(), kinds))
 
     async with open_pool(config.backends, RULES, connector) as pool:
         transitions = Transitions()
@@ -693,7 +693,7 @@ async def test_a_reload_keeps_unchanged_backends_and_drains_removed_ones(
         assert servers["keep"].connects == 1
         assert servers["change"].connects == 2
         assert servers["new"].connects == 1
-        assert pool.snapshot.view(Kind.TOOLS).keys == ("change__echo", "keep__slow5", "new__echo")
+        assert pool.snapshot.view(Kind.TOOLS).keys() == ("change__echo", "keep__slow5", "new__echo")
 
 
 async def test_reload_config_rejects_an_invalid_file_and_applies_a_valid_one(
@@ -730,7 +730,7 @@ async def test_reload_config_rejects_an_invalid_file_and_applies_a_valid_one(
         await wait_for_states(gateway, {"alpha": BackendState.UP, "beta": BackendState.UP})
         assert gateway.pool.get("alpha") is alpha
         assert connector.servers["alpha"].connects == 1
-        assert gateway.pool.snapshot.view(Kind.TOOLS).keys == ("alpha__echo", "beta__echo")
+        assert gateway.pool.snapshot.view(Kind.TOOLS).keys() == ("alpha__echo", "beta__echo")
 
 
 async def wait_for_states_in(pool: Pool, **wanted: BackendState) -> None:

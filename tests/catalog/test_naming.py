@@ -99,7 +99,7 @@ def test_plain_name_equal_to_another_names_short_form_is_reported_not_lost() -> 
     snapshot = build_snapshot(
         [BackendListing("b", "p", tools=({"name": "x.y"}, {"name": short_tail}))], RULES
     )
-    assert snapshot.view(Kind.TOOLS).keys == ("p__" + short_tail,)
+    assert snapshot.view(Kind.TOOLS).keys() == ("p__" + short_tail,)
     entry = snapshot.resolve(Kind.TOOLS, "p__" + short_tail)
     assert entry is not None
     assert entry.original == "x.y"
@@ -223,10 +223,10 @@ def test_every_tool_round_trips_through_the_snapshot_or_is_reported(
     ]
     snapshot = build_snapshot(listings, RULES)
     view = snapshot.view(Kind.TOOLS)
-    assert len(set(view.keys)) == len(view.keys)
-    assert list(view.keys) == sorted(view.keys)
+    assert len(set(view.keys())) == len(view.keys())
+    assert list(view.keys()) == sorted(view.keys())
     prefix_of = {name: prefix for name, prefix, _ in spec}
-    for entry in view.entries:
+    for entry in view:
         assert host_safe(entry.key)
         assert entry.key == public_name(prefix_of[entry.backend], entry.original, RULES)
         resolved = snapshot.resolve(Kind.TOOLS, entry.key)
@@ -261,13 +261,13 @@ def test_every_resource_uri_round_trips_through_resolve_uri_or_is_reported(
     snapshot = build_snapshot(listings, RULES)
     for kind in (Kind.RESOURCES, Kind.TEMPLATES):
         view = snapshot.view(kind)
-        assert len(set(view.keys)) == len(view.keys)
-        for entry in view.entries:
+        assert len(set(view.keys())) == len(view.keys())
+        for entry in view:
             assert snapshot.resolve_uri(entry.key) == (entry.backend, entry.original)
     for name, prefix, originals in spec:
         for original in originals:
             public = public_uri(prefix, original)
-            listed: Any = snapshot.view(Kind.RESOURCES).by_key.get(public)
+            listed: Any = snapshot.view(Kind.RESOURCES).get(public)
             kept = listed is not None and (listed.backend, listed.original) == (name, original)
             assert kept or named_in_problems(snapshot, name, original)
             if original:
@@ -290,7 +290,7 @@ def test_any_name_a_host_sends_resolves_to_nothing_or_to_exactly_that_listed_nam
     ]
     snapshot = build_snapshot(listings, RULES)
     entry = snapshot.resolve(Kind.TOOLS, asked)
-    assert entry is None or (entry.key == asked and asked in snapshot.view(Kind.TOOLS).keys)
+    assert entry is None or (entry.key == asked and asked in snapshot.view(Kind.TOOLS))
     if entry is not None:
         prefix = {name: prefix for name, prefix, _ in spec}[entry.backend]
         assert public_name(prefix, entry.original, RULES) == asked

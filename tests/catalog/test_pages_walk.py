@@ -49,7 +49,7 @@ class PaginationWalk(RuleBasedStateMachine):
         self.catalog.publish(BackendListing(backend=backend, prefix=backend, tools=tools))
 
     def _public_now(self) -> set[str]:
-        return set(self.catalog.snapshot.view(Kind.TOOLS).by_key)
+        return set(self.catalog.snapshot.view(Kind.TOOLS).keys())
 
     @initialize(
         lists=st.dictionaries(

@@ -62,19 +62,19 @@ CODING = Profile(
 def test_a_view_lists_only_the_profiles_items() -> None:
     """Issue 15: a profile selects backends, then public names by globs."""
     view = restrict(_snapshot(), CODING)
-    assert view.view(Kind.TOOLS).keys == ("files__read_file",)
-    assert view.view(Kind.PROMPTS).keys == ("files__summarize",)
-    assert view.view(Kind.RESOURCES).keys == ("files+file:///a.txt",)
-    assert view.view(Kind.TEMPLATES).keys == ("files+file:///{path}",)
+    assert view.view(Kind.TOOLS).keys() == ("files__read_file",)
+    assert view.view(Kind.PROMPTS).keys() == ("files__summarize",)
+    assert view.view(Kind.RESOURCES).keys() == ("files+file:///a.txt",)
+    assert view.view(Kind.TEMPLATES).keys() == ("files+file:///{path}",)
 
 
 def test_a_view_shares_the_snapshots_entries_and_copies_no_item() -> None:
     """Issue 15: views are computed from the shared snapshot, not by copying it."""
     snap = _snapshot()
     view = restrict(snap, CODING)
-    entry = view.view(Kind.TOOLS).entries[0]
+    entry = view.view(Kind.TOOLS).slice(0, 1)[0]
     assert entry is snap.resolve(Kind.TOOLS, "files__read_file")
-    assert entry.encoded is snap.view(Kind.TOOLS).by_key["files__read_file"].encoded
+    assert entry.encoded is snap.view(Kind.TOOLS).get("files__read_file").encoded
 
 
 def test_a_profile_that_selects_everything_is_the_snapshot_itself() -> None:
@@ -137,7 +137,7 @@ def test_refresh_names_only_the_profiles_whose_lists_changed() -> None:
 def test_a_configured_default_profile_replaces_everything() -> None:
     """Issue 15: `{server.path}` is profile `default`, everything unless configured."""
     views = ProfileViews([Profile(DEFAULT_PROFILE, backends=Globs(include=("web",)))])
-    assert views.view(DEFAULT_PROFILE, _snapshot()).view(Kind.TOOLS).keys == ("web__fetch",)
+    assert views.view(DEFAULT_PROFILE, _snapshot()).view(Kind.TOOLS).keys() == ("web__fetch",)
     assert views.names == ("default",)
     assert views.profile("nope") is None
 
@@ -231,12 +231,12 @@ def test_memory_of_a_view_is_a_few_pointers_per_own_item(tools: int) -> None:
         grown = sum(s.size_diff for s in tracemalloc.take_snapshot().compare_to(before, "filename"))
     finally:
         tracemalloc.stop()
-    own = len(view.view(Kind.TOOLS).entries)
+    own = len(view.view(Kind.TOOLS))
     assert own == tools // 10
     # A tuple of entries, a tuple of keys and a dict: well under 200 bytes an item,
     # while one item's encoded form alone is over 250 bytes.
     assert grown < 200 * own + 4096
-    assert len(snap.view(Kind.TOOLS).entries[0].encoded) > 250
+    assert len(snap.view(Kind.TOOLS).slice(0, 1)[0].encoded) > 250
 
 
 def test_a_search_profile_lists_the_gateway_tools_and_pinned_but_serves_all_its_tools() -> None:
@@ -245,16 +245,16 @@ def test_a_search_profile_lists_the_gateway_tools_and_pinned_but_serves_all_its_
         "find", backends=Globs(include=("files",)), mode=SEARCH, pinned=("files__read_file", "x")
     )
     view = ProfileViews([searching], separator="--").view("find", _snapshot())
-    assert view.listed(Kind.TOOLS).keys == (
+    assert view.listed(Kind.TOOLS).keys() == (
         "files__read_file",
         "gateway--call_tool",
         "gateway--search_tools",
     )
-    assert view.view(Kind.TOOLS).keys == ("files__read_file", "files__write_file")
+    assert view.view(Kind.TOOLS).keys() == ("files__read_file", "files__write_file")
     assert view.resolve(Kind.TOOLS, "files__write_file") is not None
     assert view.resolve(Kind.TOOLS, "gateway--call_tool") is None  # the router answers it
     assert view.listed(Kind.PROMPTS) is view.view(Kind.PROMPTS)
-    assert _snapshot().listed(Kind.TOOLS).keys == (
+    assert _snapshot().listed(Kind.TOOLS).keys() == (
         "files__read_file",
         "files__write_file",
         "web__fetch",
@@ -305,7 +305,7 @@ def test_an_override_renames_and_redescribes_an_item_that_still_routes_to_its_or
         },
     )
     view = restrict(snap, profile)
-    assert view.view(Kind.TOOLS).keys == ("files__write_file", "read", "web__fetch")
+    assert view.view(Kind.TOOLS).keys() == ("files__write_file", "read", "web__fetch")
     read = view.resolve(Kind.TOOLS, "read")
     assert read is not None and (read.backend, read.original) == ("files", "read_file")
     assert _decoder.decode(read.encoded) == {"name": "read", "description": "Read one file."}
@@ -315,7 +315,7 @@ def test_an_override_renames_and_redescribes_an_item_that_still_routes_to_its_or
     assert view.renamed_tools == {"files__read_file": "read"}
     write = view.resolve(Kind.TOOLS, "files__write_file")
     assert write is snap.resolve(Kind.TOOLS, "files__write_file")  # not overridden: shared
-    assert view.view(Kind.PROMPTS).keys == ("tldr",)
+    assert view.view(Kind.PROMPTS).keys() == ("tldr",)
     assert _decoder.decode(snap.resolve(Kind.TOOLS, "files__read_file").encoded) == {  # type: ignore[union-attr]
         "name": "files__read_file"
     }
@@ -325,7 +325,7 @@ def test_an_override_onto_a_name_the_profile_shows_is_not_applied_and_is_reporte
     """Issue 15: every public name leads to one item; a collision keeps the original."""
     profile = Profile("o", overrides={Kind.TOOLS: {"files__read_file": Override("web__fetch")}})
     view = restrict(_snapshot(), profile)
-    assert view.view(Kind.TOOLS).keys == ("files__read_file", "files__write_file", "web__fetch")
+    assert view.view(Kind.TOOLS).keys() == ("files__read_file", "files__write_file", "web__fetch")
     assert view.problems[-1] == (
         "profile override of tools 'files__read_file' not applied: "
         "'web__fetch' is already a tool of the profile"

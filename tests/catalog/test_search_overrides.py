@@ -79,7 +79,7 @@ class _Shown:
         self._view = view
 
     def __contains__(self, name: object) -> bool:
-        tools = self._view.view(Kind.TOOLS).by_key
+        tools = self._view.view(Kind.TOOLS)
         return isinstance(name, str) and name in tools and name not in self._view.overridden_tools
 
 

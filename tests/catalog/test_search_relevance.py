@@ -86,7 +86,7 @@ def test_the_relevance_set_is_large_and_labelled_with_real_tools(
     snapshot: Snapshot, requests: list[Request]
 ) -> None:
     """Issue 15: at least 150 requests, each naming tools the real peers list."""
-    known = set(snapshot.view(Kind.TOOLS).keys)
+    known = set(snapshot.view(Kind.TOOLS).keys())
     assert len(requests) >= MIN_REQUESTS
     assert len({r.query for r in requests}) == len(requests)
     for request in requests:

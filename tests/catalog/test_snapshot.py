@@ -21,7 +21,7 @@ RULES = NamingRules()
 
 
 def keys(listings: list[BackendListing], kind: Kind = Kind.TOOLS) -> tuple[str, ...]:
-    return build_snapshot(listings, RULES).view(kind).keys
+    return build_snapshot(listings, RULES).view(kind).keys()
 
 
 # --- building ---------------------------------------------------------------
@@ -38,9 +38,9 @@ def test_items_of_all_backends_are_merged_and_sorted_by_public_key() -> None:
         RULES,
     )
     view = snapshot.view(Kind.TOOLS)
-    assert view.keys == ("B", "a__y", "m", "z__a", "z__b")
-    assert tuple(e.key for e in view.entries) == view.keys
-    assert [(e.backend, e.original) for e in view.entries] == [
+    assert view.keys() == ("B", "a__y", "m", "z__a", "z__b")
+    assert tuple(e.key for e in view) == view.keys()
+    assert [(e.backend, e.original) for e in view] == [
         ("mid", "B"),
         ("alpha", "y"),
         ("mid", "m"),
@@ -75,9 +75,9 @@ def test_encoded_resource_and_template_carry_public_uris() -> None:
     snapshot = build_snapshot(
         [BackendListing("b", "fs", resources=(resource,), templates=(template,))], RULES
     )
-    (res,) = snapshot.view(Kind.RESOURCES).entries
+    (res,) = snapshot.view(Kind.RESOURCES)
     assert json.loads(res.encoded) == {**resource, "uri": "fs+file:///a"}
-    (tpl,) = snapshot.view(Kind.TEMPLATES).entries
+    (tpl,) = snapshot.view(Kind.TEMPLATES)
     assert json.loads(tpl.encoded) == {**template, "uriTemplate": "fs+file:///{path}"}
     assert tpl.original == "file:///{path}"
 
@@ -85,8 +85,8 @@ def test_encoded_resource_and_template_carry_public_uris() -> None:
 def test_prompts_are_namespaced_like_tools() -> None:
     """Gateway choice: prompt names follow the tool naming rules."""
     snapshot = build_snapshot([BackendListing("b", "p", prompts=({"name": "greet"},))], RULES)
-    assert snapshot.view(Kind.PROMPTS).keys == ("p__greet",)
-    assert snapshot.view(Kind.TOOLS).keys == ()
+    assert snapshot.view(Kind.PROMPTS).keys() == ("p__greet",)
+    assert snapshot.view(Kind.TOOLS).keys() == ()
 
 
 def test_duplicate_names_within_a_backend_keep_the_first_and_are_reported() -> None:
@@ -127,7 +127,7 @@ def test_cross_backend_clash_with_an_unprefixed_backend_is_reported() -> None:
 def test_items_without_a_usable_name_are_skipped_and_reported(item: dict[str, object]) -> None:
     """Gateway choice: an item without a string identity cannot be addressed; skip it."""
     snapshot = build_snapshot([BackendListing("b", "p", tools=(item, {"name": "ok"}))], RULES)
-    assert snapshot.view(Kind.TOOLS).keys == ("p__ok",)
+    assert snapshot.view(Kind.TOOLS).keys() == ("p__ok",)
     assert snapshot.problems == ("b: tools item without a valid 'name' skipped",)
 
 
@@ -144,7 +144,7 @@ def test_resolve_of_an_unknown_name_is_none() -> None:
 
 def _view(*names: str) -> KindView:
     entries = tuple(Entry(n, "b", n, b"{}") for n in names)
-    return KindView(entries, names, {e.key: e for e in entries})
+    return KindView(entries)
 
 
 @pytest.mark.parametrize(
@@ -229,7 +229,7 @@ def test_listed_uri_of_an_unprefixed_backend_is_not_routed_to_a_prefixed_backend
         ],
         RULES,
     )
-    listed = snapshot.view(Kind.RESOURCES).by_key.get("svn+ssh://host/repo")
+    listed = snapshot.view(Kind.RESOURCES).get("svn+ssh://host/repo")
     if listed is not None:
         assert snapshot.resolve_uri("svn+ssh://host/repo") == ("local", "svn+ssh://host/repo")
     else:
@@ -243,7 +243,7 @@ def test_publishing_a_backend_reports_exactly_the_kinds_it_adds() -> None:
         BackendListing("b", "p", tools=({"name": "t"},), templates=({"uriTemplate": "x:{y}"},))
     )
     assert changed == frozenset({Kind.TOOLS, Kind.TEMPLATES})
-    assert catalog.snapshot.view(Kind.TOOLS).keys == ("p__t",)
+    assert catalog.snapshot.view(Kind.TOOLS).keys() == ("p__t",)
 
 
 def test_republishing_an_identical_listing_reports_nothing() -> None:
@@ -272,8 +272,8 @@ def test_withdrawing_a_backend_reports_the_kinds_that_lose_items() -> None:
     catalog.publish(BackendListing("a", "a", tools=({"name": "t"},)))
     catalog.publish(BackendListing("b", "b", resources=({"uri": "u:/1"},)))
     assert catalog.withdraw("b") == frozenset({Kind.RESOURCES})
-    assert catalog.snapshot.view(Kind.RESOURCES).keys == ()
-    assert catalog.snapshot.view(Kind.TOOLS).keys == ("a__t",)
+    assert catalog.snapshot.view(Kind.RESOURCES).keys() == ()
+    assert catalog.snapshot.view(Kind.TOOLS).keys() == ("a__t",)
 
 
 def test_withdrawing_an_unknown_backend_reports_nothing() -> None:
@@ -305,8 +305,8 @@ def test_publish_swaps_in_a_new_snapshot_and_leaves_the_old_one_intact() -> None
     before = catalog.snapshot
     catalog.publish(BackendListing("b", "b", tools=({"name": "u"},)))
     assert catalog.snapshot is not before
-    assert before.view(Kind.TOOLS).keys == ("a__t",)
-    assert catalog.snapshot.view(Kind.TOOLS).keys == ("a__t", "b__u")
+    assert before.view(Kind.TOOLS).keys() == ("a__t",)
+    assert catalog.snapshot.view(Kind.TOOLS).keys() == ("a__t", "b__u")
 
 
 def test_catalog_prefixes_resolve_down_backends_and_can_be_replaced() -> None:
@@ -337,7 +337,7 @@ def test_empty_catalog_has_empty_views() -> None:
     """Gateway choice: a fresh catalog lists nothing and resolves nothing."""
     catalog = Catalog(RULES)
     for kind in Kind:
-        assert catalog.snapshot.view(kind).entries == ()
+        assert catalog.snapshot.view(kind).keys() == ()
     assert catalog.snapshot.problems == ()
 
 

@@ -344,7 +344,7 @@ async def test_reload_rereads_the_host_files(autojump_clock: MockClock, tmp_path
         host.write_text(json.dumps({"mcpServers": {"alpha": fake, "beta": fake}}))
         assert await reload_config(gateway, str(path)) is True
         await wait_for_states(gateway, {"alpha": BackendState.UP, "beta": BackendState.UP})
-        assert gateway.pool.snapshot.view(Kind.TOOLS).keys == ("alpha__echo", "beta__echo")
+        assert gateway.pool.snapshot.view(Kind.TOOLS).keys() == ("alpha__echo", "beta__echo")
         with trio.fail_after(10):  # a hang, not a speed: generous on a loaded machine
             host.write_text("{")
             assert await reload_config(gateway, str(path)) is False

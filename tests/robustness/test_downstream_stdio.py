@@ -382,7 +382,7 @@ async def test_a_next_cursor_that_never_ends_stops_at_max_list_pages_with_a_warn
             names = await list_all_tools(host)
     assert len(names) == 50
     snapshot = running.gateway.pool.snapshot
-    assert len(snapshot.view(Kind.TOOLS).keys) == 50
+    assert len(snapshot.view(Kind.TOOLS).keys()) == 50
     [warning] = events(logs, "backend.list.max_pages")
     assert warning["pages"] == 5
 

@@ -24,7 +24,7 @@ def test_the_counted_tools_list_size_is_the_rendered_size(count: int) -> None:
         ],
         NamingRules(),
     )
-    entries = snap.view(Kind.TOOLS).entries
+    entries = snap.view(Kind.TOOLS)
     rendered = bytes(render_page("tools", [e.encoded for e in entries], None))
     assert list_bytes(entries) == len(rendered)
 
