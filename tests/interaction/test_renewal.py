@@ -33,6 +33,11 @@ def _sent(log: Path, method: str) -> list[dict[str, object]]:
     return [m for d, m in read_log(log) if d == ">" and m.get("method") == method]
 
 
+def _renewed(log: Path) -> bool:
+    """Both the second subscribe and the second setLevel reached the backend."""
+    return len(_sent(log, "resources/subscribe")) >= 2 and len(_sent(log, "logging/setLevel")) >= 2
+
+
 @pytest.mark.node
 async def test_a_restarted_backend_gets_its_subscriptions_and_log_level_again(
     nursery: trio.Nursery, tmp_path: Path
@@ -57,8 +62,10 @@ async def test_a_restarted_backend_gets_its_subscriptions_and_log_level_again(
         os.killpg(channel.pid, signal.SIGKILL)
         await wait_for_states(running.gateway, {"everything": BackendState.DOWN})
         await wait_for_states(running.gateway, {"everything": BackendState.UP})
+        # The gateway renews subscriptions, then the level (router._renew):
+        # wait for both, or the level's line may not be written yet.
         with trio.fail_after(10):
-            while len(_sent(log, "resources/subscribe")) < 2:  # noqa: ASYNC110 - a file another process writes
+            while not _renewed(log):  # noqa: ASYNC110 - a file another process writes
                 await trio.sleep(0.05)
         subscribes = _sent(log, "resources/subscribe")
         assert [m["params"] for m in subscribes] == [
