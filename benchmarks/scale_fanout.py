@@ -179,49 +179,39 @@ def rows(args: argparse.Namespace, sizes: Sequence[int]) -> list[dict[str, Any]]
     )
 
 
+def _figures(runs: list[dict[str, Any]]) -> tuple[list[float], ...]:
+    """Per size: idle-session memory, stream memory, median last and first arrival."""
+    return (
+        [r["rss_idle_kib"] - r["rss_before_kib"] for r in runs],
+        [r["rss_streams_kib"] - r["rss_idle_kib"] for r in runs],
+        [statistics.median(t["last_ms"] for t in r["trials"]) for r in runs],
+        [statistics.median(t["first_ms"] for t in r["trials"]) for r in runs],
+    )
+
+
 def _baseline_rows(
     sizes: Sequence[int], runs: list[dict[str, Any]], rev: str
 ) -> list[dict[str, Any]]:
     """The same figures for the baseline build, measured alternately with this tree's."""
+    idle, streams, last, first = _figures(runs)
     return [
-        row(
-            f"memory of idle sessions ({rev})",
-            "KiB",
-            sizes,
-            [r["rss_idle_kib"] - r["rss_before_kib"] for r in runs],
-            per="session",
-        ),
-        row(
-            f"memory of their GET streams ({rev})",
-            "KiB",
-            sizes,
-            [r["rss_streams_kib"] - r["rss_idle_kib"] for r in runs],
-            per="stream",
-        ),
+        row(f"memory of idle sessions ({rev})", "KiB", sizes, idle, per="session"),
+        row(f"memory of their GET streams ({rev})", "KiB", sizes, streams, per="stream"),
         row(
             f"list_changed to the last stream ({rev})",
             "ms",
             sizes,
-            [statistics.median(t["last_ms"] for t in r["trials"]) for r in runs],
+            last,
             per="stream",
             extra={"trials": [r["trials"] for r in runs]},
         ),
-        row(
-            f"list_changed to the first stream ({rev})",
-            "ms",
-            sizes,
-            [statistics.median(t["first_ms"] for t in r["trials"]) for r in runs],
-            per="stream",
-        ),
+        row(f"list_changed to the first stream ({rev})", "ms", sizes, first, per="stream"),
     ]
 
 
 def _sessions_fanout_rows(sizes: Sequence[int], runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The sessions and fan-out rows of this tree's runs."""
-    idle = [r["rss_idle_kib"] - r["rss_before_kib"] for r in runs]
-    streams = [r["rss_streams_kib"] - r["rss_idle_kib"] for r in runs]
-    last = [statistics.median(t["last_ms"] for t in r["trials"]) for r in runs]
-    first = [statistics.median(t["first_ms"] for t in r["trials"]) for r in runs]
+    idle, streams, last, first = _figures(runs)
     missing = sum(sum(r["missing"]) for r in runs)
     return [
         row(
