@@ -43,7 +43,7 @@ from gateway.catalog.naming import NamingRules
 from gateway.catalog.pages import plan_page, render_page
 from gateway.catalog.profiles import ProfileViews
 from gateway.catalog.snapshot import BackendListing, Kind, Snapshot
-from gateway.router.profiles import budgets
+from gateway.router.profile_setup import budgets
 
 TOOLS_PER_BACKEND = 100
 PAGE_SIZE = 100

@@ -1,6 +1,6 @@
 """The cost of the POST's response scaffolding alone: plain JSON path against the nursery path.
 
-``respond_to_request`` (``gateway/frontend/post_response.py``) with a route
+``respond_to_request`` (``gateway/frontend/streamable/post_response.py``) with a route
 that answers at once and a ``send`` that does nothing, in one trio loop:
 what is left is the scaffolding (the nursery, the writer object, the event
 stream object) per POST. Process CPU time, builds alternating by round, so
@@ -21,7 +21,7 @@ from typing import Any
 
 import trio
 
-from gateway.frontend.post_response import respond_to_request
+from gateway.frontend.streamable.post_response import respond_to_request
 
 ANSWER = b'{"jsonrpc":"2.0","id":1,"result":{"content":[]}}'
 

@@ -37,7 +37,7 @@ from benchmarks.common import LeanClient, bench_backend, running_gateway, write_
 from benchmarks.search import RULES, synthetic_listings
 from gateway.catalog.profiles import SEARCH, Globs, Profile, ProfileViews, restrict
 from gateway.catalog.snapshot import Kind, build_snapshot
-from gateway.router.profiles import budget
+from gateway.router.profile_setup import budget
 from tests.catalog.test_search_relevance import load_requests
 
 SIZES = (1_000, 10_000)

@@ -58,8 +58,8 @@ async def _per_call_seconds(calls: int, rounds: int, mode: str) -> list[float]:
     if mode == "on":
         from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-        from gateway import tracing
         from gateway.config import TracingConfig
+        from gateway.telemetry import tracing
 
         class Drop(SpanExporter):
             def export(self, spans: Any) -> SpanExportResult:
@@ -67,7 +67,7 @@ async def _per_call_seconds(calls: int, rounds: int, mode: str) -> list[float]:
 
         tracing.configure(TracingConfig(enabled=True), Drop())
     elif mode == "off":
-        from gateway import tracing
+        from gateway.telemetry import tracing
 
         assert tracing.active is None
     config = parse(
@@ -99,7 +99,7 @@ async def _per_call_seconds(calls: int, rounds: int, mode: str) -> list[float]:
 def _child(calls: int, rounds: int, mode: str) -> None:
     import trio
 
-    from gateway.observability import configure_logging
+    from gateway.telemetry.logs import configure_logging
 
     # As the daemon runs: info lines only (request.routed is debug), as JSON.
     with open(os.devnull, "w") as devnull:
@@ -108,16 +108,18 @@ def _child(calls: int, rounds: int, mode: str) -> None:
 
 
 def _baseline_commit() -> str:
-    """The commit before the one that added gateway/tracing.py."""
+    """The commit before the one that added gateway/telemetry/tracing.py."""
     added = subprocess.run(
-        ["git", "log", "--diff-filter=A", "--format=%H", "--", "gateway/tracing.py"],
+        ["git", "log", "--diff-filter=A", "--format=%H", "--", "gateway/telemetry/tracing.py"],
         cwd=REPO,
         capture_output=True,
         text=True,
         check=True,
     ).stdout.split()
     if not added:
-        raise SystemExit("gateway/tracing.py is not committed yet: no baseline to compare")
+        raise SystemExit(
+            "gateway/telemetry/tracing.py is not committed yet: no baseline to compare"
+        )
     return added[-1] + "^"
 
 
@@ -182,7 +184,7 @@ def _check_ns() -> float:
     """What one hook costs when off: reading ``tracing.active`` and comparing it to None."""
     import timeit
 
-    from gateway import tracing
+    from gateway.telemetry import tracing
 
     assert tracing.active is None
     number = 1_000_000

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.cli import main
+from gateway.cli.main import main
 
 if __name__ == "__main__":
     main()

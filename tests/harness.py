@@ -1,6 +1,6 @@
 """Run a real gateway in-process, on loopback, with real backend processes.
 
-``start_gateway`` starts ``gateway.app.serve`` in the caller's nursery on
+``start_gateway`` starts ``gateway.runtime.app.serve`` in the caller's nursery on
 port 0 with the given backends and waits until the named ones are up. The
 official ``mcp`` client (``open_client``) then talks to it over Streamable
 HTTP, exactly as a host would.
@@ -20,9 +20,9 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from prometheus_client import CollectorRegistry
 
-from gateway.app import Gateway, serve
 from gateway.backends.backend import BackendState
 from gateway.config import GatewayConfig, parse
+from gateway.runtime.app import Gateway, serve
 from tests.servers.paths import EVERYTHING_INSTALL_HINT, everything_command, python_server_command
 
 READY_TIMEOUT = 30.0

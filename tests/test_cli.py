@@ -1,6 +1,6 @@
 """The ``mcp-gateway`` command, run as a real subprocess.
 
-Exit codes (gateway/cli.py): 0 when all is well, 2 for a configuration that
+Exit codes (gateway/cli/main.py): 0 when all is well, 2 for a configuration that
 cannot be used, with every problem printed on stderr, each with its place.
 """
 

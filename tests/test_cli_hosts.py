@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.cli import main
-from gateway.cli_hosts import gateway_command, import_yaml
+from gateway.cli.host_files import gateway_command, import_yaml
+from gateway.cli.main import main
 from gateway.config import StdioBackend, load, parse
 from tests.config.test_backends_from import ENV, HOSTS
 

@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 import yaml
 
-from gateway.cli_setup import CONFIG_ENV, choose_config, data_file, schema_text
+from gateway.cli.config_files import CONFIG_ENV, choose_config, data_file, schema_text
 from gateway.config import load
 from tests.test_cli_hosts import run
 

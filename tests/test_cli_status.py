@@ -21,8 +21,8 @@ import pytest
 import trio
 import yaml
 
-from gateway.cli_status import duration, render
-from gateway.status_model import BackendStatus, LastError, Overview, Readyz, SessionGroup
+from gateway.cli.status_report import duration, render
+from gateway.telemetry.overview import BackendStatus, LastError, Overview, Readyz, SessionGroup
 from tests.harness import gateway_config, open_client, sdk_backend, start_gateway, stdio_backend
 
 ADMIN: Final = "admin-token-0123456789"

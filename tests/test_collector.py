@@ -1,4 +1,4 @@
-"""The collector policy (``gateway.collector``): set by ``serve`` only, the young trigger only."""
+"""The collector policy (``gateway.cli.collector``): set by ``serve`` only, young trigger only."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, cast
 
 import pytest
 
-from gateway import collector, process
+from gateway.cli import collector, process
 
 
 @pytest.fixture
@@ -38,6 +38,6 @@ def test_the_serve_command_tunes_before_the_loop_starts(
     def fake_run(*_args: Any) -> None:
         seen.append(gc.get_threshold())
 
-    monkeypatch.setattr("gateway.process.trio.run", fake_run)
+    monkeypatch.setattr("gateway.cli.process.trio.run", fake_run)
     process.run(cast(Any, None))
     assert seen == [(collector.YOUNG_THRESHOLD, 10, 10)]

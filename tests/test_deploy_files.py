@@ -18,9 +18,9 @@ import trio
 import yaml
 from prometheus_client import CollectorRegistry, generate_latest
 
-from gateway import observability
 from gateway.config import ShutdownConfig, parse
-from gateway.observability import Metrics
+from gateway.telemetry import metrics as observability
+from gateway.telemetry.metrics import Metrics
 from tests.harness import gateway_config, open_client, sdk_backend, start_gateway
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""The feature series' label rules (gateway/observability_series.py), without a gateway.
+"""The feature series' label rules (gateway/telemetry/series.py), without a gateway.
 
 What the end-to-end tests (tests/e2e/test_feature_metrics.py) cannot provoke
 on cue: a revision the gateway does not know, and the scrape-time families
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from gateway.observability import BackendSample, Metrics, TaskSample
+from gateway.telemetry.metrics import BackendSample, Metrics, TaskSample
 
 
 def test_an_unknown_revision_is_counted_as_other_so_hosts_cannot_mint_series() -> None:

@@ -1,4 +1,4 @@
-"""gateway.session.Peer over a scripted MessageChannel, no network.
+"""gateway.session.peer.Peer over a scripted MessageChannel, no network.
 
 A channel written for the test decides exactly what the peer reads and
 when the link breaks, so orderings that a real transport produces only now
@@ -12,7 +12,7 @@ import trio
 
 from gateway.errors import SessionExpired, TransportBroken
 from gateway.protocol import jsonrpc
-from gateway.session import open_session
+from gateway.session.peer import open_session
 
 DEADLINE = 5.0
 

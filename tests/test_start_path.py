@@ -5,7 +5,7 @@ parsed, the process and app modules imported, a config of one stdio backend
 loaded (what runs after that, the backends' start, is measured by
 ``benchmarks/imports.py`` on a real ``serve``). PyJWT and cryptography
 (token checks and grants), httpx (HTTP backends, token endpoints, JWKS) and
-``gateway.cli_hosts`` (``import`` and ``connect``) must not be among the
+``gateway.cli.host_files`` (``import`` and ``connect``) must not be among the
 modules loaded: each is imported where it is used. ``-X importtime`` put
 them at about a ninth of the start path's import time
 (docs/performance.md); no timing is asserted here.
@@ -17,12 +17,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-RARE = ("jwt", "cryptography", "httpx", "gateway.cli_hosts")
+RARE = ("jwt", "cryptography", "httpx", "gateway.cli.host_files")
 
 PROBE = """
 import sys
-from gateway import cli, process
-from gateway.app import open_gateway
+from gateway.cli.main import main as cli
+from gateway.cli import process
+from gateway.runtime.app import open_gateway
 from gateway.config import load
 
 cli._parser().parse_args(["serve", "-c", sys.argv[1]])
@@ -54,7 +55,9 @@ def test_serving_stdio_backends_without_auth_loads_no_rare_module(tmp_path: Path
 
 def test_the_probe_sees_a_rare_module_when_one_is_loaded(tmp_path: Path) -> None:
     """The check above can fail: the connect command's module is on its list."""
-    probe = PROBE.replace("from gateway.app import open_gateway", "import gateway.cli_hosts")
+    probe = PROBE.replace(
+        "from gateway.runtime.app import open_gateway", "import gateway.cli.host_files"
+    )
     config = tmp_path / "gateway.yaml"
     config.write_text(
         f"backends:\n  - name: echo\n    transport: stdio\n    command: {sys.executable}\n"
@@ -66,4 +69,4 @@ def test_the_probe_sees_a_rare_module_when_one_is_loaded(tmp_path: Path) -> None
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert "gateway.cli_hosts" in done.stdout
+    assert "gateway.cli.host_files" in done.stdout

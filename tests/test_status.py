@@ -1,4 +1,4 @@
-"""The /readyz overview (gateway/status.py, issue 18): each backend's row over its life,
+"""The /readyz overview (gateway/runtime/readiness.py, issue 18): each backend's row over its life,
 and the client sessions grouped, on virtual time."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from gateway.backends.backend import BackendState
 from gateway.backends.pool import open_pool
 from gateway.frontend.clients import ClientSession
 from gateway.protocol.versions import LATEST_VERSION
-from gateway.status import backend_status, readiness, session_groups
-from gateway.status_model import Overview, SessionGroup
+from gateway.runtime.readiness import backend_status, readiness, session_groups
+from gateway.telemetry.overview import Overview, SessionGroup
 from tests.backends.test_supervision import (
     RULES,
     Transitions,

@@ -1,4 +1,4 @@
-"""OpenTelemetry traces across the hop (issue 18 item 2; gateway/tracing.py).
+"""OpenTelemetry traces across the hop (issue 18 item 2; gateway/telemetry/tracing.py).
 
 A real gateway with real backends (the official SDK's FastMCP peer
 tests/servers/traced.py, over stdio and Streamable HTTP) and the official
@@ -31,10 +31,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 from pydantic import AnyUrl
 
-from gateway import tracing
 from gateway.config import TracingConfig
 from gateway.errors import ConfigError
-from gateway.reload import effective_config, restart_only_changes
+from gateway.runtime.reload import effective_config, restart_only_changes
+from gateway.telemetry import tracing
 from tests.frontend.test_stdio_modern import serve as serve_stdio
 from tests.frontend.test_streamable_http import initialize_request, request
 from tests.harness import gateway_config, sdk_backend, start_gateway, stdio_backend
@@ -280,7 +280,7 @@ def test_tracing_off_never_imports_opentelemetry() -> None:
     probe = (
         "import sys\n"
         "from gateway import tracing\n"
-        "from gateway.app import open_gateway\n"
+        "from gateway.runtime.app import open_gateway\n"
         "from gateway.config import TracingConfig\n"
         "tracing.configure(TracingConfig())\n"
         "assert tracing.active is None\n"
@@ -297,10 +297,10 @@ def test_enabled_without_the_otel_extra_is_a_config_error(
 ) -> None:
     """Gateway choice: enabled but not installed refuses to start (exit 2), naming the
     extra, rather than run untraced while the operator thinks it traces."""
-    import gateway
+    import gateway.telemetry
 
-    monkeypatch.setitem(sys.modules, "gateway.tracing_otel", None)  # as if never installed
-    monkeypatch.delattr(gateway, "tracing_otel", raising=False)
+    monkeypatch.setitem(sys.modules, "gateway.telemetry.otel", None)  # as if never installed
+    monkeypatch.delattr(gateway.telemetry, "otel", raising=False)
     with pytest.raises(ConfigError, match=r"tracing\.enabled: .*mcp-gateway\[otel\]"):
         tracing.configure(TracingConfig(enabled=True))
     assert tracing.active is None

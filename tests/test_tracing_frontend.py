@@ -1,5 +1,5 @@
 """Spans for what the frontend answers itself: ``initialize``, ``server/discover``
-and ``subscriptions/listen`` (gateway/tracing.py rule 5).
+and ``subscriptions/listen`` (gateway/telemetry/tracing.py rule 5).
 
 A real gateway, real backends (official-SDK peers), hosts as the official SDK
 client or raw ``httpx`` with the 2026-07-28 envelope; spans land in the SDK's
@@ -15,9 +15,9 @@ import pytest
 import trio
 from opentelemetry.trace import SpanKind
 
-from gateway import tracing
-from gateway.app import drain
 from gateway.errors import INVALID_PARAMS, LocalProtocolError
+from gateway.runtime.app import drain
+from gateway.telemetry import tracing
 from tests.frontend.test_listen_http import call, listen, no_listeners, public_uris
 from tests.frontend.test_modern_http import modern, send
 from tests.frontend.test_streamable_http import http_client

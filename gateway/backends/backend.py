@@ -32,8 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 import structlog
 import trio
 
-from gateway import tracing
-from gateway.backends.credentials import connectors
+from gateway.backends.credentials.provider import connectors
 from gateway.backends.gate import Gate
 from gateway.backends.handlers import BackendNotificationHandler, BackendRequestHandler
 from gateway.backends.handshake import (
@@ -43,13 +42,13 @@ from gateway.backends.handshake import (
     ServerInfo,
 )
 from gateway.backends.links import Links
-from gateway.backends.supervisor import (
+from gateway.backends.stateless.listen_client import BRIDGED
+from gateway.backends.supervision.supervisor import (
     REFRESH_DEBOUNCE,
     STABLE_UPTIME,
     BackendState,
     Supervisor,
 )
-from gateway.backends.upstream_listen import BRIDGED
 from gateway.catalog.snapshot import Kind
 from gateway.errors import (
     METHOD_NOT_FOUND,
@@ -60,8 +59,9 @@ from gateway.errors import (
     SessionExpired,
     TransportError,
 )
-from gateway.protocol.caching import NO_CACHE, CacheHint
-from gateway.protocol.listen import ACKNOWLEDGED
+from gateway.protocol.stateless.cache_hints import NO_CACHE, CacheHint
+from gateway.protocol.stateless.listen import ACKNOWLEDGED
+from gateway.telemetry import tracing
 
 if TYPE_CHECKING:
     import collections
@@ -71,11 +71,11 @@ if TYPE_CHECKING:
     import msgspec
 
     from gateway.backends.channel import ChannelOpener
-    from gateway.backends.credentials import Subject
+    from gateway.backends.credentials.provider import Subject
     from gateway.catalog.snapshot import BackendListing
     from gateway.config import BackendConfig
     from gateway.protocol.jsonrpc import RequestId
-    from gateway.session import Peer, ProgressHandler
+    from gateway.session.peer import Peer, ProgressHandler
 
 logger = structlog.get_logger("gateway.backends")
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
     from contextlib import AbstractAsyncContextManager
 
-    from gateway.backends.credentials import ChannelCredential
+    from gateway.backends.credentials.provider import ChannelCredential
     from gateway.transports.base import MessageChannel
 
 

@@ -38,15 +38,16 @@ import trio
 from gateway import __version__
 from gateway.config import SseBackend
 from gateway.errors import GatewayError, RemoteProtocolError
-from gateway.protocol import backend_leg, jsonrpc, mcp
-from gateway.protocol.caching import NO_CACHE, CacheHint
+from gateway.protocol import jsonrpc, mcp
+from gateway.protocol.stateless import backend_leg
+from gateway.protocol.stateless.cache_hints import NO_CACHE, CacheHint
 from gateway.protocol.versions import LATEST_VERSION, accept_as_client
 
 if TYPE_CHECKING:
     import msgspec
 
     from gateway.config import BackendConfig
-    from gateway.session import Peer
+    from gateway.session.peer import Peer
 
 # What the gateway tells backends about itself as a client. Roots,
 # sampling and elicitation are relayed to hosts (router), so we offer them.

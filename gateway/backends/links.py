@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
-from gateway.backends.failures import EXPECTED, condition, describe
+from gateway.backends.failure_reasons import EXPECTED, condition, describe
 from gateway.backends.handshake import effective_protocol
 from gateway.errors import BackendUnavailable
-from gateway.session import Peer, open_session
+from gateway.session.peer import Peer, open_session
 from gateway.transports.base import schemas_for
 
 if TYPE_CHECKING:

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 from gateway.catalog.snapshot import BackendListing, Kind
 from gateway.errors import ProtocolError
 from gateway.protocol import jsonrpc, mcp
-from gateway.protocol.caching import NO_CACHE, CacheHint, hint_of, merge_hints
-from gateway.protocol.routing_headers import DroppedTool, tools_to_drop
+from gateway.protocol.stateless.cache_hints import NO_CACHE, CacheHint, hint_of, merge_hints
+from gateway.protocol.stateless.routing_headers import DroppedTool, tools_to_drop
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import msgspec
 
     from gateway.backends.channel import ChannelOpener
-    from gateway.backends.credentials import Subject
+    from gateway.backends.credentials.provider import Subject
     from gateway.catalog.naming import NamingRules
     from gateway.config import BackendConfig
 

@@ -17,7 +17,7 @@ from gateway.errors import ProtocolError
 if TYPE_CHECKING:
     from gateway.catalog.snapshot import Kind
     from gateway.config import BackendConfig
-    from gateway.session import Peer
+    from gateway.session.peer import Peer
 
 
 async def walk(peer: Peer, kind: Kind, config: BackendConfig) -> listing.Listed | listing.Failed:

@@ -6,7 +6,7 @@ either replaced by the gateway's credential (``static``,
 ``client_credentials``) or exchanged for one made for that backend
 (``token_exchange``, RFC 8693). What each key means is in
 docs/security.md ("Credentials to backends"); the grants themselves are in
-:mod:`gateway.backends.token_grants`.
+:mod:`gateway.backends.credentials.grants`.
 
 Every secret accepts a ``*_file`` twin (a Kubernetes secret mount) as well
 as ``${VAR}`` expansion; files are read when a token is requested (and for

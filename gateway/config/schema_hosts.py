@@ -25,7 +25,7 @@ HostFormat: TypeAlias = Literal[
 HOST_FORMATS: Final[tuple[str, ...]] = tuple(f for f in get_args(HostFormat) if f != "auto")
 
 # Hosts `connect` knows, and whether each can reach a server by URL. Here,
-# not in gateway.cli_hosts, because the command line's parser needs the
+# not in gateway.cli.host_files, because the command line's parser needs the
 # names for every command and cli_hosts loads only for import and connect.
 CONNECT_HOSTS: Final = {
     "claude-desktop": False,

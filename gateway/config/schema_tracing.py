@@ -2,7 +2,7 @@
 
 Off by default. On, it needs the ``[otel]`` extra; the gateway refuses to
 start without it rather than run untraced while the operator thinks it is
-traced (``gateway.tracing.configure``).
+traced (``gateway.telemetry.tracing.configure``).
 """
 
 from __future__ import annotations

@@ -28,9 +28,9 @@ from urllib.parse import parse_qsl, quote
 import structlog
 import trio
 
-from gateway.console import live, views
-from gateway.console.calls import call_tool
-from gateway.console.credentials import (
+from gateway.console import live
+from gateway.console import page_data as views
+from gateway.console.caller import (
     ConsoleDenied,
     check_origin,
     identity,
@@ -38,11 +38,12 @@ from gateway.console.credentials import (
     read_form,
     wants_html,
 )
+from gateway.console.calls import call_tool
 from gateway.console.csrf import COOKIE_NAME, CSRF_FIELD, Signer
 from gateway.console.forms import FormError, arguments
 from gateway.console.render import Renderer
 from gateway.frontend import http_util as h
-from gateway.frontend.auth import RateLimiter
+from gateway.frontend.rate_limits import RateLimiter
 from gateway.identity.authenticator import InsufficientScope, Unauthenticated
 from gateway.identity.policy import is_admin
 
@@ -55,8 +56,8 @@ if TYPE_CHECKING:
     from gateway.frontend.clients import ClientRegistry
     from gateway.identity.authenticator import AuthHolder
     from gateway.identity.policy import Policy
-    from gateway.reload import ReloadOutcome
     from gateway.router import Router
+    from gateway.runtime.reload import ReloadOutcome
 
 logger = structlog.get_logger("gateway.console")
 

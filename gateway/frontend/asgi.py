@@ -28,21 +28,21 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from gateway import tracing
 from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.frontend import http_util as h
 from gateway.frontend.origin import is_loopback_host
 from gateway.frontend.rejection import Rejection, answer
 from gateway.identity.metadata import metadata_document, metadata_paths, resource_paths
+from gateway.telemetry import tracing
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection
 
-    from gateway.frontend.legacy_sse import LegacySseEndpoint
-    from gateway.frontend.streamable_http import McpEndpoint
+    from gateway.frontend.sse_endpoint import LegacySseEndpoint
+    from gateway.frontend.streamable.endpoint import McpEndpoint
     from gateway.identity.authenticator import AuthHolder
-    from gateway.observability import Metrics
-    from gateway.router.metrics import RequestObserver
+    from gateway.router.call_metrics import RequestObserver
+    from gateway.telemetry.metrics import Metrics
 
 #: Who may read ``/metrics`` and ``/readyz`` details on the main listener:
 #: anyone (loopback bind), admin tokens only, or nobody (a separate listener).

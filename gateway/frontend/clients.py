@@ -25,7 +25,7 @@ import trio
 
 from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.errors import INTERNAL_ERROR, RemoteProtocolError
-from gateway.frontend.listen import Listener, Listeners
+from gateway.frontend.stateless.listen_stream import Listener, Listeners
 from gateway.protocol import jsonrpc
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     import msgspec
 
-    from gateway.backends.token_grants import CallerToken
+    from gateway.backends.credentials.grants import CallerToken
     from gateway.identity.principal import Principal
     from gateway.protocol.jsonrpc import RequestId
 

@@ -20,11 +20,11 @@ from gateway.frontend.rejection import Rejection
 from gateway.identity.authenticator import InsufficientScope, Unauthenticated
 
 if TYPE_CHECKING:
-    from gateway.frontend.auth import RateLimiter
     from gateway.frontend.origin import OriginPolicy
+    from gateway.frontend.rate_limits import RateLimiter
     from gateway.identity.authenticator import AuthHolder
     from gateway.identity.principal import Principal
-    from gateway.observability_series import FeatureSeries
+    from gateway.telemetry.series import FeatureSeries
 
 logger = structlog.get_logger("gateway.frontend")
 

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
     from gateway.catalog.snapshot import Kind
     from gateway.frontend.clients import ClientRegistry, ClientSession
-    from gateway.frontend.listen import Listener
-    from gateway.observability import Metrics
+    from gateway.frontend.stateless.listen_stream import Listener
+    from gateway.telemetry.metrics import Metrics
 
 
 class ListChangedCoalescer:

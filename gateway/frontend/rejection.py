@@ -16,15 +16,19 @@ from typing import TYPE_CHECKING, Any, Final
 
 from gateway.errors import INTERNAL_ERROR, INVALID_REQUEST
 from gateway.frontend import http_util as h
-from gateway.frontend.failures import HTTP_COMPONENT, INTERNAL_ERROR_MESSAGE, report_internal_error
+from gateway.frontend.internal_errors import (
+    HTTP_COMPONENT,
+    INTERNAL_ERROR_MESSAGE,
+    report_internal_error,
+)
 from gateway.protocol import jsonrpc
 from gateway.protocol.headers import MCP_SESSION_ID_HEADER_RAW
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable
 
-    from gateway.observability import Metrics
-    from gateway.router.metrics import RequestObserver
+    from gateway.router.call_metrics import RequestObserver
+    from gateway.telemetry.metrics import Metrics
 
 # The reason label of mcp_gateway_rejected_requests_total, by status. A
 # bounded set: a host cannot mint label values.

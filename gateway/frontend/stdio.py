@@ -35,16 +35,16 @@ import trio
 
 from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.errors import INVALID_REQUEST, LocalProtocolError
-from gateway.frontend.dispatch import accept_one_way, open_client_session, route_request
-from gateway.frontend.stdio_modern import (
+from gateway.frontend.client_messages import accept_one_way, open_client_session, route_request
+from gateway.frontend.stateless.stdio_requests import (
     EnvelopeRefused,
     ModernStdio,
     check_envelope,
     initialize_refused,
 )
 from gateway.protocol import jsonrpc, mcp
-from gateway.protocol.envelope import is_modern
 from gateway.protocol.jsonrpc import Notification, Request
+from gateway.protocol.stateless.envelope import is_modern
 from gateway.protocol.versions import supports_batches
 from gateway.transports.framing import LineFramer
 
@@ -52,8 +52,8 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from gateway.frontend.clients import ClientRegistry, ClientSession
-    from gateway.observability import Metrics
     from gateway.router import Router
+    from gateway.telemetry.metrics import Metrics
 
 logger = structlog.get_logger("gateway.frontend.stdio")
 

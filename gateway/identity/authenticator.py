@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
-from gateway.backends.token_grants import CallerToken
+from gateway.backends.credentials.grants import CallerToken
 from gateway.identity import tokens
 from gateway.identity.keys import KeySet
 from gateway.identity.metadata import WELL_KNOWN, challenge

@@ -2,7 +2,7 @@
 
 Frozen, and safe to log and compare: the one secret it carries, the caller's
 raw token (``token``, for token exchange towards backends), is a
-:class:`~gateway.backends.token_grants.CallerToken` that never shows itself,
+:class:`~gateway.backends.credentials.grants.CallerToken` that never shows itself,
 is left out of ``repr`` and of comparisons, and cannot be encoded to JSON.
 Policy (profiles, tool globs) will match on ``kind``, ``subject``, ``scopes``
 and ``claims``; session binding, sealed ``requestState`` and
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from gateway.backends.token_grants import CallerToken
+    from gateway.backends.credentials.grants import CallerToken
 
 PrincipalKind = Literal["static", "jwt"]
 

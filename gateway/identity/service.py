@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import httpx
 
     from gateway.config import AuthConfig, JwtConfig
-    from gateway.observability import Metrics
+    from gateway.telemetry.metrics import Metrics
 
 logger = structlog.get_logger("gateway.identity")
 

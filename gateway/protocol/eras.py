@@ -51,15 +51,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from gateway.errors import METHOD_NOT_FOUND
-from gateway.protocol.caching import CacheHint, finish_result
-from gateway.protocol.envelope import (
+from gateway.protocol.stateless.cache_hints import CacheHint, finish_result
+from gateway.protocol.stateless.envelope import (
     MODERN_VERSIONS,
     Envelope,
     is_modern,
     parse_envelope,
 )
-from gateway.protocol.modern_errors import ModernProtocolError, UnsupportedVersion
-from gateway.protocol.routing_headers import DroppedTool, tools_to_drop
+from gateway.protocol.stateless.error_codes import ModernProtocolError, UnsupportedVersion
+from gateway.protocol.stateless.routing_headers import DroppedTool, tools_to_drop
 from gateway.protocol.versions import SUPPORTED_VERSIONS
 
 if TYPE_CHECKING:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from gateway.protocol.modern_errors import InvalidSealedToken
+from gateway.protocol.stateless.error_codes import InvalidSealedToken
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

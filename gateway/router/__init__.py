@@ -16,11 +16,11 @@ Each module states its own rules.
 
 from __future__ import annotations
 
+from gateway.router.call_metrics import NO_METRICS, NoMetrics, RouterMetrics
 from gateway.router.calls import Call
 from gateway.router.dispatch import Router
 from gateway.router.initialize import SERVER_NAME
-from gateway.router.metrics import NO_METRICS, NoMetrics, RouterMetrics
-from gateway.router.views import BackendView, ClientPeer, Emit, PoolView
+from gateway.router.neighbours import BackendView, ClientPeer, Emit, PoolView
 
 __all__ = [
     "Router",

@@ -23,7 +23,7 @@ from gateway.catalog.effective import EffectiveViews, changed_kinds, hidden, nar
 from gateway.catalog.profiles import restrict
 from gateway.catalog.snapshot import Kind
 from gateway.identity.policy import EVERYTHING_ON, ProfileAccess, decide
-from gateway.router.metrics import NO_METRICS
+from gateway.router.call_metrics import NO_METRICS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from gateway.catalog.snapshot import Snapshot
     from gateway.identity.policy import Policy
     from gateway.identity.principal import Principal
-    from gateway.router.metrics import RouterMetrics
-    from gateway.router.views import ClientPeer
+    from gateway.router.call_metrics import RouterMetrics
+    from gateway.router.neighbours import ClientPeer
 
 logger = structlog.get_logger("gateway.policy")
 

@@ -52,11 +52,12 @@ from gateway.errors import (
     LocalProtocolError,
     RemoteProtocolError,
 )
-from gateway.protocol import backend_leg, jsonrpc, mcp, revisions
-from gateway.protocol.modern_errors import UNSUPPORTED_PROTOCOL_VERSION
+from gateway.protocol import jsonrpc, mcp, revisions
+from gateway.protocol.stateless import backend_leg
+from gateway.protocol.stateless.error_codes import UNSUPPORTED_PROTOCOL_VERSION
 from gateway.protocol.versions import resource_not_found_code
-from gateway.router import modern_backend
-from gateway.router.modern import ModernRequest, with_read_hint
+from gateway.router.stateless import input_required as modern_backend
+from gateway.router.stateless.requests import ModernRequest, with_read_hint
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -65,9 +66,9 @@ if TYPE_CHECKING:
 
     from gateway.catalog.snapshot import Snapshot
     from gateway.protocol.tables import LogLevels, Owners
-    from gateway.router.held import HeldCalls
-    from gateway.router.metrics import RouterMetrics
-    from gateway.router.views import BackendView, ClientPeer, Emit, PoolView
+    from gateway.router.call_metrics import RouterMetrics
+    from gateway.router.neighbours import BackendView, ClientPeer, Emit, PoolView
+    from gateway.router.stateless.held_calls import HeldCalls
 
 logger = structlog.get_logger("gateway.router")
 

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 import structlog
 import trio
 
-from gateway import tracing
 from gateway.backends.backend import BackendState
 from gateway.catalog.profiles import DEFAULT_PROFILE, ProfileViews
 from gateway.config.schema_gateway import TasksConfig
@@ -45,22 +44,24 @@ from gateway.errors import (
     RequestTimeout,
 )
 from gateway.protocol import jsonrpc, mcp
-from gateway.protocol.modern_errors import ModernProtocolError
+from gateway.protocol.stateless.error_codes import ModernProtocolError
+from gateway.protocol.stateless.tasks import EXTENSION as TASKS_EXTENSION
+from gateway.protocol.stateless.tasks import TASK_METHODS, starts_task
 from gateway.protocol.tables import LogLevels, Owners, Subscriptions
-from gateway.protocol.tasks import EXTENSION as TASKS_EXTENSION
-from gateway.protocol.tasks import TASK_METHODS, starts_task
-from gateway.router import initialize, modern
+from gateway.router import initialize
 from gateway.router.access import AccessControl, item_of
+from gateway.router.call_metrics import NO_METRICS
 from gateway.router.calls import Call, Calls, Forwarder, Targets
-from gateway.router.failures import server_span, timed_out, unavailable
-from gateway.router.held import HeldCalls, holdable, sealer_for
 from gateway.router.levels import Levels
 from gateway.router.lists import Lists
-from gateway.router.metrics import NO_METRICS
+from gateway.router.outcomes import server_span, timed_out, unavailable
 from gateway.router.search_mode import SearchMode
+from gateway.router.stateless import requests as modern
+from gateway.router.stateless.gateway_tasks import TaskRunner
+from gateway.router.stateless.held_calls import HeldCalls, holdable, sealer_for
 from gateway.router.subscriptions import SubscriptionRelay
-from gateway.router.tasks import TaskRunner
 from gateway.router.to_clients import ToClients
+from gateway.telemetry import tracing
 
 if TYPE_CHECKING:
     import msgspec
@@ -69,8 +70,8 @@ if TYPE_CHECKING:
     from gateway.catalog.snapshot import Kind, Snapshot
     from gateway.identity.principal import Principal
     from gateway.protocol.jsonrpc import Request
-    from gateway.router.metrics import RequestObserver, RouterMetrics
-    from gateway.router.views import BackendView, ClientPeer, Emit, PoolView
+    from gateway.router.call_metrics import RequestObserver, RouterMetrics
+    from gateway.router.neighbours import BackendView, ClientPeer, Emit, PoolView
 
 logger = structlog.get_logger("gateway.router")
 

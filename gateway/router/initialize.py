@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any, Final
 from gateway import __version__
 from gateway.backends.backend import BackendState
 from gateway.protocol import mcp
-from gateway.router.views import subscribable
+from gateway.router.neighbours import subscribable
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     import msgspec
 
-    from gateway.router.views import PoolView
+    from gateway.router.neighbours import PoolView
 
 SERVER_NAME: Final = "mcp-gateway"
 

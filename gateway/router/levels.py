@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from gateway.protocol.tables import LogLevels
     from gateway.router.calls import Call
-    from gateway.router.views import BackendView, PoolView
+    from gateway.router.neighbours import BackendView, PoolView
 
 logger = structlog.get_logger("gateway.router")
 

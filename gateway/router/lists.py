@@ -29,15 +29,15 @@ from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.catalog.snapshot import Kind
 from gateway.errors import LocalProtocolError
 from gateway.protocol import mcp, revisions
-from gateway.protocol.caching import combined_hint
-from gateway.router.modern import ModernRequest
+from gateway.protocol.stateless.cache_hints import combined_hint
+from gateway.router.stateless.requests import ModernRequest
 
 if TYPE_CHECKING:
     from gateway.catalog.cursor import CursorCodec
     from gateway.catalog.snapshot import Snapshot
+    from gateway.router.call_metrics import RouterMetrics
     from gateway.router.calls import Call
-    from gateway.router.metrics import RouterMetrics
-    from gateway.router.views import BackendView, PoolView
+    from gateway.router.neighbours import BackendView, PoolView
 
 logger = structlog.get_logger("gateway.router")
 

@@ -51,16 +51,16 @@ from gateway.catalog.search_tools import (
 from gateway.catalog.snapshot import EMPTY_SNAPSHOT, Kind
 from gateway.errors import INVALID_PARAMS, LocalProtocolError
 from gateway.protocol import mcp, revisions
+from gateway.router.call_metrics import NO_METRICS
 from gateway.router.calls import downgraded
-from gateway.router.metrics import NO_METRICS
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Container, Mapping
 
     from gateway.catalog.profiles import ProfileViews
     from gateway.catalog.snapshot import Snapshot
+    from gateway.router.call_metrics import RouterMetrics
     from gateway.router.calls import Call
-    from gateway.router.metrics import RouterMetrics
 
 _decoder: Final = msgspec.json.Decoder(dict[str, Any])
 _SEARCH_HINT: Final = "Use {search} to find the tools this endpoint offers."

@@ -25,14 +25,14 @@ import trio
 from gateway.errors import METHOD_NOT_FOUND, GatewayError, LocalProtocolError, ProtocolError
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.tables import Subscribe
-from gateway.router.views import subscribable
+from gateway.router.neighbours import subscribable
 
 if TYPE_CHECKING:
     import msgspec
 
     from gateway.protocol.tables import Subscriptions
     from gateway.router.calls import Call, Forwarder, Target, Targets
-    from gateway.router.views import BackendView, PoolView
+    from gateway.router.neighbours import BackendView, PoolView
 
 logger = structlog.get_logger("gateway.router")
 

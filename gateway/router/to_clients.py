@@ -32,8 +32,8 @@ from gateway.errors import (
     LocalProtocolError,
 )
 from gateway.protocol import jsonrpc, mcp
-from gateway.protocol.mrtr import without_key_hint
-from gateway.router.modern import ModernRequest
+from gateway.protocol.stateless.mrtr import without_key_hint
+from gateway.router.stateless.requests import ModernRequest
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
     from gateway.protocol.tables import LogLevels, Owners, Subscriptions
     from gateway.router.calls import Call
-    from gateway.router.views import BackendView, ClientPeer
+    from gateway.router.neighbours import BackendView, ClientPeer
 
 logger = structlog.get_logger("gateway.router")
 

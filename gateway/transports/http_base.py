@@ -137,7 +137,7 @@ def open_client(cfg: HttpLikeBackend, auth: httpx.Auth | None = None) -> httpx.A
     Read, write and pool waits have no timeout here: they are cancel scopes
     set by the callers (STYLE rule 3); only connecting is bounded, by
     ``timeouts.connect``. ``auth``, the backend's credential
-    (``gateway.backends.credentials``), puts its token on every request and
+    (``gateway.backends.credentials.provider``), puts its token on every request and
     repeats one refused with a 401 once.
 
     Raises:

@@ -28,7 +28,6 @@ import httpx
 import structlog
 import trio
 
-from gateway import tracing
 from gateway.errors import (
     ConnectError,
     SessionExpired,
@@ -36,6 +35,7 @@ from gateway.errors import (
     TransportClosed,
     TransportError,
 )
+from gateway.telemetry import tracing
 from gateway.transports.base import map_exceptions
 from gateway.transports.framing import SseParser
 from gateway.transports.http_base import (

@@ -35,9 +35,10 @@ from typing import TYPE_CHECKING, Final
 import msgspec
 import trio
 
-from gateway import tracing
 from gateway.errors import ConnectError, LocalProtocolError, TransportClosed, TransportError
-from gateway.protocol import backend_leg, jsonrpc, mcp
+from gateway.protocol import jsonrpc, mcp
+from gateway.protocol.stateless import backend_leg
+from gateway.telemetry import tracing
 from gateway.transports.base import map_exceptions
 from gateway.transports.framing import SseParser
 from gateway.transports.http_base import (

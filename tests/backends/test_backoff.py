@@ -1,4 +1,4 @@
-"""Specification tests for ``gateway.backends.backoff.Backoff`` (sans-IO).
+"""Specification tests for ``gateway.backends.supervision.backoff.Backoff`` (sans-IO).
 
 Gateway choice: exponential backoff with full jitter between restarts of a
 failed backend, so backends that failed together do not return in lockstep.
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.backends.backoff import Backoff
+from gateway.backends.supervision.backoff import Backoff
 
 
 def test_defaults_are_half_a_second_doubling_to_a_minute() -> None:

@@ -1,4 +1,4 @@
-"""Backend credentials at work (gateway/backends/credentials.py), on trio's MockClock.
+"""Backend credentials at work (gateway/backends/credentials/provider.py), on trio's MockClock.
 
 The token endpoint is a fake fetcher here: these tests are about time
 (expiry, refresh, single flight) and faults, which a real server cannot
@@ -17,12 +17,12 @@ import pytest
 import trio
 from trio.testing import MockClock
 
-from gateway.backends.credentials import (
+from gateway.backends.credentials.grants import CallerToken, TokenRequest
+from gateway.backends.credentials.provider import (
     BackendCredentials,
     TokenAnswer,
     read_secret,
 )
-from gateway.backends.token_grants import CallerToken, TokenRequest
 from gateway.config.schema_backend_auth import BackendAuth
 from gateway.errors import CredentialUnavailable
 

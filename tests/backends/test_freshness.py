@@ -1,4 +1,4 @@
-"""gateway.backends.freshness: a modern backend's ttl honoured, in virtual time."""
+"""gateway.backends.stateless.freshness: a modern backend's ttl honoured, in virtual time."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 import trio
 from trio.testing import MockClock
 
-from gateway.backends.freshness import (
+from gateway.backends.stateless.freshness import (
     JITTER,
     MIN_INTERVAL,
     deadlines,
@@ -15,7 +15,7 @@ from gateway.backends.freshness import (
     relist_when_stale,
 )
 from gateway.catalog.snapshot import Kind
-from gateway.protocol.caching import CacheHint
+from gateway.protocol.stateless.cache_hints import CacheHint
 
 
 def test_announced_lists_are_those_the_backend_declares_list_changed_for() -> None:

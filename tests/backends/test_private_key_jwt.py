@@ -18,14 +18,14 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from trio.testing import MockClock
 
-from gateway.backends.credentials import BackendCredentials, TokenAnswer
-from gateway.backends.token_grants import (
+from gateway.backends.credentials.grants import (
     ASSERTION_LIFETIME,
     JWT_BEARER_ASSERTION,
     TokenRequest,
     client_assertion,
     client_credentials_request,
 )
+from gateway.backends.credentials.provider import BackendCredentials, TokenAnswer
 from gateway.config import parse
 from gateway.config.schema_backend_auth import BackendAuth
 from gateway.errors import ConfigError, CredentialUnavailable

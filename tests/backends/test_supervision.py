@@ -26,15 +26,15 @@ import trio
 from prometheus_client import CollectorRegistry
 from trio.testing import MockClock, wait_all_tasks_blocked
 
-from gateway.app import ListChangedCoalescer, open_gateway, reload_config
 from gateway.backends.backend import REFRESH_DEBOUNCE, STABLE_UPTIME, Backend, BackendState
 from gateway.backends.pool import Pool, ReloadPlan, open_pool, plan_reload
 from gateway.catalog.naming import NamingRules
 from gateway.catalog.snapshot import Kind, Snapshot
 from gateway.config import BackendConfig, GatewayConfig, parse
 from gateway.errors import BackendUnavailable, RequestTimeout
-from gateway.observability import Metrics
 from gateway.protocol import jsonrpc
+from gateway.runtime.app import ListChangedCoalescer, open_gateway, reload_config
+from gateway.telemetry.metrics import Metrics
 from tests.fakes import (
     Answer,
     AnswerAfter,

@@ -1,4 +1,4 @@
-"""The sans-IO grants of backend credentials (gateway/backends/token_grants.py): no trio, no I/O."""
+"""The sans-IO grants of backend credentials (backends/credentials/grants.py): no I/O."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from gateway.backends.token_grants import (
+from gateway.backends.credentials.grants import (
     ACCESS_TOKEN_TYPE,
     DEFAULT_LIFETIME,
     TOKEN_EXCHANGE_GRANT,

@@ -1,4 +1,4 @@
-"""gateway.backends.upstream_listen over a scripted 2026-07-28 backend, no network.
+"""gateway.backends.stateless.listen_client over a scripted 2026-07-28 backend, no network.
 
 The scripted backend answers each ``subscriptions/listen`` the way the test
 says (acknowledge and hold, end the stream with the final result, refuse),
@@ -15,12 +15,12 @@ import structlog
 import trio
 from trio.testing import MockClock
 
-from gateway.backends.upstream_listen import RELISTEN, UpstreamListen, listen_filter
+from gateway.backends.stateless.listen_client import RELISTEN, UpstreamListen, listen_filter
 from gateway.catalog.snapshot import Kind
 from gateway.errors import INVALID_PARAMS, METHOD_NOT_FOUND, RemoteProtocolError
 from gateway.protocol import jsonrpc
-from gateway.protocol.listen import ACKNOWLEDGED, SUBSCRIPTION_ID_KEY
-from gateway.session import Peer, open_session
+from gateway.protocol.stateless.listen import ACKNOWLEDGED, SUBSCRIPTION_ID_KEY
+from gateway.session.peer import Peer, open_session
 
 ALL_LISTS = {
     "tools": {"listChanged": True},

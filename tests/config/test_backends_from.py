@@ -17,11 +17,11 @@ import trio
 from prometheus_client import CollectorRegistry
 from trio.testing import MockClock
 
-from gateway.app import open_gateway, reload_config
 from gateway.backends.backend import BackendState
 from gateway.catalog.snapshot import Kind
 from gateway.config import GatewayConfig, HttpBackend, SseBackend, StdioBackend, load
 from gateway.errors import ConfigError
+from gateway.runtime.app import open_gateway, reload_config
 from tests.fakes import FakeConnector, FakeMcpServer
 from tests.harness import wait_for_states
 

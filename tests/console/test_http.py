@@ -19,10 +19,10 @@ import httpx
 import trio
 from prometheus_client import CollectorRegistry
 
-from gateway.app import serve
 from gateway.backends.backend import BackendState
 from gateway.config import parse
 from gateway.console.handler import LOGIN_BURST
+from gateway.runtime.app import serve
 from tests import harness
 from tests.console.test_redact import CANARIES, secret_document
 
@@ -388,7 +388,7 @@ async def test_catalog_shows_profile_membership_and_ranks_tools_first() -> None:
         "backends": [TOOLBOX],
     }
     async with running(document) as (gateway, client):
-        from gateway.console.views import catalog_rows
+        from gateway.console.page_data import catalog_rows
 
         router, snapshot = gateway.router, gateway.pool.snapshot
         rows = {(r.kind, r.public): r for r in catalog_rows(router, snapshot)}

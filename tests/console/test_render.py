@@ -7,9 +7,9 @@ import json
 import pytest
 
 from gateway.config import parse
+from gateway.console.page_data import config_page
 from gateway.console.render import Renderer, _duration, _moment, _ms, _percent
-from gateway.console.views import config_page
-from gateway.reload import ReloadOutcome
+from gateway.runtime.reload import ReloadOutcome
 
 COMMON = {"base": "/admin", "csrf": "c" * 64, "active": "config", "nav": True}
 
@@ -75,7 +75,7 @@ def test_static_files_are_loaded_from_the_package() -> None:
 def test_the_tool_form_has_an_input_per_field_and_keeps_what_was_typed() -> None:
     from gateway.console.calls import CallResult
     from gateway.console.forms import form_fields
-    from gateway.console.views import ToolPage
+    from gateway.console.page_data import ToolPage
 
     schema = {
         "properties": {
@@ -109,7 +109,7 @@ def test_the_tool_form_has_an_input_per_field_and_keeps_what_was_typed() -> None
 
 
 def test_a_tool_without_arguments_says_so() -> None:
-    from gateway.console.views import ToolPage
+    from gateway.console.page_data import ToolPage
 
     tool = ToolPage("t__now", "now", "t", "", "{}", [])
     html = (

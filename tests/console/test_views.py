@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.console.views import SHORT_ID, find_session, session_rows, short_id
+from gateway.console.page_data import SHORT_ID, find_session, session_rows, short_id
 from gateway.frontend.clients import ClientRegistry
 
 

@@ -17,7 +17,7 @@ import pytest
 import trio
 from mcp.types import TextContent
 
-from gateway.cli import main
+from gateway.cli.main import main
 from gateway.config import load
 from tests.harness import open_client, start_gateway
 

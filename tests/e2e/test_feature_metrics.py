@@ -20,7 +20,7 @@ import trio
 
 from gateway.config import parse
 from gateway.protocol.sealed import REQUEST_STATE
-from gateway.router.held import sealer_for
+from gateway.router.stateless.held_calls import sealer_for
 from tests.e2e.test_tasks import CAPS_KEY, WITH_TASKS
 from tests.frontend.test_modern_http import modern, send, sse_messages
 from tests.harness import gateway_config, open_client, sdk_backend, start_gateway

@@ -19,8 +19,8 @@ import trio
 from mcp.shared.exceptions import McpError
 from prometheus_client import CollectorRegistry
 
-from gateway.app import serve
-from gateway.backends.supervisor import BackendState
+from gateway.backends.supervision.supervisor import BackendState
+from gateway.runtime.app import serve
 from tests.frontend.test_modern_http import MODERN, modern, send, sse_messages
 from tests.frontend.test_streamable_http import http_client
 from tests.harness import gateway_config, open_client, sdk_backend, start_gateway, stdio_backend

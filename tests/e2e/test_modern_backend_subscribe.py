@@ -3,7 +3,7 @@
 The backend is the official SDK 2.x ``MCPServer`` (``tests/servers/modern_sdk2.py``),
 which has no ``resources/subscribe`` and pushes nothing unasked: it tells only
 the listen streams that named what they want. The gateway holds one standing
-listen towards it (``gateway/backends/upstream_listen.py``) and bridges both
+listen towards it (``gateway/backends/stateless/listen_client.py``) and bridges both
 kinds of host onto it: a handshake-era host's ``resources/subscribe`` and a
 2026-07-28 host's own ``subscriptions/listen``.
 """

@@ -28,9 +28,9 @@ import trio
 import trio.testing
 from prometheus_client import CollectorRegistry
 
-from gateway.app import drain, serve
 from gateway.backends.backend import BackendState
 from gateway.errors import TransportError
+from gateway.runtime.app import drain, serve
 from tests.fakes import MemoryMessageChannel, memory_channel_pair
 from tests.harness import gateway_config, wait_for_states
 from tests.servers.paths import python_server_command
@@ -135,7 +135,7 @@ async def _wait_ready(gateway: GatewayProcess) -> None:
             while True:
                 if gateway.process.returncode is not None:
                     raise RuntimeError(
-                        f"gateway exited with {gateway.process.returncode}: "
+                        f"gateway exited with {gateway.cli.process.returncode}: "
                         + gateway.log.read_text()[-2000:]
                     )
                 try:

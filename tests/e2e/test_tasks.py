@@ -3,7 +3,7 @@
 The backend is the conformance backend (official SDK 1.x, low-level server):
 it marks ``slow_compute``, ``confirm_delete`` and ``multi_input`` as
 ``taskSupport: optional`` and ``failing_job`` as ``required``, and otherwise
-answers ordinary calls; every task is the gateway's (gateway/router/tasks.py).
+answers ordinary calls; every task is the gateway's (gateway/router/stateless/gateway_tasks.py).
 The host is raw ``httpx`` with the 2026-07-28 envelope.
 """
 

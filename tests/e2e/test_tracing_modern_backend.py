@@ -15,8 +15,8 @@ import trio
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from gateway import tracing
 from gateway.config import TracingConfig
+from gateway.telemetry import tracing
 from tests.e2e.test_modern_backend import SDK2_PYTHON, SERVER, sdk2_stdio
 from tests.harness import gateway_config, open_client, start_gateway
 from tests.subprocess_servers import free_port, run_server

@@ -3,7 +3,7 @@ forgotten with the principal's last session, and never in a repr."""
 
 from __future__ import annotations
 
-from gateway.backends.token_grants import CallerToken
+from gateway.backends.credentials.grants import CallerToken
 from gateway.frontend.clients import ClientRegistry
 from gateway.identity.principal import Principal
 

@@ -19,11 +19,11 @@ import pytest
 import trio
 import trio.testing
 
-from gateway.frontend import h11_response
 from gateway.frontend import http_util as h
-from gateway.frontend.h11_exchange import COALESCE_LIMIT, READ_SIZE
-from gateway.frontend.h11_response import DATE, DateCache, UnsafeHeader
-from gateway.frontend.h11_server import H11Server, Limits
+from gateway.frontend.engine import h11_response
+from gateway.frontend.engine.h11_exchange import COALESCE_LIMIT, READ_SIZE
+from gateway.frontend.engine.h11_response import DATE, DateCache, UnsafeHeader
+from gateway.frontend.engine.h11_server import H11Server, Limits
 
 LIMITS = Limits(max_header_bytes=4096, header_timeout=8.0, idle_timeout=8.0, drain_timeout=5.0)
 

@@ -16,10 +16,10 @@ from structlog.testing import capture_logs
 from gateway.frontend.asgi import GatewayApp
 from gateway.frontend.clients import ClientRegistry
 from gateway.frontend.origin import OriginPolicy
-from gateway.frontend.streamable_http import McpEndpoint
-from gateway.observability import Metrics
+from gateway.frontend.streamable.endpoint import McpEndpoint
 from gateway.protocol import jsonrpc
 from gateway.router.access import AccessControl
+from gateway.telemetry.metrics import Metrics
 from tests.robustness.support import ACCEPT_BOTH, AsgiResponse, asgi_call, sse_messages
 
 if TYPE_CHECKING:

@@ -16,10 +16,10 @@ import pytest
 import trio
 from prometheus_client import CollectorRegistry
 
-from gateway.app import Gateway, open_gateway
 from gateway.backends.backend import BackendState
 from gateway.config import parse
 from gateway.frontend.http_util import Message
+from gateway.runtime.app import Gateway, open_gateway
 from gateway.transports.framing import SseParser
 from tests.fakes import Answer, FakeConnector, FakeMcpServer
 from tests.harness import wait_for_states

@@ -17,8 +17,8 @@ from trio.testing import MockClock
 from gateway.catalog.snapshot import Kind
 from gateway.frontend.clients import ClientRegistry, ClientSession
 from gateway.frontend.list_changed import ListChangedCoalescer
-from gateway.frontend.listen import Listener
-from gateway.observability import Metrics
+from gateway.frontend.stateless.listen_stream import Listener
+from gateway.telemetry.metrics import Metrics
 
 
 def _heard(session: ClientSession) -> list[str]:

@@ -19,7 +19,7 @@ import pytest
 import trio
 from pydantic import AnyUrl
 
-from gateway.app import drain
+from gateway.runtime.app import drain
 from tests.frontend.test_modern_http import modern, modern_headers, send
 from tests.frontend.test_streamable_http import http_client
 from tests.harness import Running, gateway_config, open_client, start_gateway, stdio_backend

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from gateway import tracing
-from gateway.frontend.listen import LISTENER_QUEUE, Listener
+from gateway.frontend.stateless.listen_stream import LISTENER_QUEUE, Listener
 from gateway.protocol import jsonrpc
-from gateway.protocol.envelope import Envelope
-from gateway.protocol.listen import LIST_CHANGED_FIELDS, ListenFilter, honour
+from gateway.protocol.stateless.envelope import Envelope
+from gateway.protocol.stateless.listen import LIST_CHANGED_FIELDS, ListenFilter, honour
+from gateway.telemetry import tracing
 from tests.test_tracing import _spans as _spans  # the fixture: tracing on, spans in memory
 
 if TYPE_CHECKING:

@@ -6,11 +6,16 @@ from typing import Any
 
 import trio
 
-from gateway.frontend.get_stream import KEEPALIVE_INTERVAL
-from gateway.frontend.listen import LISTENER_QUEUE, Listener, Listeners, write_stream
+from gateway.frontend.stateless.listen_stream import (
+    LISTENER_QUEUE,
+    Listener,
+    Listeners,
+    write_stream,
+)
+from gateway.frontend.streamable.get_stream import KEEPALIVE_INTERVAL
 from gateway.protocol import jsonrpc
-from gateway.protocol.envelope import Envelope
-from gateway.protocol.listen import LIST_CHANGED_FIELDS, ListenFilter, honour
+from gateway.protocol.stateless.envelope import Envelope
+from gateway.protocol.stateless.listen import LIST_CHANGED_FIELDS, ListenFilter, honour
 
 TOOLS = "notifications/tools/list_changed"
 ENVELOPE = Envelope(protocol_version="2026-07-28", client_capabilities={})

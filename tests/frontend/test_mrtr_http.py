@@ -5,7 +5,7 @@ handshake era), spoken to with ``httpx`` as a 2026-07-28 host: the
 backend's ``elicitation/create`` during ``tools/call`` comes back as
 ``input_required``, the retry with ``inputResponses`` completes with the
 backend's real result, and a bad ``requestState`` is -32602
-(``S/basic/patterns/mrtr.mdx``; ``gateway/router/held.py``).
+(``S/basic/patterns/mrtr.mdx``; ``gateway/router/stateless/held_calls.py``).
 """
 
 from __future__ import annotations

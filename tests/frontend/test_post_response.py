@@ -14,7 +14,7 @@ import msgspec
 import pytest
 import trio
 
-from gateway.frontend.post_response import may_emit_related, respond_to_request
+from gateway.frontend.streamable.post_response import may_emit_related, respond_to_request
 
 ANSWER = b'{"jsonrpc":"2.0","id":1,"result":{}}'
 PROGRESS = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{}}'

@@ -5,7 +5,7 @@ A real gateway (its router, registry and backends: the ``headers`` and
 must see what the backend was sent) with a ``StdioServer`` on a pair of
 in-memory byte streams standing in for the host's pipes. The rules are in
 ``gateway/frontend/stdio.py`` (the era of the connection) and
-``gateway/frontend/stdio_modern.py`` (the modern requests); docs/eras.md.
+``gateway/frontend/stateless/stdio_requests.py`` (the modern requests); docs/eras.md.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import pytest
 import trio
 from structlog.testing import capture_logs
 
-from gateway.app import reload_config
+from gateway.runtime.app import reload_config
 from tests.harness import Running, gateway_config, start_gateway, stdio_backend
 
 HEADERS: Final = {
@@ -282,7 +282,7 @@ def test_the_log_level_a_reload_sets_applies_to_loggers_already_in_use() -> None
     """Issue 16 item 7: logging.level reloads (cached loggers consult one threshold)."""
     import structlog
 
-    from gateway.observability import _level_gate, set_log_level
+    from gateway.telemetry.logs import _level_gate, set_log_level
 
     try:
         set_log_level("warning")

@@ -28,8 +28,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import McpError
 from structlog.testing import capture_logs
 
-from gateway.app import reload_config
 from gateway.config import parse
+from gateway.runtime.app import reload_config
 from tests.frontend.test_modern_http import envelope, modern_headers
 from tests.harness import ENGINE, Running, sdk_backend, start_gateway
 

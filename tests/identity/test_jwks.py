@@ -16,7 +16,7 @@ from gateway.config import AuthConfig, JwtConfig
 from gateway.identity.authenticator import Authenticator, Unauthenticated
 from gateway.identity.jwks import JwksSource, cache_lifetime
 from gateway.identity.keys import DEFAULT_ALGORITHMS
-from gateway.observability import Metrics
+from gateway.telemetry.metrics import Metrics
 
 URL: Final = "https://idp.test/jwks"
 AUD: Final = "https://gw.test/mcp"

@@ -9,10 +9,10 @@ import trio
 from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
-from gateway.app import open_gateway
 from gateway.backends.backend import BackendState
 from gateway.config import parse
 from gateway.frontend.http_util import Message
+from gateway.runtime.app import open_gateway
 from gateway.transports.framing import SseParser
 from tests.fakes import FakeConnector, FakeMcpServer
 from tests.harness import wait_for_states

@@ -8,8 +8,8 @@ from typing import Any
 import trio
 
 from gateway.config import parse
-from gateway.reload import rotate_state_secret
-from gateway.router.held import HeldCalls, sealer_for
+from gateway.router.stateless.held_calls import HeldCalls, sealer_for
+from gateway.runtime.reload import rotate_state_secret
 
 
 async def test_the_previous_state_secret_is_retired_after_the_held_call_lifetime(

@@ -73,7 +73,7 @@ FEATURES: Final = (
 )
 # (host, backend, feature) -> (the gap, the GapSeen it raises). Empty: every
 # cell passes. The gateway's standing listen towards 2026-07-28 backends
-# (gateway/backends/upstream_listen.py) closed the last gap, list_changed.
+# (gateway/backends/stateless/listen_client.py) closed the last gap, list_changed.
 GAPS: Final[dict[tuple[str, str, str], tuple[str, type[GapSeen]]]] = {}
 
 

@@ -6,8 +6,8 @@ from typing import Any, Final
 
 import pytest
 
-from gateway.protocol import backend_leg
-from gateway.protocol.backend_leg import (
+from gateway.protocol.stateless import backend_leg
+from gateway.protocol.stateless.backend_leg import (
     NotModern,
     bridgeable_capabilities,
     for_legacy_host,
@@ -16,7 +16,7 @@ from gateway.protocol.backend_leg import (
     read_discover_error,
     with_envelope,
 )
-from gateway.protocol.caching import NO_CACHE, CacheHint
+from gateway.protocol.stateless.cache_hints import NO_CACHE, CacheHint
 
 META: Final = "io.modelcontextprotocol/"
 SCHEMA: Final = {

@@ -1,4 +1,4 @@
-"""Specification tests for ``gateway.protocol.caching`` (sans-IO).
+"""Specification tests for ``gateway.protocol.stateless.cache_hints`` (sans-IO).
 
 2026-07-28 ``server/utilities/caching.mdx``: ``ttlMs`` and ``cacheScope`` on
 complete results of discover, the lists and resources/read; ``resultType``
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.protocol.caching import (
+from gateway.protocol.stateless.cache_hints import (
     CACHEABLE_METHODS,
     NO_CACHE,
     CacheHint,

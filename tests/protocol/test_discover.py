@@ -1,4 +1,4 @@
-"""Specification tests for ``gateway.protocol.discover`` (sans-IO).
+"""Specification tests for ``gateway.protocol.stateless.discover`` (sans-IO).
 
 2026-07-28 ``server/discover.mdx`` and schema.ts ``DiscoverResult``: the
 gateway answers from its merged view of the backends.
@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.protocol.caching import CacheHint
-from gateway.protocol.discover import discover_result, merge_capabilities, merge_instructions
-from gateway.protocol.envelope import SERVER_INFO_KEY
+from gateway.protocol.stateless.cache_hints import CacheHint
+from gateway.protocol.stateless.discover import (
+    discover_result,
+    merge_capabilities,
+    merge_instructions,
+)
+from gateway.protocol.stateless.envelope import SERVER_INFO_KEY
 
 TASKS = "io.modelcontextprotocol/tasks"
 

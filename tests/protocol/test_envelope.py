@@ -1,4 +1,4 @@
-"""Specification tests for ``gateway.protocol.envelope`` (sans-IO).
+"""Specification tests for ``gateway.protocol.stateless.envelope`` (sans-IO).
 
 2026-07-28 ``basic/index.mdx`` §_meta: every request carries its protocol
 version and capabilities; checks run envelope, headers, version, as the
@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway.errors import INVALID_PARAMS
-from gateway.protocol.envelope import (
+from gateway.protocol.stateless.envelope import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
     LOG_LEVEL_KEY,
@@ -25,7 +25,7 @@ from gateway.protocol.envelope import (
     missing_capabilities,
     parse_envelope,
 )
-from gateway.protocol.modern_errors import (
+from gateway.protocol.stateless.error_codes import (
     HEADER_MISMATCH,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,

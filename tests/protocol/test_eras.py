@@ -19,7 +19,11 @@ from gateway.protocol.eras import (
     parse_modern,
     sessionless_get_or_delete_is_modern,
 )
-from gateway.protocol.modern_errors import EnvelopeInvalid, HeaderMismatch, UnsupportedVersion
+from gateway.protocol.stateless.error_codes import (
+    EnvelopeInvalid,
+    HeaderMismatch,
+    UnsupportedVersion,
+)
 
 MODERN: Final = "2026-07-28"
 VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"

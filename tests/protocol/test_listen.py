@@ -9,7 +9,7 @@ import pytest
 
 from gateway.errors import INVALID_PARAMS, LocalProtocolError
 from gateway.protocol import jsonrpc, mcp
-from gateway.protocol.listen import (
+from gateway.protocol.stateless.listen import (
     LIST_CHANGED_FIELDS,
     SUBSCRIPTION_ID_KEY,
     ListenFilter,

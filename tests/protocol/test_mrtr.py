@@ -1,4 +1,4 @@
-"""Specification tests for ``gateway.protocol.mrtr`` (sans-IO).
+"""Specification tests for ``gateway.protocol.stateless.mrtr`` (sans-IO).
 
 2026-07-28 ``basic/patterns/mrtr.mdx``: ``input_required`` results, retries
 with ``inputResponses``, the capability rule, and the gateway's bridge from
@@ -15,12 +15,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway.errors import INVALID_PARAMS
-from gateway.protocol.modern_errors import (
+from gateway.protocol.stateless.error_codes import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     MissingClientCapability,
     ModernProtocolError,
 )
-from gateway.protocol.mrtr import (
+from gateway.protocol.stateless.mrtr import (
     INPUT_KEY_META,
     InputRequired,
     MalformedInputRequired,

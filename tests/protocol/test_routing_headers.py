@@ -1,4 +1,4 @@
-"""Specification tests for ``gateway.protocol.routing_headers`` (sans-IO).
+"""Specification tests for ``gateway.protocol.stateless.routing_headers`` (sans-IO).
 
 2026-07-28 ``basic/transports/streamable-http.mdx`` §Request Metadata:
 ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` mirror the body and must
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.protocol.modern_errors import HEADER_MISMATCH, HeaderMismatch
-from gateway.protocol.routing_headers import (
+from gateway.protocol.stateless.error_codes import HEADER_MISMATCH, HeaderMismatch
+from gateway.protocol.stateless.routing_headers import (
     DroppedTool,
     check_param_headers,
     check_standard_headers,

@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway.errors import INVALID_PARAMS
-from gateway.protocol.modern_errors import InvalidSealedToken
 from gateway.protocol.sealed import REQUEST_STATE, Sealer, request_digest
+from gateway.protocol.stateless.error_codes import InvalidSealedToken
 
 K1 = b"k" * 32
 K2 = b"q" * 32

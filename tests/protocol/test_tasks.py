@@ -1,4 +1,4 @@
-"""gateway.protocol.tasks: the shapes, the table and its bounds, without I/O."""
+"""gateway.protocol.stateless.tasks: the shapes, the table and its bounds, without I/O."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 import pytest
 
 from gateway.errors import INVALID_PARAMS, LocalProtocolError
-from gateway.protocol.tasks import (
+from gateway.protocol.stateless.tasks import (
     CANCELLED,
     COMPLETED,
     EXTENSION,

@@ -34,10 +34,10 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
-from gateway.app import Gateway, open_gateway
 from gateway.backends.backend import BackendState
 from gateway.config import BackendConfig, parse
 from gateway.errors import TransportError
+from gateway.runtime.app import Gateway, open_gateway
 from tests.fakes import MemoryMessageChannel, memory_channel_pair
 from tests.harness import wait_for_states
 from tests.robustness.support import ACCEPT_BOTH, AsgiResponse, asgi_call, sse_messages, utf8

@@ -23,10 +23,10 @@ import trio
 from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
-from gateway.app import KEEP_ALIVE_TIMEOUT, open_gateway
 from gateway.backends.backend import BackendState
 from gateway.config import parse
-from gateway.frontend.streamable_http import KEEPALIVE_INTERVAL
+from gateway.frontend.streamable.endpoint import KEEPALIVE_INTERVAL
+from gateway.runtime.app import KEEP_ALIVE_TIMEOUT, open_gateway
 from tests.fakes import FakeConnector, FakeMcpServer
 from tests.harness import Running, gateway_config, start_gateway, wait_for_states
 from tests.robustness.support import (

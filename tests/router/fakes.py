@@ -23,11 +23,11 @@ from gateway.config import BackendConfig, StdioBackend, Timeouts
 from gateway.errors import BackendUnavailable, RequestTimeout
 from gateway.identity.principal import Principal
 from gateway.protocol import jsonrpc
-from gateway.protocol.caching import NO_CACHE, CacheHint
+from gateway.protocol.stateless.cache_hints import NO_CACHE, CacheHint
 from gateway.protocol.versions import LATEST_VERSION
 from gateway.router import NO_METRICS, Emit, Router, RouterMetrics
-from gateway.router.metrics import Counter
-from gateway.router.views import NotificationListener, ProgressListener, RequestListener
+from gateway.router.call_metrics import Counter
+from gateway.router.neighbours import NotificationListener, ProgressListener, RequestListener
 
 # Answers one request: (params, client) -> result.
 Answer = Callable[[dict[str, Any], str | None], Awaitable[msgspec.Raw]]

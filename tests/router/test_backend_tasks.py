@@ -23,9 +23,9 @@ from gateway.catalog.cursor import CursorCodec
 from gateway.config.schema_gateway import TasksConfig
 from gateway.errors import RemoteProtocolError
 from gateway.protocol import jsonrpc, mcp
-from gateway.protocol.envelope import Envelope
+from gateway.protocol.stateless.envelope import Envelope
 from gateway.router import Router
-from gateway.router.backend_tasks import (
+from gateway.router.stateless.backend_tasks import (
     MAX_POLL,
     MIN_POLL,
     RELATED_TASK,
@@ -36,7 +36,7 @@ from gateway.router.backend_tasks import (
     runs_tasks,
     task_outcome,
 )
-from gateway.router.modern import ModernRequest
+from gateway.router.stateless.requests import ModernRequest
 from tests.router.fakes import FakeBackend, FakePool, decoded
 
 EXT: Final = "io.modelcontextprotocol/tasks"

@@ -2,7 +2,7 @@
 
 ``server/discover`` and ``resources/read`` for a 2026-07-28 host carry the
 most conservative combination of what the contributing backends said
-(``S/server/utilities/caching.mdx``; rules in ``gateway/protocol/caching.py``):
+(``S/server/utilities/caching.mdx``; rules in ``gateway/protocol/stateless/cache_hints.py``):
 the shortest ``ttlMs``, ``private`` if any is; a handshake-era backend
 counts as ``{0, private}``; under an access policy the result is
 ``private`` (the view depends on who asks). Fakes stand for the backends:
@@ -23,11 +23,11 @@ from gateway.catalog.cursor import CursorCodec
 from gateway.config import PolicyRule
 from gateway.identity.policy import Policy
 from gateway.protocol import jsonrpc, mcp
-from gateway.protocol.caching import NO_CACHE, CacheHint
-from gateway.protocol.envelope import Envelope
+from gateway.protocol.stateless.cache_hints import NO_CACHE, CacheHint
+from gateway.protocol.stateless.envelope import Envelope
 from gateway.router import Router
 from gateway.router.access import AccessControl
-from gateway.router.modern import ModernRequest
+from gateway.router.stateless.requests import ModernRequest
 from tests.router.fakes import FakeBackend, FakeClient, FakePool, ask, make_router
 from tests.router.test_policy import CI, PLATFORM, policy
 from tests.router.test_policy import make_pool as make_policy_pool

@@ -1,4 +1,4 @@
-"""Held calls under a virtual clock: expiry and bounds (``gateway/router/held.py``).
+"""Held calls under a virtual clock: expiry and bounds (``gateway/router/stateless/held_calls.py``).
 
 The backend is a fake whose own request runs in a task of its own, as a
 real backend's does (the reader's task, not the call's), so the tests see
@@ -17,11 +17,11 @@ import trio.lowlevel
 
 from gateway.errors import LocalProtocolError
 from gateway.protocol import jsonrpc, mcp
-from gateway.protocol.envelope import Envelope
 from gateway.protocol.jsonrpc import Request
-from gateway.protocol.modern_errors import ModernProtocolError
-from gateway.router.held import GATHER_WINDOW, HeldCalls, sealer_for
-from gateway.router.modern import ModernRequest
+from gateway.protocol.stateless.envelope import Envelope
+from gateway.protocol.stateless.error_codes import ModernProtocolError
+from gateway.router.stateless.held_calls import GATHER_WINDOW, HeldCalls, sealer_for
+from gateway.router.stateless.requests import ModernRequest
 
 LIFETIME = 30.0
 PARAMS: dict[str, Any] = {"name": "t", "arguments": {}}

@@ -16,14 +16,14 @@ from trio.testing import MockClock
 
 from gateway.errors import LocalProtocolError
 from gateway.protocol import mcp
-from gateway.protocol.envelope import Envelope
-from gateway.protocol.modern_errors import InvalidSealedToken, ModernProtocolError
-from gateway.protocol.mrtr import MalformedInputRequired
 from gateway.protocol.sealed import REQUEST_STATE, Sealed
-from gateway.router import modern_backend
-from gateway.router.held import sealer_for
-from gateway.router.modern import ModernRequest
-from gateway.router.modern_backend import MAX_ROUNDS, STATE_ONLY_BACKOFF, drive
+from gateway.protocol.stateless.envelope import Envelope
+from gateway.protocol.stateless.error_codes import InvalidSealedToken, ModernProtocolError
+from gateway.protocol.stateless.mrtr import MalformedInputRequired
+from gateway.router.stateless import input_required as modern_backend
+from gateway.router.stateless.held_calls import sealer_for
+from gateway.router.stateless.input_required import MAX_ROUNDS, STATE_ONLY_BACKOFF, drive
+from gateway.router.stateless.requests import ModernRequest
 
 ELICIT: Final = {"method": "elicitation/create", "params": {"message": "name?"}}
 ROOTS: Final = {"method": "roots/list", "params": {}}

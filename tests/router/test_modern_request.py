@@ -1,4 +1,4 @@
-"""The router's per-request context for modern calls (``gateway/router/modern.py``)."""
+"""The router's per-request context for modern calls (``gateway/router/stateless/requests.py``)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 
 from gateway.errors import LocalProtocolError
 from gateway.protocol import jsonrpc
-from gateway.protocol.envelope import Envelope
-from gateway.router.modern import ModernRequest, backend_params, backend_request
+from gateway.protocol.stateless.envelope import Envelope
+from gateway.router.stateless.requests import ModernRequest, backend_params, backend_request
 
 
 def _envelope() -> Envelope:

@@ -8,7 +8,7 @@ from gateway.catalog.naming import NamingRules
 from gateway.catalog.pages import render_page
 from gateway.catalog.profiles import SEARCH, Globs, Profile, ProfileViews
 from gateway.catalog.snapshot import BackendListing, Kind, build_snapshot
-from gateway.router.profiles import budget, list_bytes, report
+from gateway.router.profile_setup import budget, list_bytes, report
 
 
 @pytest.mark.parametrize("count", [0, 1, 2, 50])

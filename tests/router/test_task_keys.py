@@ -1,4 +1,4 @@
-"""Keys of a task's input requests (``gateway/router/tasks.py`` ``TaskRequest``).
+"""Keys of a task's input requests (``gateway/router/stateless/gateway_tasks.py`` ``TaskRequest``).
 
 A task's input keys are unique over its whole life (sep-2663); a key a
 handshake-era backend names in ``_meta["dev.mcp-gateway/inputKey"]`` is
@@ -12,10 +12,10 @@ from typing import Any
 import trio
 
 from gateway.protocol import mcp
-from gateway.protocol.envelope import Envelope
-from gateway.protocol.mrtr import INPUT_KEY_META
-from gateway.protocol.tasks import TaskTable
-from gateway.router.tasks import TaskRequest
+from gateway.protocol.stateless.envelope import Envelope
+from gateway.protocol.stateless.mrtr import INPUT_KEY_META
+from gateway.protocol.stateless.tasks import TaskTable
+from gateway.router.stateless.gateway_tasks import TaskRequest
 
 
 def _elicit(key: str) -> Any:

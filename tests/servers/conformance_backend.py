@@ -465,7 +465,7 @@ async def _reconnection(_: dict[str, Any]) -> list[types.ContentBlock]:
 
 # MRTR (input-required-result-*, server-stateless): a handshake-era backend
 # asks with ordinary server-to-client requests; the gateway turns each into
-# input_required for a 2026-07-28 host (gateway/router/held.py).
+# input_required for a 2026-07-28 host (gateway/router/stateless/held_calls.py).
 
 
 def _name_schema(field_name: str) -> dict[str, Any]:
@@ -477,7 +477,7 @@ def _name_schema(field_name: str) -> dict[str, Any]:
 
 
 # The inputRequests key a modern host sees for a request that names one
-# (gateway/protocol/mrtr.py: a gateway convention, removed before the host).
+# (gateway/protocol/stateless/mrtr.py: a gateway convention, removed before the host).
 INPUT_KEY_META = "dev.mcp-gateway/inputKey"
 
 
@@ -593,7 +593,7 @@ async def _streaming_elicitation(_: dict[str, Any]) -> list[types.ContentBlock]:
 
 
 # The tasks extension's fixtures (scenarios tasks-*): the gateway runs the
-# tasks (gateway/router/tasks.py); this backend only marks which tools may be
+# tasks (gateway/router/stateless/gateway_tasks.py); this backend only marks which tools may be
 # one and answers them as ordinary calls.
 TASK_OPTIONAL = types.ToolExecution(taskSupport="optional")
 

@@ -43,7 +43,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import ServerMessageMetadata
 
 SERVER_NAME = "mcp-gateway-task-backend"
-# The inputRequests key a modern host sees (gateway/protocol/mrtr.py convention).
+# The inputRequests key a modern host sees (gateway/protocol/stateless/mrtr.py convention).
 INPUT_KEY_META = "dev.mcp-gateway/inputKey"
 REQUIRED = types.ToolExecution(taskSupport="required")
 NAME_SCHEMA: dict[str, Any] = {

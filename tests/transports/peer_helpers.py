@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from gateway.protocol import jsonrpc
-from gateway.session import Peer
+from gateway.session.peer import Peer
 from gateway.transports.base import MessageChannel
 
 CLIENT_INFO = {"name": "transport-tests", "version": "1"}

@@ -14,7 +14,7 @@ import trio
 
 from gateway.config import HttpBackend
 from gateway.errors import ConnectError, TransportError
-from gateway.session import open_session
+from gateway.session.peer import open_session
 from tests.transports.fake_http import serve_fake
 from tests.transports.peer_helpers import initialize
 

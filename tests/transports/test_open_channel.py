@@ -12,7 +12,7 @@ import trio
 
 from gateway.backends.channel import open_channel
 from gateway.config import GatewayConfig, parse
-from gateway.session import open_session
+from gateway.session.peer import open_session
 from gateway.transports.sse import SseChannel
 from gateway.transports.streamable_http import StreamableHttpChannel
 from gateway.transports.websocket import WebSocketChannel

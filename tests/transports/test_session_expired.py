@@ -17,7 +17,7 @@ import trio.testing
 
 from gateway.config import HttpBackend, SseBackend
 from gateway.errors import RemoteProtocolError, SessionExpired, TransportBroken
-from gateway.session import Peer, open_session
+from gateway.session.peer import Peer, open_session
 from gateway.transports.http_base import Inbox
 from gateway.transports.sse import open_sse
 from gateway.transports.streamable_http import open_streamable_http

@@ -15,7 +15,7 @@ import trio.testing
 
 from gateway.config import SseBackend, Timeouts
 from gateway.errors import ConnectError, RemoteProtocolError, TransportBroken
-from gateway.session import open_session
+from gateway.session.peer import open_session
 from gateway.transports.sse import open_sse
 from tests.transports.fake_http import LegacySseFake, Recorded, Reply, serve_fake
 from tests.transports.peer_helpers import initialize

@@ -13,7 +13,7 @@ import trio
 
 from gateway.config import SseBackend
 from gateway.errors import TransportBroken
-from gateway.session import open_session
+from gateway.session.peer import open_session
 from gateway.transports.sse import open_sse
 from tests.subprocess_servers import RunningServer, run_everything, run_http_alpha
 from tests.transports.peer_helpers import (

@@ -19,7 +19,7 @@ from structlog.testing import capture_logs
 
 from gateway.config import HttpBackend
 from gateway.errors import ConnectError, RemoteProtocolError, TransportBroken, TransportClosed
-from gateway.session import open_session
+from gateway.session.peer import open_session
 from gateway.transports.streamable_http import (
     MAX_RECONNECT_DELAY,
     MIN_RECONNECT_DELAY,

@@ -16,7 +16,7 @@ import pytest
 import trio
 
 from gateway.config import HttpBackend
-from gateway.session import open_session
+from gateway.session.peer import open_session
 from gateway.transports.streamable_http import StreamableHttpChannel, open_streamable_http
 from tests.subprocess_servers import RunningServer, run_everything, run_http_alpha
 from tests.transports.peer_helpers import (

@@ -13,10 +13,10 @@ import pytest
 import trio
 
 from gateway.backends.channel import open_channel
-from gateway.backends.credentials import ChannelCredential
+from gateway.backends.credentials.provider import ChannelCredential
 from gateway.config import WebSocketBackend
 from gateway.errors import ConnectError, TransportBroken, TransportClosed
-from gateway.session import open_session
+from gateway.session.peer import open_session
 from gateway.transports.websocket import WebSocketChannel, open_websocket
 from tests.subprocess_servers import free_port
 from tests.transports.fake_ws import WsMcpServer, serve_ws

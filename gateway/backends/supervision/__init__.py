@@ -1,0 +1,1 @@
+"""Keeping one backend alive: the supervisor task, restart backoff and liveness probes."""

@@ -1,0 +1,284 @@
+"""The h11 engine: the gateway's own HTTP/1.1 server, carrying the ASGI app.
+
+Rules / theory of operation:
+
+- **One task per connection**, in one nursery ``serve_h11`` owns; the
+  listeners are served in a nursery of their own, so shutdown can stop
+  accepting without touching the connections.
+- **One request at a time per connection.** h11 parses; the next request is
+  read only after the response to this one has ended (pipelined bytes wait
+  in h11's buffer). A request body the app did not read closes the
+  connection after its response, which says ``Connection: close``.
+- **Limits.** A header block over ``max_header_bytes`` gets 431, a malformed
+  request 400 (h11's ``error_status_hint``), then the connection closes.
+  The headers of a request must be complete within ``header_timeout`` of the
+  connection going idle (slowloris, robustness A26): a connection that
+  trickles or says nothing is closed without an answer, as hypercorn does at
+  its keep-alive timeout. A body whose next bytes do not come within the
+  same timeout is a host gone (``http.disconnect``): a body that stops
+  cannot hold a request open for ever (one trickled faster than that still
+  can, up to the body's size limit). That limit is the app's
+  (``server.max_body_bytes``, 413).
+- **Closing with input unread** (a refusal, an unread body) shuts our side
+  first and discards what the host still sends for a moment, so that the
+  kernel does not answer that input with a reset that destroys the response
+  before the host has read it.
+- **Shutdown** (``stopping`` set): the listeners close at once, connections
+  waiting for a next request close at once, requests in flight finish (their
+  responses say ``Connection: close``) within ``drain_timeout``, after which
+  the rest are cancelled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Final
+
+import h11
+import structlog
+import trio
+
+from gateway.frontend.engine.h11_exchange import Exchange, Wire, build_scope
+from gateway.frontend.engine.h11_response import DATE
+
+if TYPE_CHECKING:
+    import ssl
+    from collections.abc import Awaitable, Callable
+
+    from gateway.frontend import http_util as h
+
+    App = Callable[[h.Scope, h.Receive, h.Send], Awaitable[None]]
+
+logger = structlog.get_logger("gateway.frontend.h11")
+
+# How long a close with input unread waits for the host to finish sending.
+LINGER_TIMEOUT: Final = 1.0
+# The most bytes discarded while lingering; a host still sending after this is cut.
+LINGER_BYTES: Final = 1024 * 1024
+# A close (TLS close_notify included) gets this long, even when cancelled.
+CLOSE_TIMEOUT: Final = 1.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    """What one connection may cost the gateway.
+
+    Attributes:
+        max_header_bytes: the largest request head (request line and headers).
+        header_timeout: seconds for a request's headers to be complete, from
+            the moment the connection is ready for it (connected, or the
+            previous response ended); also the longest silence mid-body.
+        idle_timeout: seconds an idle keep-alive connection is held.
+        drain_timeout: seconds requests in flight get once shutdown starts.
+        backlog: the kernel's queue of connections not yet accepted.
+    """
+
+    max_header_bytes: int = 64 * 1024
+    header_timeout: float = 8.0
+    idle_timeout: float = 8.0
+    drain_timeout: float = 10.0
+    backlog: int = 1024
+
+
+class H11Server:
+    """The connections of one server: serves each, and closes the idle ones on shutdown.
+
+    Args:
+        app: the ASGI app.
+        limits: the limits.
+        ssl_context: TLS for every connection, or None for plain HTTP.
+    """
+
+    def __init__(self, app: App, limits: Limits, ssl_context: ssl.SSLContext | None) -> None:
+        self._app = app
+        self._limits = limits
+        self._ssl = ssl_context
+        self._scheme = "https" if ssl_context is not None else "http"
+        self._idle: set[trio.CancelScope] = set()
+        self.stopping = False
+        self.connections = 0
+
+    def stop(self) -> None:
+        """No new request on any connection; the idle ones close now."""
+        self.stopping = True
+        for scope in self._idle:
+            scope.cancel()
+
+    async def handle(self, stream: trio.abc.Stream) -> None:
+        """Serve one accepted connection until it closes (a ``serve_listeners`` handler)."""
+        client, server = _addresses(stream)
+        if self._ssl is not None:
+            stream = trio.SSLStream(stream, self._ssl, server_side=True, https_compatible=True)
+        wire = Wire(stream, self._limits.max_header_bytes, self._limits.header_timeout)
+        self.connections += 1
+        try:
+            await self._serve(wire, client, server)
+        except Exception:  # a bug in here must not take the other connections down
+            logger.exception("http.connection.failed", client=client)
+        finally:
+            self.connections -= 1
+            await _close(wire)  # noqa: ASYNC102 - shields itself, with a deadline
+
+    async def _serve(
+        self, wire: Wire, client: tuple[str, int] | None, server: tuple[str, int] | None
+    ) -> None:
+        while True:
+            request = await self._next_request(wire)
+            if request is None:
+                return
+            exchange = Exchange(
+                wire,
+                head=request.method == b"HEAD",
+                keep_alive=_keep_alive(request),
+                closing=lambda: self.stopping,
+            )
+            scope = build_scope(request, self._scheme, client, server)
+            try:
+                await self._app(scope, exchange.receive, exchange.send)
+            finally:
+                with trio.CancelScope(shield=True, deadline=trio.current_time() + CLOSE_TIMEOUT):
+                    await exchange.finish()
+            if not self._reusable(wire, exchange):
+                return
+            wire.next_cycle()
+
+    def _reusable(self, wire: Wire, exchange: Exchange) -> bool:
+        if not exchange.pull_buffered_body():
+            wire.unread = True  # input we did not read: linger before closing
+            return False
+        return not (self.stopping or wire.broken or wire.must_close) and exchange.complete
+
+    async def _next_request(self, wire: Wire) -> h11.Request | None:
+        """The next request's head, or None: closed, refused, timed out, or shutting down."""
+        conn = wire.conn
+        idle = not conn.trailing_data[0]
+        timeout = self._limits.idle_timeout if idle else self._limits.header_timeout
+        with trio.move_on_after(timeout) as scope:
+            if idle:
+                if self.stopping:
+                    return None
+                self._idle.add(scope)
+            try:
+                while True:
+                    event = conn.next_event()
+                    if event is h11.NEED_DATA:
+                        data = await wire.read()
+                        conn.receive_data(data)
+                        if data and idle:  # a request is arriving: no longer idle
+                            self._idle.discard(scope)
+                            idle = False
+                            scope.deadline = trio.current_time() + self._limits.header_timeout
+                    elif isinstance(event, h11.Request):
+                        # h11 checks the size only of a head still incomplete;
+                        # one that arrived whole in a single read is measured here.
+                        if _head_size(event) > self._limits.max_header_bytes:
+                            await _refuse(wire, 431, "request header block too large")
+                            return None
+                        return event
+                    else:  # ConnectionClosed (or PAUSED, which cannot happen here)
+                        return None
+            except h11.RemoteProtocolError as exc:
+                await _refuse(wire, exc.error_status_hint, str(exc))
+                return None
+            finally:
+                self._idle.discard(scope)
+        return None
+
+
+def _keep_alive(request: h11.Request) -> bool:
+    """Whether the host lets the connection carry another request after this one."""
+    if request.http_version != b"1.1":
+        return False  # HTTP/1.0 keep-alive is not offered: one request, then close
+    for name, value in request.headers:
+        if name == b"connection" and b"close" in value.lower():
+            return False
+    return True
+
+
+def _head_size(request: h11.Request) -> int:
+    """About the size of the request's head on the wire (the line and the headers)."""
+    size = len(request.method) + len(request.target) + 12
+    for name, value in request.headers:
+        size += len(name) + len(value) + 4
+    return size
+
+
+def _addresses(
+    stream: trio.abc.Stream,
+) -> tuple[tuple[str, int] | None, tuple[str, int] | None]:
+    """(client, server) addresses of a TCP stream, for the ASGI scope."""
+    if not isinstance(stream, trio.SocketStream):
+        return None, None
+    try:
+        peer = stream.socket.getpeername()
+        local = stream.socket.getsockname()
+    except OSError:
+        return None, None
+    return (str(peer[0]), int(peer[1])), (str(local[0]), int(local[1]))
+
+
+async def _refuse(wire: Wire, status: int, reason: str) -> None:
+    """Answer a request h11 could not parse, outside its state machine (it is in ERROR)."""
+    body = f"{reason}\n".encode()
+    phrase = {400: b"Bad Request", 431: b"Request Header Fields Too Large"}.get(status, b"Error")
+    head = b"HTTP/1.1 %d %s\r\ncontent-type: text/plain; charset=utf-8\r\n" % (status, phrase)
+    head += b"content-length: %d\r\ndate: %s\r\nconnection: close\r\n\r\n" % (
+        len(body),
+        DATE.value(),
+    )
+    await wire.write(head + body)
+    wire.must_close = wire.unread = True
+
+
+async def _close(wire: Wire) -> None:
+    """Close the connection; with input unread, let the host finish sending first."""
+    stream = wire.stream
+    with trio.CancelScope(shield=True, deadline=trio.current_time() + CLOSE_TIMEOUT):
+        if wire.unread and not wire.broken and isinstance(stream, trio.abc.HalfCloseableStream):
+            try:
+                await stream.send_eof()
+                with trio.move_on_after(LINGER_TIMEOUT):
+                    discarded = 0
+                    while discarded < LINGER_BYTES:
+                        data = await stream.receive_some(64 * 1024)
+                        if not data:
+                            break
+                        discarded += len(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                pass
+        await stream.aclose()
+
+
+def _url(scheme: str, listener: trio.SocketListener) -> str:
+    host, port = listener.socket.getsockname()[:2]
+    return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
+
+
+async def serve_h11(
+    app: App,
+    host: str,
+    port: int,
+    limits: Limits,
+    *,
+    stopping: trio.Event,
+    ssl_context: ssl.SSLContext | None = None,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``app`` on ``host:port`` until cancelled; shut down gracefully on ``stopping``.
+
+    ``task_status.started`` receives the bound URLs (``http://127.0.0.1:PORT``).
+    """
+    listeners = await trio.open_tcp_listeners(port, host=host, backlog=limits.backlog)
+    server = H11Server(app, limits, ssl_context)
+    scheme = "https" if ssl_context is not None else "http"
+    async with trio.open_nursery() as connections:
+        async with trio.open_nursery() as accepting:
+            accepting.start_soon(
+                partial(trio.serve_listeners, server.handle, listeners, handler_nursery=connections)
+            )
+            task_status.started([_url(scheme, listener) for listener in listeners])
+            await stopping.wait()
+            accepting.cancel_scope.cancel()  # serve_listeners closes the listeners
+        server.stop()
+        connections.cancel_scope.deadline = trio.current_time() + limits.drain_timeout

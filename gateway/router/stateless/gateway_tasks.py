@@ -1,0 +1,379 @@
+"""Tasks run by the gateway for 2026-07-28 hosts (``protocol.tasks`` has the rules).
+
+A task is an ordinary ``tools/call`` routed the ordinary way, in the
+router's nursery instead of under the request that started it: the request
+gets a ``CreateTaskResult`` at once, the call goes on, and ``tasks/get``
+reads how it ended. ``tasks/cancel`` cancels the call's scope.
+
+A backend's own request during a task (elicitation, sampling, roots) parks
+it ``input_required`` until ``tasks/update`` brings the answer (``TaskRequest``).
+
+Each change of a task's status goes out as ``notifications/tasks`` to the
+listen streams that named it in ``taskIds`` (its creator's only).
+
+A backend that runs tasks itself (2025-11-25 ``tasks.requests.tools.call``)
+gets the call instead, rounds first; its task then becomes one of ours
+whose work follows it (``router/backend_tasks``, ``adopt``).
+
+What a task cannot do (documented in docs/eras.md): send progress or log
+messages (the extension has none), or move to another replica (its table
+is in memory).
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import structlog
+import trio
+
+from gateway.catalog.snapshot import Kind
+from gateway.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, LocalProtocolError
+from gateway.protocol import jsonrpc, mcp
+from gateway.protocol.eras import MethodNotFound
+from gateway.protocol.stateless.error_codes import MissingClientCapability
+from gateway.protocol.stateless.listen import TASK_STATUS
+from gateway.protocol.stateless.mrtr import (
+    check_responses,
+    from_legacy_request,
+    legacy_result,
+    missing_for,
+)
+from gateway.protocol.stateless.tasks import (
+    CANCELLED,
+    COMPLETED,
+    EXTENSION,
+    FAILED,
+    TASK_METHODS,
+    TASK_SUPPORT_MARK,
+    Task,
+    TaskTable,
+    declares_tasks,
+    task_support,
+)
+from gateway.router.stateless.backend_tasks import BackendTasks
+from gateway.router.stateless.requests import ModernRequest
+from gateway.telemetry import tracing
+from gateway.telemetry.scrape import TaskSample
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+    from contextlib import AbstractContextManager
+
+    from gateway.catalog.snapshot import Snapshot
+    from gateway.protocol.jsonrpc import Request
+    from gateway.protocol.tables import Owners
+    from gateway.router.calls import Call
+    from gateway.router.neighbours import PoolView
+    from gateway.router.stateless.held_calls import HeldCalls
+    from gateway.router.to_clients import ToClients
+
+    RunModern = Callable[[ModernRequest, Request, object], Awaitable[bytes]]
+
+logger = structlog.get_logger("gateway.tasks")
+EMPTY_ACK: bytes = msgspec.json.encode({"resultType": "complete"})
+# Views whose task support is remembered at once (profiles x distinct accesses).
+OFFERED_CACHE = 256
+
+
+@dataclass(eq=False, slots=True)
+class _Waiting:
+    """One backend request a task waits on."""
+
+    answered: trio.Event = field(default_factory=trio.Event)
+    response: dict[str, Any] | None = None
+
+
+@dataclass(eq=False)
+class TaskRequest(ModernRequest):
+    """The modern request a task's call runs as: it can wait for the client's input.
+
+    ``ModernRequest.ask`` refuses a backend's own request outside MRTR; here
+    the request becomes an entry of the task's ``inputRequests`` and the
+    backend waits for the ``tasks/update`` that answers it (rule 4).
+    """
+
+    task: Task | None = None
+    changed: Callable[[Task], None] = lambda _task: None
+    pending_inputs: dict[str, _Waiting] = field(default_factory=dict)
+    ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    # Every key the task has asked under: unique over its life (sep-2663).
+    used_keys: set[str] = field(default_factory=set)
+
+    async def ask(self, backend: str, method: str, params: msgspec.Raw | None) -> msgspec.Raw:
+        """Park the task ``input_required`` until the client answers.
+
+        Raises:
+            LocalProtocolError: not an input request, or one needing a
+                capability the creating request did not declare; the
+                backend is answered with it and the task goes on.
+        """
+        task = self.task
+        assert task is not None
+        message = {"id": next(self.ids), "method": method, "params": mcp.decode_params(params)}
+        try:
+            key, entry = from_legacy_request(message, taken=self.used_keys)
+        except ValueError as exc:
+            raise LocalProtocolError(str(exc), METHOD_NOT_FOUND) from None
+        self.used_keys.add(key)
+        gap = missing_for({key: entry}, self.capabilities)
+        if gap:
+            refused = f"{method}: the client did not declare {gap}"
+            raise LocalProtocolError(refused, METHOD_NOT_FOUND)
+        waiting = self.pending_inputs[key] = _Waiting()
+        task.waits_for(key, entry)
+        self.changed(task)
+        try:
+            await waiting.answered.wait()
+        finally:
+            del self.pending_inputs[key]
+            task.answered(key)
+            self.changed(task)
+        assert waiting.response is not None
+        return mcp.encode(legacy_result(waiting.response))
+
+    def update(self, params: dict[str, Any]) -> None:
+        """Hand ``tasks/update``'s answers to the backend requests waiting for them.
+
+        Raises:
+            ModernProtocolError: -32602 for ``inputResponses`` that are not objects.
+        """
+        pending = {k: w for k, w in self.pending_inputs.items() if not w.answered.is_set()}
+        for key, response in check_responses(params, pending).responses.items():
+            pending[key].response = response
+            pending[key].answered.set()
+
+
+class TaskRunner:
+    """The gateway's tasks: started on ``tools/call``, read and cancelled by id.
+
+    Args:
+        nursery: where task calls run (the router's: they outlive their request).
+        run: routes one modern request to the end (``Router._run_modern``).
+        max_tasks: the table's bound.
+        ttl: seconds a finished task stays readable.
+        poll_interval: the pace suggested to clients, in seconds.
+    """
+
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        run: RunModern,
+        *,
+        max_tasks: int = 1024,
+        ttl: float = 300.0,
+        poll_interval: float = 1.0,
+    ) -> None:
+        self._nursery = nursery
+        self._run = run
+        self._table = TaskTable(max_tasks)
+        self._ttl_ms = self._poll_ms = 0
+        # Task calls of backends that run tasks themselves (set by the router).
+        self.handoff: BackendTasks | None = None
+        self.configure(max_tasks=max_tasks, ttl=ttl, poll_interval=poll_interval)
+        self._running: dict[str, TaskRequest] = {}
+        # What the metrics read at scrape time (``sample``): nothing per request.
+        self._created = 0
+        self._ended: collections.Counter[str] = collections.Counter()
+        # Where ``notifications/tasks`` go (the listen streams; set by the app).
+        self.on_change: Callable[[bytes], object] | None = None
+        # Per view (a profile's, or a caller's effective one), kept with the
+        # view itself so the id is not reused: whether it offers tasks.
+        self._offered: dict[int, tuple[Snapshot, bool]] = {}
+
+    def configure(self, *, max_tasks: int, ttl: float, poll_interval: float) -> None:
+        """New bounds (a reload): for tasks created from now on; kept tasks stay."""
+        self._table.max_tasks = max_tasks
+        self._ttl_ms = max(1, round(ttl * 1000))
+        if self.handoff is not None:
+            self.handoff.ttl_ms = self._ttl_ms
+        self._poll_ms = max(1, round(poll_interval * 1000))
+
+    def hand_off(
+        self,
+        held: HeldCalls,
+        pool: PoolView,
+        owners: Owners[Call],
+        clients: ToClients,
+    ) -> None:
+        """Let backends that run tasks themselves take task calls (``router/backend_tasks``)."""
+        self.handoff = BackendTasks(
+            held, self._run, pool, self.adopt, self._ttl_ms, owners=owners, clients=clients
+        )
+
+    def offered(self, view: Snapshot) -> bool:
+        """Whether any tool of the view supports tasks (the extension is advertised)."""
+        cached = self._offered.get(id(view))
+        if cached is not None and cached[0] is view:
+            return cached[1]
+        found = any(
+            TASK_SUPPORT_MARK in entry.encoded and _support(entry.encoded) != "forbidden"
+            for entry in view.view(Kind.TOOLS)
+        )
+        if len(self._offered) >= OFFERED_CACHE:
+            self._offered.clear()  # old snapshots' views: let them go
+        self._offered[id(view)] = (view, found)
+        return found
+
+    async def serve(
+        self, request: ModernRequest, message: Request, params: dict[str, Any], view: Snapshot
+    ) -> bytes | None:
+        """Answer a tasks method, or start a task; None when the call is not a task."""
+        if message.method in TASK_METHODS:
+            with _span(request, message.method, params):
+                return self._task_method(request, message, params, view)
+        name = params.get("name")
+        entry = view.resolve(Kind.TOOLS, name) if isinstance(name, str) else None
+        if entry is None or TASK_SUPPORT_MARK not in entry.encoded:
+            return None
+        support = _support(entry.encoded)
+        declared = declares_tasks(request.capabilities)
+        if support == "forbidden" or (support == "optional" and not declared):
+            return None
+        if not declared:
+            raise MissingClientCapability({"extensions": {EXTENSION: {}}})
+        assert isinstance(name, str)
+        with _span(request, message.method, params):  # the task's own call: a child span
+            if self.handoff is not None and self.handoff.takes(entry.backend):
+                # The backend runs the task itself: rounds first (router/backend_tasks).
+                return await self.handoff.serve(request, message, params, entry.backend)
+
+            async def call(background: TaskRequest) -> bytes:
+                """The task's work: the call itself, routed the ordinary way."""
+                return await self._run(background, message, params)
+
+            created = self.adopt(request, name, call)
+            return jsonrpc.encode_response(message.id, mcp.encode(created))
+
+    def adopt(
+        self, request: ModernRequest, tool: str, work: Callable[[TaskRequest], Awaitable[bytes]]
+    ) -> dict[str, Any]:
+        """Start a task whose work is ``work``; its ``CreateTaskResult``.
+
+        ``work`` runs in the runner's nursery; it enters the task's own
+        cancel scope (``background.scope``, which ``tasks/cancel`` cancels)
+        and answers a JSON-RPC response (a result is ``completed``, an error
+        ``failed``).
+
+        Raises:
+            TaskTableFull: -32603, no room for another task.
+        """
+        task = self._table.new(
+            request.principal,
+            tool,
+            trio.current_time(),
+            ttl_ms=self._ttl_ms,
+            poll_interval_ms=self._poll_ms,
+        )
+        background = TaskRequest(
+            envelope=request.envelope,
+            profile=request.profile,
+            principal=request.principal,
+            caller=request.caller,  # the access policy decides the task's call as the request's
+            task=task,
+            changed=self._changed,
+        )
+        self._running[task.task_id] = background
+        self._created += 1
+        self._nursery.start_soon(self._drive, task, background, work)
+        logger.info("task.created", task=task.task_id[:8], tool=tool)
+        return task.created()
+
+    def _task_method(
+        self, request: ModernRequest, message: Request, params: dict[str, Any], view: Snapshot
+    ) -> bytes:
+        if not self.offered(view):
+            raise MethodNotFound(message.method)
+        if not declares_tasks(request.capabilities):
+            raise MissingClientCapability({"extensions": {EXTENSION: {}}})
+        task = self._table.find(params.get("taskId"), request.principal, trio.current_time())
+        if message.method == "tasks/get":
+            return jsonrpc.encode_response(message.id, mcp.encode(task.detailed()))
+        running = self._running.get(task.task_id)
+        if running is not None and message.method == "tasks/cancel":
+            running.scope.cancel()
+        elif running is not None:
+            running.update(params)
+        # A finished task acks both the same way (idempotent, rule 3).
+        return jsonrpc.encode_response(message.id, msgspec.Raw(EMPTY_ACK))
+
+    async def _drive(
+        self, task: Task, background: TaskRequest, work: Callable[[TaskRequest], Awaitable[bytes]]
+    ) -> None:
+        """Run the task's work to the end and record how it ended."""
+        try:
+            reply = await work(background)
+        finally:
+            self._running.pop(task.task_id, None)
+        now = trio.current_time()
+        if not reply and background.scope.cancelled_caught:
+            task.finish(CANCELLED, now, message="cancelled by tasks/cancel")
+        else:
+            _record(task, reply, now)
+        self._ended[task.status] += 1
+        self._changed(task)
+        logger.info("task.ended", task=task.task_id[:8], tool=task.tool, status=task.status)
+
+    def sample(self) -> TaskSample:
+        """The counts the task metrics export (read at scrape time)."""
+        return TaskSample(self._created, len(self._running), dict(self._ended))
+
+    def watchable(self, task_ids: tuple[str, ...], principal: str | None) -> frozenset[str]:
+        """The ids of ``task_ids`` a listen stream of ``principal`` may follow: its own."""
+        now = trio.current_time()
+        mine: set[str] = set()
+        for task_id in task_ids:
+            try:
+                self._table.find(task_id, principal, now)
+            except LocalProtocolError:
+                continue
+            mine.add(task_id)
+        return frozenset(mine)
+
+    def _changed(self, task: Task) -> None:
+        """Tell the listen streams following ``task`` its new state (``notifications/tasks``)."""
+        if self.on_change is None:
+            return
+        body = {k: v for k, v in task.detailed().items() if k != "resultType"}
+        self.on_change(jsonrpc.encode_notification(TASK_STATUS, mcp.encode(body)))
+
+
+def _record(task: Task, reply: bytes, now: float) -> None:
+    """The call's answer as the task's outcome: a result is completed, an error failed."""
+    try:
+        answer = jsonrpc.decode(reply)
+    except Exception:
+        answer = None
+    if isinstance(answer, jsonrpc.Response):
+        result = mcp.decode_object(answer.result) or {}
+        result.setdefault("resultType", "complete")
+        task.finish(COMPLETED, now, result=result)
+        return
+    if isinstance(answer, jsonrpc.ErrorResponse):
+        error: dict[str, Any] = {"code": answer.code, "message": answer.message}
+        if answer.data is not None:
+            error["data"] = answer.data
+        task.finish(FAILED, now, error=error)
+        return
+    error = {"code": INTERNAL_ERROR, "message": "the call ended without an answer"}
+    task.finish(FAILED, now, error=error)
+
+
+def _support(encoded: bytes) -> str:
+    tool = mcp.decode_object(msgspec.Raw(encoded))
+    return "forbidden" if tool is None else task_support(tool)
+
+
+__all__ = ["EMPTY_ACK", "TaskRequest", "TaskRunner"]
+
+
+def _span(
+    request: ModernRequest, method: str, params: dict[str, Any]
+) -> AbstractContextManager[object]:
+    """The server span of a tasks method or a task-starting call (tracing rule 5)."""
+    version = request.envelope.protocol_version
+    return tracing.answered(method, params, version=version, profile=request.profile)

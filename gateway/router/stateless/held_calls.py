@@ -1,0 +1,425 @@
+"""Held calls: a legacy backend's own request during a modern call, bridged to MRTR.
+
+A 2026-07-28 client cannot be sent a request; a handshake-era backend
+still sends ``sampling/createMessage``, ``elicitation/create`` or
+``roots/list`` in the middle of a call and waits for the answer. The
+gateway answers the *modern* request with ``input_required`` and keeps the
+backend's call open until the client's retry brings ``inputResponses``
+(``S/basic/patterns/mrtr.mdx``). Rules:
+
+1. Only ``tools/call``, ``prompts/get`` and ``resources/read`` are held
+   (the methods that may answer ``input_required``). The backend call runs
+   in the router's nursery, not the HTTP request's, so it outlives the
+   round that answered ``input_required``.
+2. The ``requestState`` is sealed by the gateway (``protocol/sealed``): it
+   names the backend, the principal (``None`` until auth binds one), an
+   expiry, the request's digest, and the pending key plus the round
+   number. A tampered, expired or foreign state, or one for another
+   request, is -32602 ``Invalid or expired requestState``.
+3. The table is bounded: at most ``max_held`` calls wait for a retry at
+   once, each at most ``lifetime`` seconds per round. A call asking beyond
+   the bound fails at once (host: -32603; backend: its request refused).
+4. Held calls live in this replica's memory: a retry reaching a replica
+   (or a restarted gateway) that does not hold the call is -32602 saying
+   so. Stateless retries across replicas come with modern backends (issue
+   14, step 5), whose own state rides in the sealed token.
+5. Expiry: the backend's request is answered with -32001, the backend's
+   call is cancelled (``notifications/cancelled``), the entry leaves the
+   table. A retry after that is -32602. A retry missing some answers is
+   asked again for the missing keys only (mrtr.mdx §Error Handling).
+6. Each state is single use: a retry is accepted once per round.
+7. Several requests the backend sends before the round answers are asked
+   together: the round waits until none has arrived for ``GATHER_WINDOW``;
+   at least one per round.
+8. Progress and log messages of a held call go to the current round's
+   stream, and are dropped between rounds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+import trio
+
+from gateway.errors import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_TIMEOUT_CODE, LocalProtocolError
+from gateway.protocol import jsonrpc, mcp
+from gateway.protocol.sealed import REQUEST_STATE, Sealer
+from gateway.protocol.stateless.error_codes import (
+    InvalidSealedToken,
+    MissingClientCapability,
+    ModernProtocolError,
+)
+from gateway.protocol.stateless.mrtr import (
+    MRTR_METHODS,
+    check_responses,
+    from_legacy_request,
+    input_required_result,
+    legacy_result,
+    missing_for,
+)
+from gateway.router.call_metrics import NO_METRICS
+from gateway.router.stateless.input_required import restore
+from gateway.router.stateless.requests import REFUSAL_GRACE
+
+if TYPE_CHECKING:
+    import msgspec
+
+    from gateway.protocol.jsonrpc import Request, RequestId
+    from gateway.router.call_metrics import RouterMetrics
+    from gateway.router.neighbours import Emit
+    from gateway.router.stateless.requests import ModernRequest
+
+DEFAULT_MAX_HELD: Final = 256
+DEFAULT_LIFETIME: Final = 120.0
+# Requests a backend sends together (a task group asking three things) arrive
+# a few milliseconds apart; one round asks them all.
+GATHER_WINDOW: Final = 0.05
+UNKNOWN_STATE: Final = (
+    "Invalid or expired requestState: this gateway replica holds no call for it "
+    "(it expired, was already answered, or another replica or a restarted gateway issued it)"
+)
+# What a sealed state's failed check (``InvalidSealedToken.reason``) is counted as.
+STATE_REJECTIONS: Final = {
+    "not a token": "tampered",
+    "malformed": "tampered",
+    "signature": "tampered",
+    "expired": "expired",
+    "principal": "foreign",
+    "request": "mismatched",
+}
+
+
+class UnknownRequestState(ModernProtocolError):
+    """A verified ``requestState`` names no call held here now (-32602, rule 6)."""
+
+    def __init__(self) -> None:
+        super().__init__(UNKNOWN_STATE, INVALID_PARAMS)
+
+
+Run = Callable[["ModernRequest", "Request", dict[str, Any]], Awaitable[bytes]]
+
+
+@dataclass(eq=False)
+class _Ask:
+    """One backend request waiting for the host's answer."""
+
+    key: str
+    entry: dict[str, Any]
+    answered: trio.Event = field(default_factory=trio.Event)
+    response: dict[str, Any] | None = None
+    error: LocalProtocolError | None = None
+
+    def answer(self, response: dict[str, Any]) -> None:
+        self.response = response
+        self.answered.set()
+
+    def refuse(self, error: LocalProtocolError) -> None:
+        if not self.answered.is_set():
+            self.error = error
+            self.answered.set()
+
+
+class HeldCall:
+    """One modern call whose backend may ask the host for input (rules 1-8)."""
+
+    def __init__(
+        self, table: HeldCalls, request: ModernRequest, message: Request, params: dict[str, Any]
+    ) -> None:
+        self.pending_key = secrets.token_urlsafe(16)
+        self.request = request
+        self.method = message.method
+        self.params = params
+        self.backend: str | None = None
+        self.round = 0
+        self.awaiting_retry = False
+        self._table = table
+        self._ids = itertools.count(1)
+        self._asks: dict[str, _Ask] = {}
+        self._news = trio.Event()
+        self._done = False
+        self._reply = b""
+        self._collected = trio.Event()
+        self._emit: Emit | None = request.emit
+        self.expiry = trio.CancelScope()
+        request.emit = self.relay
+        request.held = self
+
+    def relay(self, message: bytes) -> bool:
+        """Rule 8: a message of the call goes to the current round's stream."""
+        return self._emit(message) if self._emit is not None else False
+
+    async def run(self, run: Run, message: Request) -> None:
+        """The backend call, in the table's nursery (rule 1)."""
+        try:
+            with self.expiry:
+                self._reply = await run(self.request, message, self.params)
+        finally:
+            expired = self.expiry.cancelled_caught
+            self._done = True
+            self._news.set()
+            for ask in self._asks.values():
+                ask.refuse(self._ended(expired))
+            try:
+                if not expired and self.awaiting_retry:
+                    # Cancellable on purpose: a cancel (shutdown, the host
+                    # gone) ends the wait for the retry; the entry is
+                    # released either way.
+                    with trio.move_on_at(self.expiry.deadline):
+                        await self._collected.wait()  # noqa: ASYNC102
+            finally:
+                self._table.release(self)
+
+    def _ended(self, expired: bool) -> LocalProtocolError:
+        if expired:
+            return LocalProtocolError(
+                "the modern client did not retry within "
+                f"{self._table.lifetime:g} s with the input asked for",
+                REQUEST_TIMEOUT_CODE,
+            )
+        return LocalProtocolError("the call ended before the client answered", INTERNAL_ERROR)
+
+    async def ask(self, backend: str, method: str, params: msgspec.Raw | None) -> msgspec.Raw:
+        """A backend's own request, answered by the host's next retry.
+
+        Raises:
+            LocalProtocolError: the client cannot or did not answer; the
+                backend is answered with it.
+        """
+        message = {"id": next(self._ids), "method": method, "params": mcp.decode_params(params)}
+        key, entry = from_legacy_request(message, taken=self._asks)
+        gap = missing_for({key: entry}, self.request.capabilities)
+        if gap:
+            self.request.fail(MissingClientCapability(gap), grace=REFUSAL_GRACE)
+            raise LocalProtocolError(f"{method}: the client did not declare {gap}", -32601)
+        if self._done or (self.backend is not None and backend != self.backend):
+            raise LocalProtocolError(f"{method}: the call cannot take input now", INTERNAL_ERROR)
+        if not self._table.admit(self):
+            self.request.fail(
+                ModernProtocolError(
+                    f"too many calls wait for client input ({self._table.max_held})",
+                    INTERNAL_ERROR,
+                )
+            )
+            raise LocalProtocolError(f"{method}: too many held calls", INTERNAL_ERROR)
+        self.backend = backend
+        ask = _Ask(key, entry)
+        self._asks[key] = ask
+        self._news.set()
+        try:
+            await ask.answered.wait()
+        finally:
+            del self._asks[key]
+        if ask.error is not None or ask.response is None:
+            raise ask.error or LocalProtocolError("no answer", INTERNAL_ERROR)
+        return mcp.encode(legacy_result(ask.response))
+
+    def accept(self, params: dict[str, Any], round_no: int, backend: str) -> None:
+        """Rules 5 and 6: hand a retry's answers to the waiting backend requests.
+
+        Raises:
+            ModernProtocolError: -32602 for a state this call did not issue
+                now, or malformed ``inputResponses``.
+        """
+        if not self.awaiting_retry or round_no != self.round or backend != self.backend:
+            raise UnknownRequestState
+        open_asks = {k: a for k, a in self._asks.items() if not a.answered.is_set()}
+        check = check_responses(params, open_asks)
+        self.awaiting_retry = False
+        self.expiry.deadline = math.inf
+        for key, response in check.responses.items():
+            open_asks[key].answer(response)
+
+    async def serve_round(self, msg_id: RequestId, emit: Emit) -> bytes:
+        """Answer one round: the call's result, or ``input_required`` (rule 7)."""
+        self._emit = emit
+        try:
+            while True:
+                if self._done:
+                    self._collected.set()
+                    return _with_id(self._reply, msg_id)
+                open_asks = {k: a for k, a in self._asks.items() if not a.answered.is_set()}
+                if open_asks:
+                    if await self._gather(len(open_asks)):
+                        continue  # the call ended meanwhile: answer with its result
+                    open_asks = {k: a for k, a in self._asks.items() if not a.answered.is_set()}
+                    return self._input_required(msg_id, open_asks)
+                self._news = trio.Event()
+                await self._news.wait()
+        except trio.Cancelled:
+            if not self.awaiting_retry:
+                self.expiry.cancel()  # the host left mid-round: the call is cancelled
+            raise
+        finally:
+            self._emit = None
+
+    async def _gather(self, count: int) -> bool:
+        """Rule 7: wait while more requests keep arriving, ``GATHER_WINDOW`` apart.
+
+        Returns:
+            Whether the call ended meanwhile.
+        """
+        while True:
+            self._news = trio.Event()
+            with trio.move_on_after(GATHER_WINDOW):
+                await self._news.wait()
+            now = sum(1 for a in self._asks.values() if not a.answered.is_set())
+            if self._done or now <= count:
+                return self._done
+            count = now
+
+    def _input_required(self, msg_id: RequestId, asks: dict[str, _Ask]) -> bytes:
+        self.round += 1
+        self._table.metrics.count_input_required("bridge")
+        self.awaiting_retry = True
+        self.expiry.deadline = trio.current_time() + self._table.lifetime
+        state = self._table.sealer.seal(
+            purpose=REQUEST_STATE,
+            backend=self.backend or "",
+            principal=self.request.principal,
+            now=self._table.wall_clock(),
+            ttl=self._table.lifetime,
+            method=self.method,
+            params=self.params,
+            state=f"{self.pending_key}:{self.round}".encode(),
+        )
+        result = input_required_result({k: a.entry for k, a in asks.items()}, state)
+        return jsonrpc.encode_response(msg_id, mcp.encode(result))
+
+
+def _with_id(reply: bytes, msg_id: RequestId) -> bytes:
+    """The held call's answer under the retry's own id."""
+    message = jsonrpc.decode(reply)
+    if isinstance(message, jsonrpc.Response):
+        return jsonrpc.encode_response(msg_id, message.result)
+    if isinstance(message, jsonrpc.ErrorResponse):
+        return jsonrpc.encode_error(msg_id, message.code, message.message, message.data)
+    return reply  # pragma: no cover - the router always answers a response
+
+
+class HeldCalls:
+    """The bounded table of held calls (rules 3 and 4).
+
+    Args:
+        nursery: where held calls run (outliving their first round).
+        sealer: seals and checks ``requestState``.
+        max_held: calls that may wait for a retry at once.
+        lifetime: seconds a round's ``requestState`` and held call live.
+        wall_clock: the clock a sealed ``requestState``'s expiry is read on.
+            Wall time, not trio's clock: trio's clock starts at a random
+            offset in every process, and a modern backend's state is opened by
+            whichever replica the retry reaches (tests pass their virtual clock).
+    """
+
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        sealer: Sealer,
+        *,
+        max_held: int = DEFAULT_MAX_HELD,
+        lifetime: float = DEFAULT_LIFETIME,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.wall_clock = wall_clock
+        self.sealer = sealer
+        self.max_held = max_held
+        self.lifetime = lifetime
+        self._nursery = nursery
+        self._held: dict[str, HeldCall] = {}
+        # Rounds, retries and refused states (the router sets its own).
+        self.metrics: RouterMetrics = NO_METRICS
+
+    def __len__(self) -> int:
+        """How many calls the table holds now."""
+        return len(self._held)
+
+    def admit(self, call: HeldCall) -> bool:
+        """Enter ``call`` in the table, if it is there already or there is room."""
+        if call.pending_key in self._held:
+            return True
+        if len(self._held) >= self.max_held:
+            return False
+        self._held[call.pending_key] = call
+        return True
+
+    def release(self, call: HeldCall) -> None:
+        """``call`` ended: nothing of it is left."""
+        self._held.pop(call.pending_key, None)
+
+    async def serve(
+        self, request: ModernRequest, message: Request, params: dict[str, Any], run: Run
+    ) -> bytes:
+        """Answer one round of a holdable modern request.
+
+        Raises:
+            ModernProtocolError: -32602 for a retry whose state does not
+                verify or names no call held here (rules 2, 4, 6).
+        """
+        state = params.get("requestState")
+        if state is None:
+            first_stream = request.emit
+            held = HeldCall(self, request, message, params)
+            self._nursery.start_soon(held.run, run, message)
+            return await held.serve_round(message.id, first_stream)
+        self.metrics.count_retry()
+        try:
+            return await self._retry(request, message, params, run, state)
+        except InvalidSealedToken as exc:
+            self.metrics.count_state_rejection(STATE_REJECTIONS.get(exc.reason, "tampered"))
+            raise
+        except UnknownRequestState:
+            self.metrics.count_state_rejection("unknown")
+            raise
+
+    async def _retry(
+        self,
+        request: ModernRequest,
+        message: Request,
+        params: dict[str, Any],
+        run: Run,
+        state: object,
+    ) -> bytes:
+        """A round that carries ``requestState``: verified, then served (rules 2, 4, 6)."""
+        sealed = self.sealer.unseal(
+            state,
+            purpose=REQUEST_STATE,
+            principal=request.principal,
+            now=self.wall_clock(),
+            method=message.method,
+            params=params,
+        )
+        is_backends, own = restore(sealed.state)
+        if is_backends:
+            # A modern backend's state (router/modern_backend): nothing is
+            # held here; the retry runs afresh with the backend's state.
+            request.backend_state = (sealed.backend, own)
+            held = HeldCall(self, request, message, params)
+            self._nursery.start_soon(held.run, run, message)
+            return await held.serve_round(message.id, request.emit)
+        pending_key, _, round_text = sealed.state.decode("ascii", "replace").partition(":")
+        held_call = self._held.get(pending_key)
+        if held_call is None or not round_text.isdigit():
+            raise UnknownRequestState
+        held_call.accept(params, int(round_text), sealed.backend)
+        return await held_call.serve_round(message.id, request.emit)
+
+
+def sealer_for(secret: str) -> Sealer:
+    """The ``requestState`` sealer for a configured secret; empty: a random key.
+
+    The secret is hashed to a full-length key, so any configured string
+    works and replicas sharing it verify each other's states.
+    """
+    key = hashlib.sha256(secret.encode()).digest() if secret else secrets.token_bytes(32)
+    return Sealer([key])
+
+
+def holdable(method: str, params: object) -> bool:
+    """Rule 1: whether a modern request may be held."""
+    return method in MRTR_METHODS and isinstance(params, dict)

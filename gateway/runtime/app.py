@@ -1,0 +1,417 @@
+"""Composition root: config → metrics → pool → router → frontend → HTTP engine.
+
+Everything the gateway runs lives under the nursery of ``serve``: the
+backends (inside the pool), the HTTP engine, and housekeeping. Leaving it stops
+all of them, backends last, so that no child process outlives the gateway.
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+import structlog
+import trio
+
+from gateway.backends.backend import Backend, BackendState
+from gateway.backends.pool import Pool, open_pool
+from gateway.catalog.cursor import CursorCodec
+from gateway.catalog.naming import NamingRules
+from gateway.catalog.snapshot import Kind, Snapshot
+from gateway.config.schema import TlsConfig
+from gateway.console.activity import Activity
+from gateway.console.handler import ConsoleApp, ConsoleParts
+from gateway.frontend.asgi import GatewayApp, OperationsApp, operations_access
+from gateway.frontend.clients import ClientRegistry, ClientSession
+from gateway.frontend.engine.selection import KEEP_ALIVE_TIMEOUT as KEEP_ALIVE_TIMEOUT
+from gateway.frontend.engine.selection import LISTEN_BACKLOG as LISTEN_BACKLOG
+from gateway.frontend.engine.selection import serve_http
+from gateway.frontend.list_changed import ListChangedCoalescer
+from gateway.frontend.origin import OriginPolicy
+from gateway.frontend.rate_limits import RateLimiter
+from gateway.frontend.sse_endpoint import LegacySseEndpoint
+from gateway.frontend.streamable.endpoint import McpEndpoint
+from gateway.identity.keys import JwksError
+from gateway.identity.policy import Policy
+from gateway.identity.service import IdentityService
+from gateway.router import Router
+from gateway.router.access import AccessControl, list_changes
+from gateway.router.profile_setup import profile_views, record_budgets
+from gateway.router.stateless.held_calls import HeldCalls, sealer_for
+from gateway.runtime import readiness as status
+from gateway.runtime import reload as live_reload
+from gateway.telemetry.metrics import BackendSample, Metrics
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
+    from prometheus_client import CollectorRegistry
+
+    from gateway.backends.channel import ChannelOpener
+    from gateway.backends.handshake import ServerInfo
+    from gateway.config import GatewayConfig
+    from gateway.identity.authenticator import AuthHolder
+from gateway.errors import ConfigError
+
+logger = structlog.get_logger("gateway.runtime.app")
+
+# How often the event loop's lag is sampled.
+LAG_PROBE_INTERVAL: Final = 0.5
+# How often idle client sessions are looked for.
+EXPIRY_SWEEP_INTERVAL: Final = 30.0
+
+
+@dataclass
+class Gateway:
+    """The running parts, for the server loop and for tests."""
+
+    config: GatewayConfig
+    pool: Pool
+    router: Router
+    clients: ClientRegistry
+    app: GatewayApp
+    metrics: Metrics
+    endpoint: McpEndpoint
+    live: live_reload.Live | None = None
+    # The file a reload re-reads (the console's reload button); None without one.
+    config_path: str | None = None
+    draining: bool = False
+    # Set when shutdown starts: the HTTP engine's shutdown trigger, so its
+    # listeners close at once while requests in flight drain.
+    stopping: trio.Event = field(default_factory=trio.Event)
+
+    started: float = field(default_factory=trio.current_time)  # the overview's uptime
+
+    def readiness(self) -> tuple[bool, dict[str, Any]]:
+        """(ready, details) for ``/readyz`` (``runtime.readiness``); keeps mcp_gateway_ready."""
+        ready, details = status.readiness(self.pool, self.clients, self.started, self.draining)
+        self.metrics.ready.set(1 if ready else 0)
+        return ready, details
+
+    def calls_in_flight(self) -> int:
+        """Host requests being handled right now, over every client session."""
+        return sum(len(session.inflight) for session in self.clients)
+
+
+@asynccontextmanager
+async def open_gateway(
+    config: GatewayConfig,
+    *,
+    registry: CollectorRegistry | None = None,
+    connect: ChannelOpener | None = None,
+) -> AsyncIterator[Gateway]:
+    """Start the backends and build the frontend; stop everything on exit."""
+    metrics = Metrics(registry)
+    rules = NamingRules(config.naming.separator, config.naming.max_length)
+    views = profile_views(config.profiles, config.naming.separator)
+    async with (
+        open_pool(config.backends, rules, connect) as pool,
+        trio.open_nursery() as housekeeping,
+    ):
+        identity = IdentityService(housekeeping, metrics)
+        try:
+            await identity.apply(config.auth, config.server.resource_url)
+        except JwksError as exc:
+            raise ConfigError([f"auth.jwt.jwks_file: {exc}"]) from None
+        assert identity.holder is not None
+        cursors = CursorCodec(config.pagination.cursor_secret, clock=trio.current_time)
+        held = HeldCalls(
+            housekeeping,
+            sealer_for(config.mrtr.state_secret),
+            max_held=config.mrtr.max_held_calls,
+            lifetime=config.mrtr.held_call_lifetime,
+        )
+        access = AccessControl(
+            Policy.from_config(config.policy), audit_calls=config.policy_audit == "calls"
+        )
+        router = Router(
+            pool,
+            cursors,
+            config.pagination.page_size,
+            nursery=housekeeping,
+            metrics=metrics,
+            separator=config.naming.separator,
+            log_requests=config.logging.requests,
+            held=held,
+            profiles=views,
+            tasks=config.tasks,
+            access=access,
+        )
+
+        def opened(session: ClientSession) -> None:
+            """A host initialized: the router may now route to it."""
+            router.client_opened(session)
+            metrics.client_sessions_opened.inc()
+            metrics.client_sessions_open.inc()
+            metrics.session_opened(session.protocol_version, session.profile)
+
+        session_limiter = RateLimiter(config.limits.session_rate, config.limits.session_burst)
+
+        def closed(session: ClientSession) -> None:
+            """A session ended, however: release what it held at the backends."""
+            router.client_closed(session.session_id, housekeeping)
+            session_limiter.forget(session.session_id)
+            metrics.client_sessions_open.dec()
+            metrics.session_closed(session.profile)
+
+        clients = ClientRegistry(config.server.max_sessions, on_open=opened, on_close=closed)
+        router.tasks.on_change = clients.listeners.broadcast  # notifications/tasks
+        pool.subjects = clients.subject_of  # token exchange: whose client session is it
+        server = config.server
+        gateway: Gateway
+        principal_limiter = RateLimiter(config.limits.token_rate, config.limits.token_burst)
+        endpoint = McpEndpoint(
+            router,
+            clients,
+            OriginPolicy(server.host, server.allowed_origins, server.allowed_hosts),
+            max_body_bytes=server.max_body_bytes,
+            is_draining=lambda: gateway.draining,
+            auth=identity.holder,
+            session_limiter=session_limiter,
+            principal_limiter=principal_limiter,
+            metrics=metrics,
+            path=server.path,
+        )
+        legacy = LegacySseEndpoint(
+            router,
+            clients,
+            OriginPolicy(server.host, server.allowed_origins, server.allowed_hosts),
+            max_body_bytes=server.max_body_bytes,
+            auth=identity.holder,
+            resource_path=server.path,
+            metrics=metrics,
+        )
+        console = _console(config, lambda: gateway, pool, clients, router, identity.holder)
+        app = GatewayApp(
+            server.path,
+            endpoint,
+            lambda: gateway.readiness(),
+            metrics,
+            legacy,
+            views.names,
+            auth=identity.holder,
+            operations=operations_access(config.server.host, config.metrics.port),
+            console=console,
+        )
+        gateway = Gateway(config, pool, router, clients, app, metrics, endpoint)
+        if console is not None:
+            app.observer = console.parts.activity  # refusals join the recent errors
+
+        coalescer = ListChangedCoalescer(
+            clients, metrics, config.notifications.debounce, lambda peer: access.on(peer).tag
+        )
+        housekeeping.start_soon(coalescer.run)
+        gateway.live = live_reload.Live(
+            identity=identity,
+            guards=[endpoint.guard, legacy.guard],
+            session_limiter=session_limiter,
+            principal_limiter=principal_limiter,
+            set_debounce=coalescer,
+            cursors=cursors,
+            held=held,
+            router=router,
+            pool=pool,
+            clients=clients,
+            nursery=housekeeping,
+        )
+
+        shown = [pool.snapshot]
+
+        def catalog_changed(snapshot: Snapshot, kinds: frozenset[Kind]) -> None:
+            """Tell each profile's hosts what changed in their view (coalesced); refresh gauges.
+
+            The search index follows here, where the snapshot swaps, so no
+            search pays for indexing (only the changed backends are rewritten).
+            """
+            refreshed = views.refresh(shown[0], snapshot)
+            for profile, tag, changed in list_changes(
+                access, views, clients.peers(), shown[0], snapshot, refreshed
+            ):
+                coalescer.add(changed, profile, tag)
+            shown[0] = snapshot
+            router.search.follow(snapshot)
+            for kind in Kind:
+                counts = snapshot.view(kind).backend_counts()
+                for name in pool.backends:
+                    metrics.catalog_items.labels(backend=name, kind=kind.value).set(counts[name])
+            record_budgets(metrics, views, snapshot)
+
+        def track_state(backend: Backend) -> None:
+            """Keep the up and ready gauges current."""
+            metrics.backend_up.labels(backend=backend.name).set(
+                1 if backend.state is BackendState.UP else 0
+            )
+            gateway.readiness()  # keeps mcp_gateway_ready current
+
+        metrics.watch_backends(
+            lambda: [
+                BackendSample(
+                    b.name,
+                    b.state.value,
+                    b.in_flight,
+                    b.restarts,
+                    b.initializations,
+                    dict(b.list_guard_trips),
+                    dict(b.credentials.requests) if b.credentials is not None else {},
+                    era=_era(b.info),
+                    sessions_by_era={"legacy": b.handshake.count, "modern": b.handshake.discovered},
+                    requests_by_era=dict(b.handshake.requests),
+                )
+                for b in pool.backends.values()
+            ]
+        )
+        metrics.watch_tasks(router.tasks.sample)
+        pool.on_catalog_change(catalog_changed)
+        router.search.follow(pool.snapshot)  # tools listed before the hook was in place
+        pool.on_state_change(track_state)
+        try:
+            yield gateway
+        finally:
+            for session in clients:
+                clients.close(session)
+            housekeeping.cancel_scope.cancel()
+
+
+def _era(info: ServerInfo | None) -> str:
+    """The era of a backend's current session; "" before its first handshake."""
+    return "" if info is None else "modern" if info.modern else "legacy"
+
+
+def _console(
+    config: GatewayConfig,
+    gateway: Callable[[], Gateway],
+    pool: Pool,
+    clients: ClientRegistry,
+    router: Router,
+    auth: AuthHolder,
+) -> ConsoleApp | None:
+    """The operator console when ``admin.enabled``; it starts watching the router's requests."""
+    if not config.admin.enabled:
+        return None
+    activity = Activity(trio.current_time)
+    router.observer = activity
+
+    async def reload() -> object:
+        path = gateway().config_path
+        return path is not None and await reload_config(gateway(), path)
+
+    def last_reload() -> live_reload.ReloadOutcome | None:
+        live = gateway().live
+        return None if live is None else live.last
+
+    parts = ConsoleParts(
+        pool,
+        clients,
+        router,
+        activity,
+        config=lambda: gateway().config,
+        auth=auth,
+        policy=lambda: router.access.policy,
+        last_reload=last_reload,
+        reload=reload,
+        can_reload=lambda: gateway().config_path is not None,
+        stopping=lambda: gateway().stopping,
+    )
+    return ConsoleApp(config.admin.path, parts)
+
+
+async def _watch_loop_lag(metrics: Metrics) -> None:
+    """Measure how late timers fire: a stalled event loop stalls every session."""
+    while True:
+        due = trio.current_time() + LAG_PROBE_INTERVAL
+        await trio.sleep_until(due)
+        metrics.loop_lag.observe(max(0.0, trio.current_time() - due))
+
+
+async def _expire_sessions(gateway: Gateway) -> None:
+    while True:
+        idle = gateway.config.server.session_idle_timeout  # a reload may change it
+        await trio.sleep(min(EXPIRY_SWEEP_INTERVAL, idle))
+        for session in gateway.clients.expire_idle(trio.current_time(), idle):
+            logger.info(
+                "client.session.closed", client_session=session.session_id[:8], reason="idle"
+            )
+
+
+async def serve(
+    config: GatewayConfig,
+    *,
+    registry: CollectorRegistry | None = None,
+    connect: ChannelOpener | None = None,
+    task_status: trio.TaskStatus[tuple[Gateway, list[str]]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run the gateway until cancelled.
+
+    ``task_status.started`` receives the gateway and the bound addresses
+    (``http://127.0.0.1:PORT``) once the socket is listening.
+    """
+    async with (
+        open_gateway(config, registry=registry, connect=connect) as gateway,
+        trio.open_nursery() as nursery,
+    ):
+        # The engine's graceful shutdown runs when the drain starts (stopping):
+        # it closes its listeners at once (a new connection is refused, not
+        # accepted and kept waiting) and lets requests in flight finish.
+        # Cancelling it instead would keep accepting until the end.
+        binds: list[str] = await nursery.start(
+            serve_http,
+            gateway.app,
+            config.server,
+            config.shutdown.drain_timeout,
+            gateway.stopping,
+        )
+        if config.metrics.port:
+            # The operations listener: plain HTTP on the same engine, no TLS.
+            ops_server = msgspec.structs.replace(
+                config.server,
+                host=config.metrics.host,
+                port=config.metrics.port,
+                tls=TlsConfig(),
+            )
+            binds += await nursery.start(
+                serve_http,
+                OperationsApp(gateway.readiness, gateway.metrics),
+                ops_server,
+                config.shutdown.drain_timeout,
+                gateway.stopping,
+            )
+        nursery.start_soon(_expire_sessions, gateway)
+        nursery.start_soon(_watch_loop_lag, gateway.metrics)
+        logger.info(
+            "gateway.listening", binds=binds, path=config.server.path, backends=len(config.backends)
+        )
+        task_status.started((gateway, binds))
+
+
+async def reload_config(gateway: Gateway, path: str) -> bool:
+    """Re-read the config file and apply it; the old one stays on any problem.
+
+    Returns True when the new config was applied (``gateway/runtime/reload.py``).
+    """
+    assert gateway.live is not None
+    new = await live_reload.reload_file(gateway.live, gateway.metrics, gateway.config, path)
+    if new is None:
+        return False
+    gateway.config = new
+    return True
+
+
+async def drain(gateway: Gateway) -> int:
+    """Refuse new work, then wait (up to ``shutdown.drain_timeout``) for calls to finish.
+
+    New connections are refused from here on (the engine's shutdown trigger);
+    a request on a connection already open is answered 503.
+
+    Returns how many calls were still in flight when the time ran out.
+    """
+    gateway.draining = True
+    gateway.stopping.set()
+    gateway.clients.listeners.close_all()  # each ends with its final result
+    with trio.move_on_after(gateway.config.shutdown.drain_timeout):
+        for backend in list(gateway.pool.backends.values()):
+            await backend.drained()
+        # Then until every response computed is also written.
+        await gateway.endpoint.activity.wait_idle()
+    return gateway.calls_in_flight()
