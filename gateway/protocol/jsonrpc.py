@@ -104,6 +104,11 @@ class ErrorResponse:
 Message: TypeAlias = Request | Notification | Response | ErrorResponse
 
 
+#: The integer ids the gateway accepts: int64 and uint64, as msgspec reads them.
+_ID_MIN: Final = -(2**63)
+_ID_MAX: Final = 2**64 - 1
+
+
 def _read_id(raw: msgspec.Raw) -> RequestId | None:
     """Decode and validate an id: integers and strings only.
 
@@ -114,6 +119,13 @@ def _read_id(raw: msgspec.Raw) -> RequestId | None:
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise LocalProtocolError(
             f"invalid request id {bytes(raw)[:40]!r}: must be a string or an integer",
+            INVALID_REQUEST,
+        )
+    if isinstance(value, int) and not _ID_MIN <= value <= _ID_MAX:
+        # JSON allows any integer; a peer (and msgspec's typed decoding)
+        # holds 64 bits, so a larger id could not be answered faithfully.
+        raise LocalProtocolError(
+            f"invalid request id {bytes(raw)[:40]!r}: an integer id must fit in 64 bits",
             INVALID_REQUEST,
         )
     return value

@@ -56,7 +56,7 @@ def test_message_with_method_and_string_id_is_a_request() -> None:
     assert bytes(msg.params) == b"{}"
 
 
-@pytest.mark.parametrize("msg_id", [0, -1, 2**53, ""])
+@pytest.mark.parametrize("msg_id", [0, -1, 2**53, -(2**63), 2**64 - 1, ""])
 def test_zero_negative_large_and_empty_string_ids_are_valid_request_ids(msg_id: Any) -> None:
     """Spec: any integer or string is a valid id, including 0 and the empty string."""
     data = json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": "m"}).encode()
@@ -275,10 +275,13 @@ def test_request_with_null_id_is_an_invalid_request() -> None:
         pytest.param(b"1.5", id="float"),
         pytest.param(b"1.0", id="integral-float"),
         pytest.param(b"1e400", id="float-overflow"),
+        pytest.param(b"-9223372036854775809", id="below-int64"),
+        pytest.param(b"18446744073709551616", id="above-uint64"),
     ],
 )
 def test_request_id_that_is_not_a_string_or_integer_is_an_invalid_request(raw_id: bytes) -> None:
-    """Spec: ids are strings or integers; bool ids are rejected too (MCP; STYLE 5)."""
+    """Spec: ids are strings or integers; bool ids are rejected too (MCP; STYLE 5); an
+    integer beyond 64 bits is refused (gateway choice: no peer could hold it)."""
     exc = decode_rejected(b'{"jsonrpc":"2.0","id":' + raw_id + b',"method":"m"}')
     assert exc.code == INVALID_REQUEST
     assert exc.data == {"id": None}
