@@ -21,7 +21,7 @@ RARE = ("jwt", "cryptography", "httpx", "gateway.cli.host_files")
 
 PROBE = """
 import sys
-from gateway.cli.main import main as cli
+from gateway.cli import main as cli
 from gateway.cli import process
 from gateway.runtime.app import open_gateway
 from gateway.config import load

@@ -279,7 +279,7 @@ def test_tracing_off_never_imports_opentelemetry() -> None:
     no opentelemetry module (a fresh interpreter, as the command starts)."""
     probe = (
         "import sys\n"
-        "from gateway import tracing\n"
+        "from gateway.telemetry import tracing\n"
         "from gateway.runtime.app import open_gateway\n"
         "from gateway.config import TracingConfig\n"
         "tracing.configure(TracingConfig())\n"
