@@ -14,7 +14,7 @@ import trio
 from gateway.config.schema_filters import ExternalFilter
 from gateway.guardrails.external import PolicyClient, Unavailable
 from gateway.guardrails.filters import Allow, Deny, Modify, Subject
-from tests.store.redis_server import free_port
+from tests.redis_server import free_port
 
 SERVICE = Path(__file__).parents[2] / "deploy" / "policy-service" / "policy_service.py"
 

@@ -14,7 +14,7 @@ from gateway.store.api import StoreState, StoreUnavailable
 from gateway.store.embedded import EmbeddedStore
 from gateway.store.opening import default_path, open_store
 from gateway.store.redis_store import RedisStore, open_redis_store, redis_location
-from tests.store.redis_server import RedisServer, free_port
+from tests.redis_server import RedisServer, free_port
 
 
 async def test_the_embedded_file_keeps_durable_namespaces_across_a_restart(
