@@ -21,7 +21,7 @@ FLAKE8_ASYNC_ARGS := \
 
 SDK2_VENV := .venv-sdk2
 
-.PHONY: run test install install-dev schema node-deps sdk2-venv haproxy chromium conformance-deps conformance conformance-modern conformance-client lint typecheck pytest bench bench-peers bench-quick clean
+.PHONY: run test install install-dev schema node-deps sdk2-venv haproxy redis chromium conformance-deps conformance conformance-modern conformance-client lint typecheck pytest bench bench-peers bench-quick clean
 
 $(BIN)/mcp-gateway: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,11 @@ sdk2-venv: $(SDK2_VENV)/.installed
 # benchmarks/replicas.py): three gateways behind it with no stickiness.
 haproxy:
 	@command -v haproxy >/dev/null || { apt-get update -qq && apt-get install -y -qq haproxy >/dev/null; }
+
+# redis-server (the Debian package) for the state store's tests (tests/store/):
+# the same suite runs against the embedded store and a real server.
+redis:
+	@command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }
 
 # Chromium (the Debian package) for the console's browser test
 # (tests/console/test_browser.py): Playwright drives it, no browser is downloaded.
@@ -129,7 +134,7 @@ typecheck: install-dev
 
 # Under coverage, child processes included (pyproject [tool.coverage]); the
 # floor (fail_under) applies to the whole suite, not to a PYTEST_ARGS subset.
-pytest: install-dev node-deps sdk2-venv haproxy chromium
+pytest: install-dev node-deps sdk2-venv haproxy redis chromium
 	$(BIN)/coverage erase
 	$(BIN)/coverage run -m pytest -q $(PYTEST_ARGS)
 	$(BIN)/coverage combine --quiet

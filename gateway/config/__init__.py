@@ -68,10 +68,12 @@ from gateway.config.schema_gateway import GatewayConfig
 from gateway.config.schema_hosts import HOST_FORMATS, BackendsFrom, HostFormat
 from gateway.config.schema_policy import ItemRules, PolicyAudit, PolicyRule
 from gateway.config.schema_profiles import DEFAULT_PROFILE, ProfileConfig
+from gateway.config.schema_store import StoreConfig
 from gateway.config.schema_tracing import TracingConfig
 
 __all__ = [
     "TracingConfig",
+    "StoreConfig",
     "Base",
     "ServerConfig",
     "JwtConfig",

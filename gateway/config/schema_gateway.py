@@ -35,6 +35,7 @@ from gateway.config.schema_backends import BackendConfig
 from gateway.config.schema_hosts import BackendsFrom
 from gateway.config.schema_policy import PolicyAudit, PolicyRule, policy_problems
 from gateway.config.schema_profiles import RESERVED_PREFIX, ProfileConfig, profile_problems
+from gateway.config.schema_store import StoreConfig
 from gateway.config.schema_tracing import TracingConfig
 
 if TYPE_CHECKING:
@@ -126,6 +127,8 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
         tasks: tasks the gateway runs for modern clients.
         metrics: the separate operations listener.
         tracing: OpenTelemetry traces (``gateway.config.schema_tracing``).
+        store: where state that outlives a request lives
+            (``gateway.config.schema_store``): embedded, or Valkey/Redis.
         admin: the operator console (``gateway.config.schema_admin``).
         backends: the MCP servers behind the gateway, in file order.
         profiles: named subsets of the catalog, each on its own path
@@ -149,6 +152,7 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
     notifications: NotificationsConfig = msgspec.field(default_factory=NotificationsConfig)
     mrtr: MrtrConfig = msgspec.field(default_factory=MrtrConfig)
     tasks: TasksConfig = msgspec.field(default_factory=TasksConfig)
+    store: StoreConfig = msgspec.field(default_factory=StoreConfig)
     metrics: MetricsListenerConfig = msgspec.field(default_factory=MetricsListenerConfig)
     tracing: TracingConfig = msgspec.field(default_factory=TracingConfig)
     admin: AdminConfig = msgspec.field(default_factory=AdminConfig)

@@ -1,0 +1,317 @@
+"""The built-in guardrail filters and the chain that runs them (sans-IO).
+
+Rules:
+
+1. **Typed decisions.** A filter returns :class:`Allow`, :class:`Modify`
+   (the payload as it should travel on) or :class:`Deny` (the filter's
+   name and a reason a host may read); never an exception, never a
+   message to parse. The chain runs the filters that apply to the point
+   and the item in order; a :class:`Modify` feeds the next filter; the
+   first :class:`Deny` ends the run.
+2. **The boundary holds.** A filter that raises is a bug of the gateway's,
+   not the caller's: :func:`run_chain` turns it into a :class:`Deny` with
+   reason ``filter_error`` (fail closed) and says which filter; it never
+   lets the exception out and never loses the payload's id (ids are not
+   in the payload at all).
+3. **Copy on change.** Payloads are decoded JSON; a filter that changes
+   nothing returns :class:`Allow` and the payload is passed on untouched;
+   one that changes something builds a new payload and leaves the old one
+   as it was.
+4. **Nothing logged of the payload.** A decision carries the filter's name
+   and a reason written by the filter (a secret's kind, a byte count, an
+   argument's name), never the payload's text.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import unicodedata
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+from jsonschema import exceptions as schema_exceptions
+from jsonschema import validators
+from referencing import exceptions as reference_exceptions
+
+from gateway.config.schema_filters import (
+    ArgumentsFilter,
+    FilterConfig,
+    MarkersFilter,
+    SchemaFilter,
+    SecretsFilter,
+    SizeFilter,
+)
+from gateway.guardrails.secrets import find_secrets, redact
+from gateway.pinning.markers import MarkerKind, model_markers
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+__all__ = [
+    "Allow",
+    "Decision",
+    "Deny",
+    "Modify",
+    "Subject",
+    "builtin_decision",
+    "filter_name",
+    "run_chain",
+]
+
+_ENCODER: Final = msgspec.json.Encoder()
+
+
+class Allow(msgspec.Struct, frozen=True):
+    """Pass the payload on as it is."""
+
+
+class Modify(msgspec.Struct, frozen=True):
+    """Pass this payload on instead (redacted, truncated)."""
+
+    payload: dict[str, Any]
+    filter: str
+    reason: str
+
+
+class Deny(msgspec.Struct, frozen=True):
+    """Refuse: the request never reaches the backend, the result never the host."""
+
+    filter: str
+    reason: str
+
+
+Decision = Allow | Modify | Deny
+
+
+class Subject(msgspec.Struct, frozen=True, kw_only=True):
+    """What a filter looks at.
+
+    Attributes:
+        point: ``requests``, ``results``, ``lists`` or ``backend_requests``.
+        item: the public name of the tool (or prompt, resource) concerned;
+            "" for a list.
+        payload: ``{"name", "arguments"}`` for a request; the result for a
+            result; ``{"tools": [...]}`` for a list; the params of a
+            backend's request.
+        principal: who calls ("" without auth).
+        profile: the profile the request came through.
+        backend: the backend concerned.
+        input_schema: the tool's ``inputSchema`` (requests), for ``schema``.
+    """
+
+    point: str
+    item: str
+    payload: dict[str, Any]
+    principal: str = ""
+    profile: str = "default"
+    backend: str = ""
+    input_schema: dict[str, Any] | None = None
+
+
+def filter_name(config: FilterConfig, position: int) -> str:
+    """The name decisions carry: the configured one, else ``TYPE#POSITION``."""
+    if config.name:
+        return config.name
+    return f"{type(config).__struct_config__.tag}#{position}"
+
+
+def _applies(config: FilterConfig, subject: Subject) -> bool:
+    if subject.point not in config.points():
+        return False
+    if not subject.item:
+        return True
+    return any(fnmatch.fnmatchcase(subject.item, glob) for glob in config.tools)
+
+
+def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """``value`` with ``change`` applied to every string in it; the same object when unchanged."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, list):
+        items = [_map_strings(v, change) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if isinstance(value, dict):
+        mapped = {k: _map_strings(v, change) for k, v in value.items()}
+        return value if all(mapped[k] is value[k] for k in value) else mapped
+    return value
+
+
+def _strings(value: Any) -> list[str]:
+    found: list[str] = []
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            found.append(node)
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            stack.extend(node.values())
+    return found
+
+
+def _secrets(config: SecretsFilter, name: str, subject: Subject) -> Decision:
+    kinds: set[str] = set()
+
+    def scrub(text: str) -> str:
+        spans = find_secrets(text)
+        if not spans:
+            return text
+        kinds.update(span.kind for span in spans)
+        return redact(text, spans)
+
+    payload = _map_strings(subject.payload, scrub)
+    if payload is subject.payload:
+        return Allow()
+    reason = "secret: " + ", ".join(sorted(kinds))
+    if config.action == "deny":
+        return Deny(name, reason)
+    return Modify(payload, name, reason)
+
+
+def _size(config: SizeFilter, name: str, subject: Subject) -> Decision:
+    if subject.point == "requests":
+        size = len(_ENCODER.encode(subject.payload.get("arguments") or {}))
+        if size > config.max_bytes:
+            return Deny(name, f"arguments are {size} bytes, over {config.max_bytes}")
+        return Allow()
+    if subject.point != "results":
+        size = len(_ENCODER.encode(subject.payload))
+        if size > config.max_bytes:
+            return Deny(name, f"{size} bytes, over {config.max_bytes}")
+        return Allow()
+    return _truncate(config.max_bytes, name, subject.payload)
+
+
+def _truncate(budget: int, name: str, result: dict[str, Any]) -> Decision:
+    """A result over ``budget`` bytes keeps its first blocks up to it, and says so."""
+    total = len(_ENCODER.encode(result))
+    if total <= budget:
+        return Allow()
+    kept: list[Any] = []
+    used = 0
+    for block in result.get("content") or []:
+        size = len(_ENCODER.encode(block))
+        if used + size <= budget:
+            kept.append(block)
+            used += size
+            continue
+        if isinstance(block, dict) and block.get("type") == "text":
+            room = max(0, budget - used)
+            text = str(block.get("text", ""))
+            cut = text.encode()[:room].decode("utf-8", "ignore")
+            if cut:
+                kept.append({**block, "text": cut})
+        break
+    marker = f"[truncated by {name}: the result was {total} bytes, over {budget}]"
+    kept.append({"type": "text", "text": marker})
+    truncated = {k: v for k, v in result.items() if k != "structuredContent"}
+    truncated["content"] = kept
+    return Modify(truncated, name, f"truncated from {total} bytes")
+
+
+def _arguments(config: ArgumentsFilter, name: str, subject: Subject) -> Decision:
+    patterns = [re.compile(p) for p in config.deny]
+    arguments = subject.payload.get("arguments") or {}
+    for key, value in arguments.items() if isinstance(arguments, dict) else ():
+        for text in _strings(value):
+            for pattern in patterns:
+                if pattern.search(text):
+                    return Deny(name, f"argument {key!r} matches a denied pattern")
+    return Allow()
+
+
+def _schema(name: str, subject: Subject) -> Decision:
+    schema = subject.input_schema
+    if not schema:
+        return Allow()
+    arguments = subject.payload.get("arguments") or {}
+    try:
+        validator_class = validators.validator_for(schema)
+        validator = validator_class(schema)
+        error = schema_exceptions.best_match(validator.iter_errors(arguments))
+    except (schema_exceptions.SchemaError, reference_exceptions.Unresolvable):
+        return Allow()  # the backend's own schema is broken: its validation is its own
+    if error is None:
+        return Allow()
+    path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return Deny(name, f"arguments{path}: {error.message}"[:300])
+
+
+_INSTRUCTION_KINDS: Final = frozenset({MarkerKind.INSTRUCTION, MarkerKind.HIDDEN_UNICODE})
+
+
+def _markers(config: MarkersFilter, name: str, subject: Subject) -> Decision:
+    found: set[str] = set()
+
+    def clean(text: str) -> str:
+        markers = [m for m in model_markers(text) if m.kind in _INSTRUCTION_KINDS]
+        if not markers:
+            return text
+        found.update(m.kind.value for m in markers)
+        cleaned = "".join(c for c in text if not _is_format(c))
+        for marker in markers:
+            if marker.kind is MarkerKind.INSTRUCTION:
+                cleaned = cleaned.replace(marker.excerpt, "[removed: instruction to the model]")
+        return cleaned
+
+    payload = _map_strings(subject.payload, clean)
+    if payload is subject.payload:
+        return Allow()
+    reason = "text addressing the model: " + ", ".join(sorted(found))
+    if config.action == "deny":
+        return Deny(name, reason)
+    return Modify(payload, name, reason)
+
+
+def _is_format(char: str) -> bool:
+    return unicodedata.category(char) == "Cf"
+
+
+def builtin_decision(config: FilterConfig, name: str, subject: Subject) -> Decision | None:
+    """One built-in filter's decision; None for a filter that is not built in (``external``)."""
+    if isinstance(config, SecretsFilter):
+        return _secrets(config, name, subject)
+    if isinstance(config, SizeFilter):
+        return _size(config, name, subject)
+    if isinstance(config, ArgumentsFilter):
+        return _arguments(config, name, subject)
+    if isinstance(config, SchemaFilter):
+        return _schema(name, subject)
+    if isinstance(config, MarkersFilter):
+        return _markers(config, name, subject)
+    return None
+
+
+def run_chain(filters: Sequence[FilterConfig], subject: Subject) -> tuple[Decision, list[Decision]]:
+    """Every built-in filter that applies, in order (rule 1); external ones are skipped here.
+
+    Args:
+        filters: the chain (global, then profile, then backend filters).
+        subject: what they look at.
+
+    Returns:
+        The overall decision (the last Modify's payload, or the Deny, or
+        Allow) and each filter's own decision, for logs and metrics.
+    """
+    decisions: list[Decision] = []
+    current = subject
+    changed: Modify | None = None
+    for position, config in enumerate(filters):
+        if not _applies(config, current):
+            continue
+        name = filter_name(config, position)
+        try:
+            decision = builtin_decision(config, name, current)
+        except Exception as exc:
+            decision = Deny(name, f"filter_error: {type(exc).__name__}")
+        if decision is None:
+            continue
+        decisions.append(decision)
+        if isinstance(decision, Deny):
+            return decision, decisions
+        if isinstance(decision, Modify):
+            changed = decision
+            current = msgspec.structs.replace(current, payload=decision.payload)
+    return (changed or Allow()), decisions

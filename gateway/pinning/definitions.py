@@ -1,0 +1,80 @@
+"""What a pin covers of each kind of definition, and its canonical digest (sans-IO).
+
+Rules:
+
+1. **What a model reads is pinned.** A tool's name, title, description,
+   input and output schemas and annotations; a prompt's name, title,
+   description and arguments; a resource template's URI template, name,
+   title, description and MIME type. Fields outside these (``_meta``,
+   icons) are not instructions to a model and do not drift a pin.
+2. **Canonical JSON, RFC 8785.** The digest is SHA-256 over the JSON
+   Canonicalization Scheme of the pinned fields (the ``rfc8785`` package,
+   Trail of Bits': pure Python, typed, the RFC's test vectors), so key
+   order and JSON whitespace are not drift at all, and the same definition
+   has the same digest on every replica, in every baseline file.
+3. **Keys for every kind.** A pin's key is ``(kind, backend, original
+   name)``; skills (SEP-2640) and resource contents use the same shape once
+   they are pinned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Final, Literal
+
+import rfc8785
+
+__all__ = ["PINNED_FIELDS", "PinKind", "digest", "pinned_definition"]
+
+PinKind = Literal["tool", "prompt", "resource_template", "skill"]
+
+#: The fields of each kind that a pin covers (rule 1).
+PINNED_FIELDS: Final[dict[str, tuple[str, ...]]] = {
+    "tool": ("name", "title", "description", "inputSchema", "outputSchema", "annotations"),
+    "prompt": ("name", "title", "description", "arguments"),
+    "resource_template": ("uriTemplate", "name", "title", "description", "mimeType"),
+    "skill": ("name", "title", "description", "version", "files"),
+}
+
+
+def pinned_definition(kind: PinKind, item: dict[str, Any]) -> dict[str, Any]:
+    """The part of ``item`` a pin covers (rule 1), as the backend declared it.
+
+    Args:
+        kind: what ``item`` is.
+        item: the definition from the backend's list (its original names).
+
+    Returns:
+        A new dict with only the pinned fields that ``item`` has.
+    """
+    return {key: item[key] for key in PINNED_FIELDS[kind] if key in item}
+
+
+#: JCS carries numbers as IEEE doubles; an integer beyond this is pinned by
+#: its decimal text instead (a schema's ``maximum: 2**63``), so it still
+#: digests, exactly, rather than failing or rounding.
+_SAFE_INTEGER: Final = 2**53 - 1
+
+
+def _jcs_safe(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jcs_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jcs_safe(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _SAFE_INTEGER:
+        return f"\u0000int:{value}"
+    return value
+
+
+def digest(definition: dict[str, Any]) -> str:
+    """The canonical digest of a pinned definition (rule 2).
+
+    Args:
+        definition: what :func:`pinned_definition` returned (decoded JSON:
+            msgspec never yields NaN or infinities from JSON text).
+
+    Returns:
+        ``sha256:`` and 64 hex digits.
+    """
+    canonical = rfc8785.dumps(_jcs_safe(definition))
+    return "sha256:" + hashlib.sha256(canonical).hexdigest()

@@ -1,0 +1,72 @@
+"""The store a config asks for, opened for the life of the gateway.
+
+``store.url`` set: the shared server (:mod:`gateway.store.redis_store`);
+otherwise the embedded store, with its file where ``store.path`` says or
+beside the config file (:func:`default_path`).
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import trio
+
+from gateway.store.embedded import EmbeddedStore
+from gateway.store.redis_store import open_redis_store
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from gateway.config import StoreConfig
+    from gateway.store.api import Store
+
+__all__ = ["default_path", "open_store"]
+
+
+def default_path(config: StoreConfig, config_file: str | None) -> str:
+    """Where the embedded store keeps its file.
+
+    Args:
+        config: the ``store:`` block.
+        config_file: the config file the gateway runs on; None when the config
+            came from no file (then the store keeps everything in memory).
+
+    Returns:
+        ``store.path`` when set; else ``<config stem>.state.sqlite`` beside the
+        config file; else "" (memory only).
+    """
+    if config.path:
+        return config.path
+    if config_file is None:
+        return ""
+    source = Path(config_file)
+    return str(source.with_name(source.stem + ".state.sqlite"))
+
+
+@asynccontextmanager
+async def open_store(config: StoreConfig, *, config_file: str | None) -> AsyncIterator[Store]:
+    """Open the configured store and run its upkeep task while the context is open.
+
+    Args:
+        config: the ``store:`` block.
+        config_file: the config file's path, for the embedded store's default.
+
+    Yields:
+        The store.
+    """
+    async with trio.open_nursery() as nursery:
+        if config.url:
+            async with open_redis_store(config) as shared:
+                await nursery.start(shared.run)
+                yield shared
+                nursery.cancel_scope.cancel()
+        else:
+            embedded = EmbeddedStore(default_path(config, config_file))
+            try:
+                await nursery.start(embedded.run)
+                yield embedded
+            finally:
+                nursery.cancel_scope.cancel()
+                embedded.close()
