@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 import trio
 
 from gateway.store.embedded import EmbeddedStore
-from gateway.store.redis_store import open_redis_store
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -56,17 +55,21 @@ async def open_store(config: StoreConfig, *, config_file: str | None) -> AsyncIt
     Yields:
         The store.
     """
-    async with trio.open_nursery() as nursery:
-        if config.url:
-            async with open_redis_store(config) as shared:
-                await nursery.start(shared.run)
-                yield shared
-                nursery.cancel_scope.cancel()
-        else:
-            embedded = EmbeddedStore(default_path(config, config_file))
-            try:
-                await nursery.start(embedded.run)
-                yield embedded
-            finally:
-                nursery.cancel_scope.cancel()
-                embedded.close()
+    if config.url:
+        # coredis loads only for a shared store: the embedded default's start
+        # path stays as short as it was.
+        from gateway.store.redis_store import open_redis_store
+
+        async with open_redis_store(config) as shared, trio.open_nursery() as nursery:
+            await nursery.start(shared.run)
+            yield shared
+            nursery.cancel_scope.cancel()
+        return
+    embedded = EmbeddedStore(default_path(config, config_file))
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(embedded.run)
+            yield embedded
+            nursery.cancel_scope.cancel()
+    finally:
+        embedded.close()
