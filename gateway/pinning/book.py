@@ -19,7 +19,7 @@ Rules:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 import msgspec
 
@@ -27,12 +27,12 @@ from gateway.pinning.gate import PinKey, pin_key
 from gateway.pinning.ledger import PinRecord, approve, reject
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import AsyncIterable, Callable
+    from contextlib import AbstractAsyncContextManager
 
     from gateway.pinning.definitions import PinKind
-    from gateway.store.api import Store
 
-__all__ = ["CHANNEL", "PREFIX", "PinBook", "record_key"]
+__all__ = ["CHANNEL", "PREFIX", "PinBook", "RecordStore", "record_key"]
 
 PREFIX: Final = "pins:"
 #: Where decisions are announced (rule 3).
@@ -50,6 +50,33 @@ def record_key(key: PinKey) -> str:
     return f"{PREFIX}{backend}:{kind}:{name}"
 
 
+class RecordStore(Protocol):
+    """What the book needs of the state store (``gateway.store.api.Store`` is one).
+
+    A protocol of its own, so pinning stays below the store in the layers.
+    """
+
+    async def get(self, key: str) -> bytes | None:
+        """The value at ``key``."""
+        ...
+
+    async def swap(self, key: str, expected: bytes | None, new: bytes | None) -> bool:
+        """Compare and set."""
+        ...
+
+    async def scan(self, prefix: str, *, limit: int = ...) -> list[tuple[str, bytes]]:
+        """Live pairs under ``prefix``."""
+        ...
+
+    async def publish(self, channel: str, message: bytes) -> None:
+        """Tell every replica."""
+        ...
+
+    def subscribe(self, channel: str) -> AbstractAsyncContextManager[AsyncIterable[bytes]]:
+        """Messages on ``channel``."""
+        ...
+
+
 class PinBook:
     """Rules 1-3 over one store.
 
@@ -59,7 +86,7 @@ class PinBook:
             replica reached this one (re-publish its listing).
     """
 
-    def __init__(self, store: Store, on_decided: Callable[[str], None] | None = None) -> None:
+    def __init__(self, store: RecordStore, on_decided: Callable[[str], None] | None = None) -> None:
         self._store = store
         self._on_decided = on_decided
         self.records: dict[PinKey, PinRecord] = {}
