@@ -224,6 +224,7 @@ class RedisStore:
         pattern = _glob_escape(self._key(prefix)) + "*"
 
         async def walk() -> list[tuple[str, bytes]]:
+            """SCAN the prefix, then MGET in chunks: one bounded operation."""
             keys = sorted([key async for key in self._client.scan_iter(match=pattern, count=500)])
             found: list[tuple[str, bytes]] = []
             for start in range(0, len(keys), 500):
@@ -272,6 +273,7 @@ class RedisStore:
             ):
 
                 async def pump() -> None:
+                    """Move the server's messages into the memory channel."""
                     async with send:
                         async for message in pubsub:
                             if message["type"] == "message":
