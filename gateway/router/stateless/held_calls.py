@@ -37,7 +37,6 @@ backend's call open until the client's retry brings ``inputResponses``
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import math
 import secrets
@@ -51,6 +50,7 @@ import trio
 from gateway.errors import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_TIMEOUT_CODE, LocalProtocolError
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.sealed import REQUEST_STATE, Sealer
+from gateway.protocol.signing import key_from_secret
 from gateway.protocol.stateless.error_codes import (
     InvalidSealedToken,
     MissingClientCapability,
@@ -416,8 +416,7 @@ def sealer_for(secret: str) -> Sealer:
     The secret is hashed to a full-length key, so any configured string
     works and replicas sharing it verify each other's states.
     """
-    key = hashlib.sha256(secret.encode()).digest() if secret else secrets.token_bytes(32)
-    return Sealer([key])
+    return Sealer([key_from_secret(secret)])
 
 
 def holdable(method: str, params: object) -> bool:
