@@ -30,12 +30,8 @@ INVALID_REQUEST: Final = -32600
 METHOD_NOT_FOUND: Final = -32601
 INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
-# MCP: resources/read of a URI that does not exist (2025-06-18 and later;
-# older revisions say -32602, see router).
-RESOURCE_NOT_FOUND: Final = -32002
 # Implementation-defined range -32000..-32099: ours.
 REQUEST_TIMEOUT_CODE: Final = -32001
-REQUEST_CANCELLED_CODE: Final = -32800
 
 
 class GatewayError(Exception):
