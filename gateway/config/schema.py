@@ -26,6 +26,8 @@ from typing import Annotated, Any, Final, Literal, TypeAlias, TypeGuard, get_arg
 import msgspec
 from msgspec import Meta
 
+from gateway.errors import GatewayError
+
 __all__ = [
     "Base",
     "Invalid",
@@ -84,7 +86,7 @@ Name: TypeAlias = Annotated[
 ]
 
 
-class Invalid(ValueError):
+class Invalid(GatewayError, ValueError):
     """Rules across the fields of one Struct that failed, each at its field.
 
     A ``ValueError`` because that is what msgspec turns into a

@@ -14,9 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.errors import INVALID_PARAMS
+from gateway.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 from gateway.protocol.stateless.error_codes import (
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
     MissingClientCapability,
     ModernProtocolError,
 )
