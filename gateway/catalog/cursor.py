@@ -10,7 +10,7 @@ walk.
 Wire form: a ``protocol.signing`` token of purpose ``cursor`` whose body is
 the JSON of the :class:`CursorPayload`, bound to the caller's principal
 when there is one, without expiry (a cursor lives as long as its key). The
-key is ``signing.key_from_secret(pagination.cursor_secret)``. Anything else
+keys are ``signing.keys_from_secret(pagination.cursor_secret)``. Anything else
 decodes to a ``LocalProtocolError`` with code -32602 and a message saying
 what was wrong, never an exception of another type.
 """
@@ -28,11 +28,11 @@ from gateway.protocol.signing import (
     InvalidToken,
     Keyring,
     TokenMalformed,
-    key_from_secret,
+    keys_from_secret,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
 PURPOSE: Final = "cursor"
 # Generous: a passthrough backend's own cursor rides inside ours, and a long
@@ -66,31 +66,33 @@ class CursorCodec:
     """Makes and checks cursors with one secret.
 
     Args:
-        secret: what the HMAC key is derived from; empty means a random key for this process
-            (cursors then die with the process, which is safe, just not
-            shareable between replicas).
+        secret: what the HMAC key is derived from, or a list of them
+            (newest first: it signs, the others still verify); empty means
+            a random key for this process (cursors then die with the
+            process, which is safe, just not shareable between replicas).
+        clock: what the grace period after :meth:`rotate` is measured on.
     """
 
     def __init__(
-        self, secret: str | bytes = "", clock: Callable[[], float] = time.monotonic
+        self,
+        secret: str | bytes | Sequence[str] = "",
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._key = key_from_secret(secret)
         self._clock = clock
-        self._current = Keyring([self._key])
+        self._current = Keyring(keys_from_secret(secret))
         # The ring with the key before the last rotation, and until when it serves.
         self._rotated = self._current
         self._rotated_until = 0.0
 
-    def rotate(self, secret: str | bytes, grace: float) -> None:
+    def rotate(self, secret: str | bytes | Sequence[str], grace: float) -> None:
         """Sign with a new secret from now on; the old one verifies for ``grace`` seconds.
 
         A reload that rotates ``pagination.cursor_secret`` must not break
         every host's list walk in progress, so the key before it is kept
         for a while (a key ring of two).
         """
-        previous, self._key = self._key, key_from_secret(secret)
-        self._current = Keyring([self._key])
-        self._rotated = Keyring([self._key, previous])
+        previous, self._current = self._current, Keyring(keys_from_secret(secret))
+        self._rotated = Keyring([*self._current.keys, *previous.keys])
         self._rotated_until = self._clock() + grace
 
     def _ring(self) -> Keyring:

@@ -97,6 +97,20 @@ def key_from_secret(secret: str | bytes) -> bytes:
     return hashlib.sha256(secret).digest() if secret else secrets.token_bytes(32)
 
 
+def keys_from_secret(secret: str | bytes | Sequence[str]) -> list[bytes]:
+    """The key ring of a configured secret: one string, or a list, newest first.
+
+    A list rotates without a reload's grace period: put the new secret
+    first (it signs) and keep the old one after it (it still verifies)
+    until no token it signed can be needed; each replica may take the new
+    list at its own pace. One string or an empty list is as
+    :func:`key_from_secret`.
+    """
+    if isinstance(secret, (str, bytes)) or not secret:
+        return [key_from_secret(secret if isinstance(secret, (str, bytes)) else "")]
+    return [key_from_secret(one) for one in secret]
+
+
 def _field(text: str) -> bytes:
     data = text.encode("utf-8", "surrogatepass")
     return _FIELD_LENGTH.pack(len(data)) + data

@@ -302,3 +302,12 @@ def test_a_cursor_made_for_one_principal_does_not_verify_for_another() -> None:
     unbound = codec.encode(CursorPayload(kind="tools", after="x"))
     with pytest.raises(LocalProtocolError, match="signature"):
         codec.decode(unbound, "tools", principal="token:alice")
+
+
+def test_a_list_of_secrets_signs_with_the_first_and_verifies_with_every_one() -> None:
+    """Gateway choice: pagination.cursor_secret may be a list, newest first, for rotation."""
+    ring = CursorCodec(["new", "old"])
+    assert ring.decode(CursorCodec("old").encode(POSITION), "tools") == POSITION
+    assert CursorCodec("new").decode(ring.encode(POSITION), "tools") == POSITION
+    with pytest.raises(LocalProtocolError, match="signature"):
+        CursorCodec("old").decode(ring.encode(POSITION), "tools")

@@ -20,6 +20,7 @@ from gateway.protocol.signing import (
     TokenMalformed,
     WeakKey,
     key_from_secret,
+    keys_from_secret,
 )
 
 K1 = b"1" * 32
@@ -154,3 +155,10 @@ def test_a_configured_secret_gives_one_key_and_an_empty_one_a_random_key() -> No
     assert key_from_secret("s") == key_from_secret(b"s")
     assert len(key_from_secret("s")) == 32
     assert key_from_secret("") != key_from_secret("")
+
+
+def test_a_list_of_secrets_is_a_ring_newest_first() -> None:
+    """Gateway choice: a list signs with its first secret; one string is a ring of one."""
+    assert keys_from_secret(["new", "old"]) == [key_from_secret("new"), key_from_secret("old")]
+    assert keys_from_secret("one") == [key_from_secret("one")]
+    assert len(keys_from_secret([])) == 1  # as an empty string: a random key
