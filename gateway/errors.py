@@ -1,9 +1,13 @@
-"""The gateway's exceptions and JSON-RPC error codes.
+"""The gateway's exceptions, its JSON-RPC error codes, and the one translation to the wire.
 
-Every failure the gateway reasons about is one of these, mapped from foreign
-exceptions at the boundary where it happens (a transport maps trio/httpx
-errors; the session maps a backend's JSON-RPC error; the frontend maps all of
-them to a JSON-RPC error or an HTTP status)::
+Every failure the gateway reasons about is one of these, raised where it is
+found (h11's ``_util.py`` strategy: raise locally, translate once). Foreign
+exceptions are mapped at the boundary where they happen (a transport maps
+trio/httpx errors; the session maps a backend's JSON-RPC error), and the
+answer a host sees is made here: :func:`to_protocol_error` gives the
+JSON-RPC error of any ``GatewayError`` and :func:`http_status_for` the HTTP
+status its code travels with on a 2026-07-28 POST. The tree, with the module
+of each class defined elsewhere::
 
     GatewayError
     ├── ConfigError                 the file and the place inside it
@@ -11,18 +15,55 @@ them to a JSON-RPC error or an HTTP status)::
     │   ├── ConnectError            could not reach or start the peer
     │   ├── TransportClosed         we closed it
     │   ├── CredentialUnavailable   no token for the backend (its token endpoint failed)
+    │   │   └── TokenEndpointError  backends.credentials.grants: the endpoint's answer
     │   └── TransportBroken         the world broke it (EOF, reset, oversize line)
     │       └── SessionExpired      the server no longer knows our session
     ├── ProtocolError               abstract; carries a JSON-RPC ``code``
     │   ├── LocalProtocolError      *we* were sent something invalid
+    │   │   ├── TaskTableFull       protocol.stateless.tasks
+    │   │   └── ModernProtocolError protocol.stateless.error_codes: the 2026-07-28 rules
+    │   │       ├── EnvelopeInvalid, HeaderMismatch, MissingClientCapability,
+    │   │       │   UnsupportedVersion, InvalidSealedToken   (error_codes)
+    │   │       ├── MalformedInputRequired                   protocol.stateless.mrtr
+    │   │       ├── MethodNotFound                           protocol.eras
+    │   │       └── UnknownRequestState                      router.stateless.held_calls
     │   └── RemoteProtocolError     the peer answered with a JSON-RPC error
     ├── BackendUnavailable          the backend is down, starting or gone
-    └── RequestTimeout              a forwarded request ran out of time
+    ├── RequestTimeout              a forwarded request ran out of time
+    ├── InvalidToken                protocol.signing: a token we did not sign, or a dead one
+    │   └── TokenMalformed, BadSignature, TokenExpired
+    ├── WeakKey (ValueError)        protocol.signing: a key ring without a usable key
+    ├── InvalidAnnotation           protocol.stateless.routing_headers: a bad x-mcp-header
+    ├── NotModern                   protocol.stateless.backend_leg: the probe's answer
+    ├── IncompatibleBackend         backends.handshake
+    ├── Invalid (ValueError)        config.schema: cross-field rules of one Struct
+    ├── JsoncError (ValueError)     config.jsonc
+    ├── TokenRejected               identity.tokens: a bearer token not accepted
+    │   └── UnknownKey              a key the key set lacks (a refetch may help)
+    ├── JwksError                   identity.keys: an unusable JWK Set
+    ├── Unauthenticated             identity.authenticator: 401
+    ├── InsufficientScope           identity.authenticator: 403
+    ├── Rejection                   frontend.rejection: an HTTP refusal before routing
+    ├── BodyTooLarge                frontend.http_util
+    ├── UnsafeHeader (ValueError)   frontend.engine.h11_response: CR/LF in a header
+    ├── EnvelopeRefused             frontend.stateless.stdio_requests
+    ├── ConsoleDenied               console.caller: status and page message
+    ├── FormError (ValueError)      console.forms
+    └── Unreachable                 cli.status_report: the gateway did not answer
+
+``(ValueError)`` marks a class that is a ``ValueError`` too, because a
+library it passes through (msgspec's ``dec_hook``, a caller's parse) knows
+that type. ``tests/test_errors.py`` checks that no exception class of the
+gateway is outside this tree.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 # JSON-RPC 2.0 codes (https://www.jsonrpc.org/specification#error_object).
 PARSE_ERROR: Final = -32700
@@ -30,12 +71,28 @@ INVALID_REQUEST: Final = -32600
 METHOD_NOT_FOUND: Final = -32601
 INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
-# MCP: resources/read of a URI that does not exist (2025-06-18 and later;
-# older revisions say -32602, see router).
-RESOURCE_NOT_FOUND: Final = -32002
 # Implementation-defined range -32000..-32099: ours.
 REQUEST_TIMEOUT_CODE: Final = -32001
-REQUEST_CANCELLED_CODE: Final = -32800
+# 2026-07-28 schema.ts "Errors": the spec-only sub-range -32020..-32099.
+HEADER_MISMATCH: Final = -32020
+MISSING_REQUIRED_CLIENT_CAPABILITY: Final = -32021
+UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
+
+# 2026-07-28 basic/transports/streamable-http.mdx: 400 for the envelope's
+# -32602 and for -32020/21/22, 404 for -32601. The spec assigns nothing to
+# -32700 and -32600; 400 is what the SDK sends and what HTTP means by a bad
+# request. Every other code (-32603, tool failures) goes out as 200.
+HTTP_STATUS_BY_CODE: Final[Mapping[int, int]] = MappingProxyType(
+    {
+        PARSE_ERROR: 400,
+        INVALID_REQUEST: 400,
+        INVALID_PARAMS: 400,
+        HEADER_MISMATCH: 400,
+        MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+        UNSUPPORTED_PROTOCOL_VERSION: 400,
+        METHOD_NOT_FOUND: 404,
+    }
+)
 
 
 class GatewayError(Exception):
@@ -158,3 +215,37 @@ class RequestTimeout(GatewayError):
         self.backend = backend
         self.seconds = seconds
         super().__init__(f"backend {backend!r} did not answer within {seconds:g} s")
+
+
+def to_protocol_error(exc: GatewayError) -> ProtocolError:
+    """The JSON-RPC error a host gets for ``exc``: the one translation.
+
+    A ``ProtocolError`` is its own answer. A backend that is down or too
+    slow is not the host's fault, so the host gets an error naming the
+    backend with the reason in ``data`` (docs/protocol.md, errors):
+    -32603 ``data.reason`` = the unavailability's kind, or -32001 with the
+    seconds waited. Anything else is a gateway fault: -32603 "internal
+    error", saying nothing of the gateway's insides.
+    """
+    if isinstance(exc, ProtocolError):
+        return exc
+    if isinstance(exc, BackendUnavailable):
+        return LocalProtocolError(
+            str(exc), INTERNAL_ERROR, data={"reason": exc.kind, "backend": exc.backend}
+        )
+    if isinstance(exc, RequestTimeout):
+        return LocalProtocolError(
+            f"backend {exc.backend!r} did not answer within {exc.seconds:.3g} s",
+            REQUEST_TIMEOUT_CODE,
+            data={"reason": "timeout", "backend": exc.backend, "seconds": round(exc.seconds, 3)},
+        )
+    return LocalProtocolError("internal error", INTERNAL_ERROR)
+
+
+def http_status_for(code: int) -> int:
+    """The HTTP status a JSON-RPC error with ``code`` is sent with on a 2026-07-28 POST.
+
+    The handshake-era endpoints answer a JSON-RPC error with 200 (a body
+    that is not JSON-RPC at all is a ``Rejection`` with its own status).
+    """
+    return HTTP_STATUS_BY_CODE.get(code, 200)

@@ -835,3 +835,29 @@ def test_tls_needs_both_files_and_is_off_without_them() -> None:
     assert problem.startswith("server.tls.key_file"), problem
     [problem] = problems_of("server: {tls: {key_file: k.pem}}")
     assert problem.startswith("server.tls.cert_file"), problem
+
+
+def test_a_signing_secret_may_be_a_list_newest_first_for_rotation() -> None:
+    """Gateway choice (docs/security.md, signed tokens): a list signs with its first secret."""
+    config = parse_ok(
+        '{"pagination": {"cursor_secret": ["new", "old"]}, "mrtr": {"state_secret": ["s"]}}'
+    )
+    assert config.pagination.cursor_secret == ["new", "old"]
+    assert config.mrtr.state_secret == ["s"]
+
+
+@pytest.mark.parametrize(
+    ("text", "place"),
+    [
+        ('{"pagination": {"cursor_secret": []}}', "pagination.cursor_secret"),
+        ('{"pagination": {"cursor_secret": ["a", ""]}}', "pagination.cursor_secret"),
+        ('{"mrtr": {"state_secret": [""]}}', "mrtr.state_secret"),
+    ],
+)
+def test_an_empty_list_of_secrets_or_an_empty_secret_in_one_is_refused(
+    text: str, place: str
+) -> None:
+    """Gateway choice: a list of secrets says which to sign with; an empty one says nothing."""
+    assert problems_of(text) == [
+        f"{place}: a list of secrets needs at least one, and none of them empty"
+    ]

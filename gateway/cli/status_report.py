@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Final, TextIO
 
 import msgspec
 
+from gateway.errors import GatewayError
 from gateway.telemetry.overview import BackendStatus, Readyz, sessions_total
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ _ANY_ADDRESS: Final = frozenset({"0.0.0.0", "::", ""})
 _COLOURS: Final = {"up": "32", "starting": "33", "down": "31", "incompatible": "31"}
 
 
-class Unreachable(Exception):
+class Unreachable(GatewayError):
     """The gateway could not be asked, or did not answer as a gateway does."""
 
 

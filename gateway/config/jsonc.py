@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 from typing import Final
 
+from gateway.errors import GatewayError
+
 __all__ = ["JsoncError", "loads", "has_comments"]
 
 _WHITESPACE: Final = " \t\r\n"
 
 
-class JsoncError(ValueError):
+class JsoncError(GatewayError, ValueError):
     """Text that is not JSON even once comments and trailing commas are set aside.
 
     Args:

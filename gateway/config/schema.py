@@ -26,6 +26,8 @@ from typing import Annotated, Any, Final, Literal, TypeAlias, TypeGuard, get_arg
 import msgspec
 from msgspec import Meta
 
+from gateway.errors import GatewayError
+
 __all__ = [
     "Base",
     "Invalid",
@@ -84,7 +86,7 @@ Name: TypeAlias = Annotated[
 ]
 
 
-class Invalid(ValueError):
+class Invalid(GatewayError, ValueError):
     """Rules across the fields of one Struct that failed, each at its field.
 
     A ``ValueError`` because that is what msgspec turns into a
@@ -263,20 +265,39 @@ class NamingConfig(Base, frozen=True, kw_only=True):
     max_length: Annotated[int, Meta(ge=MIN_NAME_LENGTH, le=MAX_NAME_LENGTH)] = 64
 
 
+# A signing secret: one string, or a list for rotation, newest (the one that
+# signs) first; the others still verify (protocol/signing.keys_from_secret).
+Secret: TypeAlias = str | list[str]
+
+
+def secret_problems(field: str, secret: Secret) -> list[tuple[str, str]]:
+    """What is wrong with a configured secret list (a string is always usable)."""
+    if isinstance(secret, str) or (secret and all(secret)):
+        return []
+    return [(field, "a list of secrets needs at least one, and none of them empty")]
+
+
 class PaginationConfig(Base, frozen=True, kw_only=True):
     """How the gateway pages its merged lists.
 
     Attributes:
         page_size: items per page; 0 returns everything in one page.
-        cursor_secret: HMAC key for cursors. Replicas that share it can
-            continue each other's walks; empty means a random key per process.
+        cursor_secret: what the HMAC key for cursors is derived from, or a
+            list of them (newest first: it signs, the others verify). Replicas
+            that share it can continue each other's walks; empty means a
+            random key per process.
         previous_secret_grace: seconds a cursor made with the secret before
             a reload keeps verifying after the reload rotated it.
     """
 
     page_size: Annotated[int, Meta(ge=0)] = 100
-    cursor_secret: str = ""
+    cursor_secret: Secret = ""
     previous_secret_grace: Off = 300.0
+
+    def __post_init__(self) -> None:
+        problems = secret_problems("cursor_secret", self.cursor_secret)
+        if problems:
+            raise Invalid(*problems)
 
 
 class LoggingConfig(Base, frozen=True, kw_only=True):

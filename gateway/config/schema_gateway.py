@@ -26,8 +26,10 @@ from gateway.config.schema import (
     PaginationConfig,
     Positive,
     PositiveInt,
+    Secret,
     ServerConfig,
     ShutdownConfig,
+    secret_problems,
 )
 from gateway.config.schema_admin import AdminConfig, admin_problems
 from gateway.config.schema_auth import AuthConfig
@@ -67,13 +69,19 @@ class MrtrConfig(Base, frozen=True, kw_only=True):
         held_call_lifetime: seconds a held call waits for the retry (and a
             ``requestState`` stays valid) per round. The backend's own
             ``timeouts.request`` for the call bounds it too.
-        state_secret: HMAC key for ``requestState``; empty means a random key
-            per process.
+        state_secret: what the HMAC key for ``requestState`` is derived
+            from, or a list of them (newest first: it seals, the others
+            verify); empty means a random key per process.
     """
 
     max_held_calls: PositiveInt = 256
     held_call_lifetime: Positive = 120.0
-    state_secret: str = ""
+    state_secret: Secret = ""
+
+    def __post_init__(self) -> None:
+        problems = secret_problems("state_secret", self.state_secret)
+        if problems:
+            raise Invalid(*problems)
 
 
 class TasksConfig(Base, frozen=True, kw_only=True):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qsl, urlsplit
 
 from gateway.console.csrf import COOKIE_NAME, bearer_identity
+from gateway.errors import GatewayError
 from gateway.frontend import http_util as h
 from gateway.frontend.http_util import BodyTooLarge
 
@@ -26,7 +27,7 @@ MAX_FORM_BYTES: Final = 256 * 1024
 _LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]", "::1")
 
 
-class ConsoleDenied(Exception):
+class ConsoleDenied(GatewayError):
     """A console request refused: its status and the message the page shows.
 
     Args:

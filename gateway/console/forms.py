@@ -20,6 +20,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from gateway.errors import GatewayError
+
 FieldKind = Literal["string", "number", "integer", "boolean", "enum", "json"]
 
 _SCALARS: Final = ("string", "number", "integer", "boolean")
@@ -27,7 +29,7 @@ _SCALARS: Final = ("string", "number", "integer", "boolean")
 PREFIX: Final = "arg."
 
 
-class FormError(ValueError):
+class FormError(GatewayError, ValueError):
     """A posted value that cannot become its argument.
 
     Args:

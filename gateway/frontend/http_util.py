@@ -13,6 +13,7 @@ from typing import Any, Final
 import msgspec
 import trio
 
+from gateway.errors import GatewayError
 from gateway.protocol.headers import JSON_MEDIA_TYPE_RAW, SSE_MEDIA_TYPE_RAW
 
 Scope = MutableMapping[str, Any]
@@ -54,7 +55,7 @@ class Activity:
         await self._idle.wait()
 
 
-class BodyTooLarge(Exception):
+class BodyTooLarge(GatewayError):
     """The request body passed the configured limit."""
 
 

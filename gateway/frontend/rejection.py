@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Final
 
-from gateway.errors import INTERNAL_ERROR, INVALID_REQUEST
+from gateway.errors import INTERNAL_ERROR, INVALID_REQUEST, GatewayError
 from gateway.frontend import http_util as h
 from gateway.frontend.internal_errors import (
     HTTP_COMPONENT,
@@ -47,7 +47,7 @@ REJECTION_REASONS: Final = {
 }
 
 
-class Rejection(Exception):
+class Rejection(GatewayError):
     """A request refused before it was routed; :func:`answer` writes the response.
 
     Args:

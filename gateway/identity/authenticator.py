@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from gateway.backends.credentials.grants import CallerToken
+from gateway.errors import GatewayError
 from gateway.identity import tokens
 from gateway.identity.keys import KeySet
 from gateway.identity.metadata import WELL_KNOWN, challenge
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 VERIFIED_CACHE_SIZE: Final = 4096
 
 
-class Unauthenticated(Exception):
+class Unauthenticated(GatewayError):
     """No acceptable credential (401); ``str()`` says why, never the token.
 
     Args:
@@ -53,7 +54,7 @@ class Unauthenticated(Exception):
         self.kind = kind or ("invalid" if token_sent else "missing")
 
 
-class InsufficientScope(Exception):
+class InsufficientScope(GatewayError):
     """A valid token without a scope the gateway requires (403).
 
     Args:

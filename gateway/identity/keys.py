@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 import structlog
 
 from gateway.config.schema_auth import DEFAULT_JWT_ALGORITHMS
+from gateway.errors import GatewayError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -34,7 +35,7 @@ DEFAULT_ALGORITHMS: Final = tuple(DEFAULT_JWT_ALGORITHMS)
 KNOWN_ALGORITHMS: Final = frozenset(DEFAULT_ALGORITHMS) | _OCT | {"ES256K"}
 
 
-class JwksError(Exception):
+class JwksError(GatewayError):
     """A JWK Set document that cannot be used at all (not an object, no ``keys``)."""
 
 

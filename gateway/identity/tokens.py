@@ -14,6 +14,8 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
+from gateway.errors import GatewayError
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -25,7 +27,7 @@ SECRET_ALGORITHM: Final = "HS256"
 MAX_TOKEN_CHARS: Final = 16 * 1024
 
 
-class TokenRejected(Exception):
+class TokenRejected(GatewayError):
     """The token is not acceptable; ``str()`` says why (never the token itself).
 
     Args:

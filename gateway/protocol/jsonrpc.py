@@ -271,12 +271,6 @@ class _NotificationOut(msgspec.Struct, omit_defaults=True):
     params: msgspec.Raw | None = None
 
 
-class _ResponseOut(msgspec.Struct):
-    jsonrpc: str
-    id: RequestId
-    result: msgspec.Raw
-
-
 class _ErrorObject(msgspec.Struct, omit_defaults=True):
     code: int
     message: str

@@ -9,18 +9,15 @@ The gateway also needs to know which backend a token belongs to, so that a
 retry reaching any replica lands on the right backend with the backend's
 own state restored byte for byte.
 
-Wire form: ``base64url(body ‖ tag)`` unpadded, where ``body`` is a
-msgspec-encoded :class:`Sealed` and ``tag`` is HMAC-SHA256 over
-``purpose ‖ 0x00 ‖ body``, full 32 bytes. Rules:
+Wire form: a ``protocol.signing`` token of the given purpose whose body is
+a msgpack-encoded :class:`Sealed`, with the expiry in the token. The
+signing codec's rules hold (purpose in the MAC, so a cursor never verifies
+as a requestState and vice versa; canonical base64url only; a key ring,
+seal with the first, verify with any). Besides:
 
 - Integrity only, not secrecy: the backend's state is readable by whoever
   holds the token (the SDK encrypts; we sign, as our cursors do). Backends
   that put secrets in their state must encrypt it themselves.
-- ``purpose`` is mixed into the MAC, so a cursor never verifies as a
-  requestState and vice versa.
-- The decoder accepts canonical base64url only: a token with two spellings
-  could pass a cache or a log filter in one form and verify in the other.
-- Keys rotate: seal with the first, verify with any (constant-time each).
 - Every failure is one :class:`InvalidSealedToken` (-32602, "Invalid or
   expired requestState", as the SDK answers); the failed check is in
   ``reason`` for logs only.
@@ -30,21 +27,23 @@ msgspec-encoded :class:`Sealed` and ``tag`` is HMAC-SHA256 over
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import hmac
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from gateway.protocol.signing import (
+    BadSignature,
+    Keyring,
+    TokenExpired,
+    TokenMalformed,
+)
 from gateway.protocol.stateless.error_codes import InvalidSealedToken
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-_TAG_BYTES: Final = 32
-MIN_KEY_BYTES: Final = 16
 # A backend's own state rides inside; the request body limit bounds it anyway.
 MAX_TOKEN_CHARS: Final = 262144
 # Params that change between an MRTR round and its retry, or that are
@@ -59,7 +58,6 @@ class Sealed(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     Attributes:
         backend: the configured name of the backend that owns the state.
         principal: the authenticated principal, or ``None`` when unauthenticated.
-        expires_at: the caller's clock reading after which the token is dead.
         method: the method of the request the token was issued for.
         params_digest: :func:`request_digest` of that request's params.
         state: the backend's own opaque state, restored byte for byte.
@@ -67,7 +65,6 @@ class Sealed(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
 
     backend: str
     principal: str | None
-    expires_at: float
     method: str
     params_digest: bytes
     state: bytes
@@ -87,43 +84,25 @@ def request_digest(params: Mapping[str, Any] | None) -> bytes:
     return hashlib.sha256(_json.encode(salient)).digest()
 
 
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def _unb64(text: str) -> bytes | None:
-    try:
-        data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except (binascii.Error, ValueError):
-        return None
-    return data if _b64(data) == text else None
-
-
 class Sealer:
     """Seals and unseals tokens with a ring of keys.
 
     Args:
-        keys: HMAC keys, newest first; each at least ``MIN_KEY_BYTES`` long.
+        keys: HMAC keys, newest first; each at least ``signing.MIN_KEY_BYTES`` long.
             Roll over by putting the new key first and dropping the old one
             after the longest token lifetime.
 
     Raises:
-        ValueError: no key, or a key too short.
+        WeakKey: no key, or a key too short (a ``ValueError``).
     """
 
     def __init__(self, keys: Sequence[bytes]) -> None:
-        if not keys or any(len(k) < MIN_KEY_BYTES for k in keys):
-            raise ValueError(f"need at least one key of {MIN_KEY_BYTES}+ bytes")
-        self._keys = tuple(keys)
+        self._ring = Keyring(keys)
 
     @property
     def keys(self) -> tuple[bytes, ...]:
         """The keys, newest (the one that seals) first."""
-        return self._keys
-
-    @staticmethod
-    def _tag(key: bytes, purpose: str, body: bytes) -> bytes:
-        return hmac.new(key, purpose.encode() + b"\x00" + body, hashlib.sha256).digest()
+        return self._ring.keys
 
     def seal(
         self,
@@ -153,13 +132,12 @@ class Sealer:
             Sealed(
                 backend=backend,
                 principal=principal,
-                expires_at=now + ttl,
                 method=method,
                 params_digest=request_digest(params),
                 state=state,
             )
         )
-        return _b64(body + self._tag(self._keys[0], purpose, body))
+        return self._ring.sign(purpose, body, expires_at=now + ttl)
 
     def unseal(
         self,
@@ -182,19 +160,18 @@ class Sealer:
 
         if not isinstance(token, str) or not token.isascii() or len(token) > MAX_TOKEN_CHARS:
             raise bad("not a token")
-        raw = _unb64(token)
-        if raw is None or len(raw) <= _TAG_BYTES:
-            raise bad("malformed")
-        body, tag = raw[:-_TAG_BYTES], raw[-_TAG_BYTES:]
-        matches = [hmac.compare_digest(self._tag(k, purpose, body), tag) for k in self._keys]
-        if not any(matches):
-            raise bad("signature")
+        try:
+            body = self._ring.verify(purpose, token, now=now)
+        except TokenMalformed:
+            raise bad("malformed") from None
+        except BadSignature:
+            raise bad("signature") from None
+        except TokenExpired:
+            raise bad("expired") from None
         try:
             sealed = _decoder.decode(body)
         except msgspec.DecodeError:  # pragma: no cover - only our own signed bodies get here
             raise bad("malformed") from None
-        if now >= sealed.expires_at:
-            raise bad("expired")
         if sealed.principal != principal:
             raise bad("principal")
         if sealed.method != method or not hmac.compare_digest(

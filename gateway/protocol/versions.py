@@ -12,9 +12,6 @@ from typing import Final
 
 SUPPORTED_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_VERSION: Final = SUPPORTED_VERSIONS[-1]
-# What a Streamable HTTP server must assume when a request carries no
-# MCP-Protocol-Version header (2025-06-18, transports).
-DEFAULT_HTTP_VERSION: Final = "2025-03-26"
 
 
 def negotiate_as_server(requested: object) -> str:
@@ -38,11 +35,6 @@ def accept_as_client(answered: object) -> str | None:
 def supports_batches(version: str) -> bool:
     """JSON-RPC batches exist only in 2025-03-26; later revisions dropped them."""
     return version == "2025-03-26"
-
-
-def uses_protocol_version_header(version: str) -> bool:
-    """``MCP-Protocol-Version`` on HTTP requests was introduced in 2025-06-18."""
-    return version >= "2025-06-18"
 
 
 def resource_not_found_code(version: str) -> int:

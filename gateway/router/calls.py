@@ -48,13 +48,13 @@ from gateway.catalog.snapshot import Kind
 from gateway.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    UNSUPPORTED_PROTOCOL_VERSION,
     BackendUnavailable,
     LocalProtocolError,
     RemoteProtocolError,
 )
 from gateway.protocol import jsonrpc, mcp, revisions
 from gateway.protocol.stateless import backend_leg
-from gateway.protocol.stateless.error_codes import UNSUPPORTED_PROTOCOL_VERSION
 from gateway.protocol.versions import resource_not_found_code
 from gateway.router.stateless import input_required as modern_backend
 from gateway.router.stateless.requests import ModernRequest, with_read_hint

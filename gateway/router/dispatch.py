@@ -42,6 +42,7 @@ from gateway.errors import (
     LocalProtocolError,
     ProtocolError,
     RequestTimeout,
+    to_protocol_error,
 )
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.stateless.error_codes import ModernProtocolError
@@ -54,7 +55,7 @@ from gateway.router.call_metrics import NO_METRICS
 from gateway.router.calls import Call, Calls, Forwarder, Targets
 from gateway.router.levels import Levels
 from gateway.router.lists import Lists
-from gateway.router.outcomes import server_span, timed_out, unavailable
+from gateway.router.outcomes import server_span
 from gateway.router.search_mode import SearchMode
 from gateway.router.stateless import requests as modern
 from gateway.router.stateless.gateway_tasks import TaskRunner
@@ -376,10 +377,10 @@ class Router:
             return jsonrpc.encode_response(request.id, result)
         except BackendUnavailable as exc:
             outcome = "unavailable"
-            err = unavailable(exc)
+            err = to_protocol_error(exc)
         except RequestTimeout as exc:
             outcome = "timeout"
-            err = timed_out(exc)
+            err = to_protocol_error(exc)
             self._metrics.timeouts.labels(backend=exc.backend).inc()
             self._metrics.cancellations.labels(direction="timeout").inc()
         except ProtocolError as exc:

@@ -25,8 +25,6 @@ from gateway.console.activity import Activity
 from gateway.console.handler import ConsoleApp, ConsoleParts
 from gateway.frontend.asgi import GatewayApp, OperationsApp, operations_access
 from gateway.frontend.clients import ClientRegistry, ClientSession
-from gateway.frontend.engine.selection import KEEP_ALIVE_TIMEOUT as KEEP_ALIVE_TIMEOUT
-from gateway.frontend.engine.selection import LISTEN_BACKLOG as LISTEN_BACKLOG
 from gateway.frontend.engine.selection import serve_http
 from gateway.frontend.list_changed import ListChangedCoalescer
 from gateway.frontend.origin import OriginPolicy

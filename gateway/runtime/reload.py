@@ -13,8 +13,6 @@ applies. ``config.reload.applied`` lists the sections that changed.
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Protocol
@@ -29,6 +27,7 @@ from gateway.frontend.origin import OriginPolicy
 from gateway.identity.keys import JwksError
 from gateway.identity.policy import Policy
 from gateway.protocol.sealed import Sealer
+from gateway.protocol.signing import keys_from_secret
 from gateway.telemetry.logs import set_log_level
 
 if TYPE_CHECKING:
@@ -209,10 +208,6 @@ def _setting(config: GatewayConfig, dotted: str) -> object:
     return value
 
 
-def _sealer_key(secret: str) -> bytes:
-    return hashlib.sha256(secret.encode()).digest() if secret else secrets.token_bytes(32)
-
-
 async def apply(live: Live, old: GatewayConfig, new: GatewayConfig) -> list[str]:
     """Apply ``new`` over ``old``; returns the sections that changed.
 
@@ -289,16 +284,17 @@ async def apply(live: Live, old: GatewayConfig, new: GatewayConfig) -> list[str]
 
 def rotate_state_secret(live: Live, new: GatewayConfig) -> None:
     """New ``requestState`` key first; the old one verifies until the longest hold is over."""
-    key = _sealer_key(new.mrtr.state_secret)
+    keys = keys_from_secret(new.mrtr.state_secret)
+    key = keys[0]
     previous = live.held.sealer
-    live.held.sealer = Sealer([key, *previous.keys[:1]])
+    live.held.sealer = Sealer([*keys, *previous.keys])
     grace = new.mrtr.held_call_lifetime
 
     async def retire() -> None:
         """Drop the previous key once no state sealed with it can be live."""
         await trio.sleep(grace)
         if live.held.sealer.keys[0] == key:
-            live.held.sealer = Sealer([key])
+            live.held.sealer = Sealer(keys)
 
     live.nursery.start_soon(retire)
 

@@ -47,11 +47,11 @@ def test_passthrough_position_round_trips() -> None:
 
 
 def test_cursor_is_url_safe_ascii_with_a_signature() -> None:
-    """Gateway choice: base64url body "." 22-char tag, safe in JSON and URLs."""
+    """Gateway choice: base64url body "." 32-char tag (192 bits), safe in JSON and URLs."""
     cursor = CODEC.encode(POSITION)
     body, tag = cursor.split(".")
     assert cursor.isascii()
-    assert len(tag) == 22
+    assert len(tag) == 32
     assert set(body + tag) <= set(BASE64URL)
 
 
@@ -211,10 +211,17 @@ def test_any_position_round_trips(
     assert codec.decode(codec.encode(position), kind) == position
 
 
-def signed(body: bytes, secret: bytes = b"s3cret") -> str:
+def signed(body: bytes, secret: bytes = b"s3cret", principal: str | None = None) -> str:
     """A cursor in the documented wire form, signed with ``secret``, whatever the body."""
-    tag = hmac.new(secret, body, hashlib.sha256).digest()
-    return f"{b64(body)}.{b64(tag)[:22]}"
+
+    def field(text: str) -> bytes:
+        return len(text.encode()).to_bytes(4, "big") + text.encode()
+
+    binding = b"\x00" if principal is None else b"\x01" + field(principal)
+    head_and_body = b"\x00" + body  # no expiry
+    key = hashlib.sha256(secret).digest()
+    tag = hmac.new(key, field("cursor") + binding + head_and_body, hashlib.sha256).digest()
+    return f"{b64(head_and_body)}.{b64(tag[:24])}"
 
 
 def b64(data: bytes) -> str:
@@ -222,9 +229,11 @@ def b64(data: bytes) -> str:
 
 
 def test_signing_by_hand_matches_the_codec() -> None:
-    """Spec (module docstring): base64url(json) "." base64url(hmac_sha256)[:22]."""
+    """Spec (``protocol.signing``'s docstring): the wire form is what it documents."""
     body = b'{"kind":"tools","after":"github__create_issue"}'
     assert CODEC.decode(signed(body), "tools") == POSITION
+    mine = signed(body, principal="token:alice")
+    assert CODEC.decode(mine, "tools", principal="token:alice") == POSITION
 
 
 JSON_VALUES = st.recursive(
@@ -293,3 +302,12 @@ def test_a_cursor_made_for_one_principal_does_not_verify_for_another() -> None:
     unbound = codec.encode(CursorPayload(kind="tools", after="x"))
     with pytest.raises(LocalProtocolError, match="signature"):
         codec.decode(unbound, "tools", principal="token:alice")
+
+
+def test_a_list_of_secrets_signs_with_the_first_and_verifies_with_every_one() -> None:
+    """Gateway choice: pagination.cursor_secret may be a list, newest first, for rotation."""
+    ring = CursorCodec(["new", "old"])
+    assert ring.decode(CursorCodec("old").encode(POSITION), "tools") == POSITION
+    assert CursorCodec("new").decode(ring.encode(POSITION), "tools") == POSITION
+    with pytest.raises(LocalProtocolError, match="signature"):
+        CursorCodec("old").decode(ring.encode(POSITION), "tools")

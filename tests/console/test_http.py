@@ -73,7 +73,7 @@ def admin() -> dict[str, str]:
 
 
 def csrf_of(html: str) -> str:
-    found = re.search(r'name="csrf" value="([0-9a-f]+)"', html)
+    found = re.search(r'name="csrf" value="([A-Za-z0-9_.-]+)"', html)
     assert found is not None, "no csrf field in the page"
     return found.group(1)
 

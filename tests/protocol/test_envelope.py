@@ -13,7 +13,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.errors import INVALID_PARAMS
+from gateway.errors import (
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    http_status_for,
+)
 from gateway.protocol.stateless.envelope import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
@@ -26,9 +32,6 @@ from gateway.protocol.stateless.envelope import (
     parse_envelope,
 )
 from gateway.protocol.stateless.error_codes import (
-    HEADER_MISMATCH,
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
-    UNSUPPORTED_PROTOCOL_VERSION,
     EnvelopeInvalid,
     HeaderMismatch,
     MissingClientCapability,
@@ -100,7 +103,7 @@ def test_a_missing_required_key_is_minus_32602_400(absent: str) -> None:
     """Spec (basic/index.mdx): a request missing a required field is -32602, 400."""
     with pytest.raises(EnvelopeInvalid) as info:
         parse_envelope("tools/list", params(**{absent: _DROP}), HEADERS)
-    assert (info.value.code, info.value.http_status) == (INVALID_PARAMS, 400)
+    assert (info.value.code, http_status_for(info.value.code)) == (INVALID_PARAMS, 400)
     assert absent in info.value.message
 
 
@@ -122,7 +125,7 @@ def test_headers_are_checked_before_the_version() -> None:
     p = params(**{PROTOCOL_VERSION_KEY: "1900-01-01"})
     with pytest.raises(HeaderMismatch) as info:
         parse_envelope("tools/list", p, HEADERS)
-    assert (info.value.code, info.value.http_status) == (HEADER_MISMATCH, 400)
+    assert (info.value.code, http_status_for(info.value.code)) == (HEADER_MISMATCH, 400)
 
 
 def test_an_unsupported_version_is_minus_32022_with_the_supported_list() -> None:
@@ -131,7 +134,7 @@ def test_an_unsupported_version_is_minus_32022_with_the_supported_list() -> None
     with pytest.raises(UnsupportedVersion) as info:
         parse_envelope("tools/list", p)
     err = info.value
-    assert (err.code, err.http_status) == (UNSUPPORTED_PROTOCOL_VERSION, 400)
+    assert (err.code, http_status_for(err.code)) == (UNSUPPORTED_PROTOCOL_VERSION, 400)
     assert err.data == {"supported": [V], "requested": "1900-01-01"}
 
 
@@ -167,7 +170,7 @@ def test_undeclared_capabilities_are_minus_32021_naming_them() -> None:
     with pytest.raises(MissingClientCapability) as info:
         env.require({"elicitation": {"url": {}}, "sampling": {}})
     err = info.value
-    assert (err.code, err.http_status) == (MISSING_REQUIRED_CLIENT_CAPABILITY, 400)
+    assert (err.code, http_status_for(err.code)) == (MISSING_REQUIRED_CLIENT_CAPABILITY, 400)
     assert err.data == {"requiredCapabilities": {"elicitation": {"url": {}}, "sampling": {}}}
 
 
@@ -192,5 +195,5 @@ def test_any_meta_yields_an_envelope_or_a_modern_error(junk: dict[str, Any]) -> 
     try:
         parse_envelope("tools/list", {"_meta": junk}, HEADERS)
     except ModernProtocolError as exc:
-        status = exc.http_status
+        status = http_status_for(exc.code)
     assert status in (200, 400)

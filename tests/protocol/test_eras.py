@@ -6,6 +6,7 @@ from typing import Any, Final
 
 import pytest
 
+from gateway.errors import http_status_for
 from gateway.protocol.eras import (
     LEGACY_BACKEND_HINT,
     MODERN_METHODS,
@@ -49,7 +50,7 @@ def test_versions_served_are_newest_first_modern_then_handshake() -> None:
 def test_an_unsupported_version_names_both_eras_so_a_dual_era_client_falls_back() -> None:
     with pytest.raises(UnsupportedVersion) as caught:
         parse_modern("tools/list", params("2099-01-01"), headers("tools/list", "2099-01-01"))
-    assert caught.value.http_status == 400
+    assert http_status_for(caught.value.code) == 400
     assert caught.value.data["supported"] == list(SERVED_VERSIONS)
     assert caught.value.data["requested"] == "2099-01-01"
 
@@ -69,7 +70,7 @@ def test_parse_modern_keeps_the_envelope_order_of_checks() -> None:
 def test_removed_and_unknown_methods_are_not_found_with_404(method: str) -> None:
     with pytest.raises(MethodNotFound) as caught:
         check_method(method)
-    assert (caught.value.code, caught.value.http_status) == (-32601, 404)
+    assert (caught.value.code, http_status_for(caught.value.code)) == (-32601, 404)
 
 
 def test_every_served_method_passes() -> None:

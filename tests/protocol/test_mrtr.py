@@ -14,9 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.errors import INVALID_PARAMS
+from gateway.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 from gateway.protocol.stateless.error_codes import (
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
     MissingClientCapability,
     ModernProtocolError,
 )
@@ -34,7 +33,6 @@ from gateway.protocol.stateless.mrtr import (
     parse_input_required,
     require_capabilities,
     required_capability,
-    to_legacy_response,
     without_key_hint,
 )
 
@@ -166,11 +164,8 @@ def test_a_legacy_elicitation_becomes_an_input_request_and_its_answer_a_result()
             "_meta": {"com.example/x": 1},
         },
     }
-    assert to_legacy_response(key, {"action": "accept"}) == {
-        "jsonrpc": "2.0",
-        "id": 7,
-        "result": {"action": "accept"},
-    }
+    assert id_for(key) == 7
+    assert legacy_result({"action": "accept"}) == {"action": "accept"}
 
 
 def test_roots_and_sampling_bridge_too() -> None:
@@ -183,9 +178,8 @@ def test_roots_and_sampling_bridge_too() -> None:
         {"id": 1, "method": "sampling/createMessage", "params": SAMPLE["params"]}
     )
     assert entry == SAMPLE
-    assert to_legacy_response('"r"', {"roots": [], "resultType": "complete"})["result"] == {
-        "roots": []
-    }
+    assert id_for('"r"') == "r"
+    assert legacy_result({"roots": [], "resultType": "complete"}) == {"roots": []}
 
 
 def _named(key: object) -> dict[str, Any]:

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.protocol.stateless.error_codes import HEADER_MISMATCH, HeaderMismatch
+from gateway.errors import HEADER_MISMATCH, http_status_for
+from gateway.protocol.stateless.error_codes import HeaderMismatch
 from gateway.protocol.stateless.routing_headers import (
     DroppedTool,
     check_param_headers,
@@ -76,7 +77,7 @@ def test_malformed_or_non_canonical_values_are_header_mismatch(raw: str) -> None
     with pytest.raises(HeaderMismatch) as info:
         decode_value(raw, "Mcp-Name")
     assert info.value.code == HEADER_MISMATCH
-    assert info.value.http_status == 400
+    assert http_status_for(info.value.code) == 400
 
 
 def test_a_repeated_routing_header_is_a_mismatch_and_names_fold_to_lowercase() -> None:

@@ -14,14 +14,12 @@ from hypothesis import strategies as st
 
 from gateway.protocol import versions
 from gateway.protocol.versions import (
-    DEFAULT_HTTP_VERSION,
     LATEST_VERSION,
     SUPPORTED_VERSIONS,
     accept_as_client,
     negotiate_as_server,
     resource_not_found_code,
     supports_batches,
-    uses_protocol_version_header,
 )
 
 UNKNOWN_VERSIONS = ["1.0.0", "2099-01-01", "2024-11-04", "", " 2025-06-18", "2025-06-18 "]
@@ -33,12 +31,6 @@ def test_supported_versions_are_the_four_revisions_oldest_first() -> None:
     assert SUPPORTED_VERSIONS == ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
     assert list(SUPPORTED_VERSIONS) == sorted(SUPPORTED_VERSIONS)
     assert SUPPORTED_VERSIONS[-1] == LATEST_VERSION
-
-
-def test_default_http_version_is_2025_03_26() -> None:
-    """Spec: no MCP-Protocol-Version header means assume 2025-03-26 (2025-06-18 transports)."""
-    assert DEFAULT_HTTP_VERSION == "2025-03-26"
-    assert DEFAULT_HTTP_VERSION in SUPPORTED_VERSIONS
 
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
@@ -72,15 +64,6 @@ def test_client_rejects_an_unknown_or_malformed_answer(answered: Any) -> None:
 def test_only_2025_03_26_supports_batches(version: str, expected: bool) -> None:
     """Spec: JSON-RPC batching was added in 2025-03-26 and removed in 2025-06-18."""
     assert supports_batches(version) is expected
-
-
-@pytest.mark.parametrize(
-    ("version", "expected"),
-    [("2024-11-05", False), ("2025-03-26", False), ("2025-06-18", True), ("2025-11-25", True)],
-)
-def test_protocol_version_header_starts_with_2025_06_18(version: str, expected: bool) -> None:
-    """Spec: HTTP requests carry MCP-Protocol-Version from then on (2025-06-18 transports)."""
-    assert uses_protocol_version_header(version) is expected
 
 
 @pytest.mark.parametrize(

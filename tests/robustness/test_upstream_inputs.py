@@ -25,8 +25,9 @@ from structlog.testing import capture_logs
 
 from gateway.backends.backend import BackendState
 from gateway.config import parse
+from gateway.frontend.engine.selection import KEEP_ALIVE_TIMEOUT
 from gateway.frontend.streamable.endpoint import KEEPALIVE_INTERVAL
-from gateway.runtime.app import KEEP_ALIVE_TIMEOUT, open_gateway
+from gateway.runtime.app import open_gateway
 from tests.fakes import FakeConnector, FakeMcpServer
 from tests.harness import Running, gateway_config, start_gateway, wait_for_states
 from tests.robustness.support import (

@@ -21,6 +21,8 @@ import time
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Final
 
+from gateway.errors import GatewayError
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -51,7 +53,7 @@ class DateCache:
 DATE: Final = DateCache()
 
 
-class UnsafeHeader(ValueError):
+class UnsafeHeader(GatewayError, ValueError):
     """A response header would split the response (CR or LF in it): a bug in the app."""
 
 

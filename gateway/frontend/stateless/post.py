@@ -36,7 +36,7 @@ import trio
 
 from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.catalog.snapshot import Kind
-from gateway.errors import LocalProtocolError
+from gateway.errors import LocalProtocolError, http_status_for
 from gateway.frontend import http_util as h
 from gateway.frontend.rejection import Rejection
 from gateway.frontend.stateless.listen_stream import Listeners, serve_listen
@@ -50,7 +50,7 @@ from gateway.protocol.eras import (
 )
 from gateway.protocol.jsonrpc import ErrorResponse, Response
 from gateway.protocol.stateless.cache_hints import hint_of
-from gateway.protocol.stateless.error_codes import ModernProtocolError, http_status_for
+from gateway.protocol.stateless.error_codes import ModernProtocolError
 from gateway.protocol.stateless.listen import LISTEN, parse_filter
 from gateway.protocol.stateless.routing_headers import check_param_headers, fold_headers
 from gateway.router.stateless.requests import ModernRequest

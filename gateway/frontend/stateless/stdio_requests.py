@@ -51,7 +51,13 @@ import structlog
 import trio
 
 from gateway.catalog.profiles import DEFAULT_PROFILE
-from gateway.errors import INTERNAL_ERROR, INVALID_REQUEST, LocalProtocolError
+from gateway.errors import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    GatewayError,
+    LocalProtocolError,
+)
 from gateway.frontend.internal_errors import (
     INTERNAL_ERROR_MESSAGE,
     ROUTER_COMPONENT,
@@ -62,7 +68,7 @@ from gateway.frontend.stateless.post import finish
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.eras import check_method, parse_modern
 from gateway.protocol.stateless.envelope import MODERN_VERSIONS
-from gateway.protocol.stateless.error_codes import UNSUPPORTED_PROTOCOL_VERSION, ModernProtocolError
+from gateway.protocol.stateless.error_codes import ModernProtocolError
 from gateway.protocol.stateless.listen import LISTEN, parse_filter
 from gateway.router.stateless.requests import ModernRequest
 from gateway.telemetry import tracing
@@ -80,7 +86,7 @@ if TYPE_CHECKING:
 logger = structlog.get_logger("gateway.frontend.stdio")
 
 
-class EnvelopeRefused(Exception):
+class EnvelopeRefused(GatewayError):
     """A modern request whose envelope failed its checks (rule 1).
 
     Such a request does not decide the connection's era: a -32022 names the

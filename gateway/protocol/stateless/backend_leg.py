@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from gateway import __version__
+from gateway.errors import UNSUPPORTED_PROTOCOL_VERSION, GatewayError
 from gateway.protocol.stateless.cache_hints import NO_CACHE, CacheHint, hint_of
 from gateway.protocol.stateless.envelope import (
     CLIENT_CAPABILITIES_KEY,
@@ -46,7 +47,6 @@ from gateway.protocol.stateless.envelope import (
     PROTOCOL_VERSION_KEY,
     SERVER_INFO_KEY,
 )
-from gateway.protocol.stateless.error_codes import UNSUPPORTED_PROTOCOL_VERSION
 from gateway.protocol.stateless.routing_headers import (
     InvalidAnnotation,
     param_headers,
@@ -83,7 +83,7 @@ MODERN_ONLY_FIELDS: Final = ("resultType", "ttlMs", "cacheScope")
 _BRIDGEABLE: Final = frozenset({"roots", "sampling", "elicitation"})
 
 
-class NotModern(Exception):
+class NotModern(GatewayError):
     """The backend did not answer the probe as a 2026-07-28 server (rule 1)."""
 
 

@@ -1,15 +1,15 @@
-"""Error codes of MCP 2026-07-28 and the HTTP status each one travels with.
+"""The failures of MCP 2026-07-28's rules, one exception class each.
 
-Kept beside the modern-era rules instead of in ``gateway/errors.py`` so the
-era work merges without touching the shared leaf. Every class here is a
-``LocalProtocolError`` (the peer sent us something invalid) that also knows
-its HTTP status, because on Streamable HTTP the status is part of the
-answer: a modern client's era probe reads a 400 plus a recognised body as
-"modern", anything else as "legacy" (``S/basic/transports/streamable-http.mdx``
-§Backward Compatibility)::
+Every class here is a ``LocalProtocolError`` (the peer sent us something
+invalid) carrying its code; the codes and the HTTP status each travels with
+are in ``gateway/errors.py`` (``http_status_for``), the one place the
+gateway's failures are translated to the wire. On Streamable HTTP the
+status is part of the answer: a modern client's era probe reads a 400 plus
+a recognised body as "modern", anything else as "legacy"
+(``S/basic/transports/streamable-http.mdx`` §Backward Compatibility)::
 
     LocalProtocolError
-    └── ModernProtocolError          carries ``http_status``
+    └── ModernProtocolError
         ├── EnvelopeInvalid          -32602/400  ``_meta`` key missing or ill-typed
         ├── HeaderMismatch           -32020/400  header vs body, missing, bad chars
         ├── MissingClientCapability  -32021/400  ``data.requiredCapabilities``
@@ -21,49 +21,22 @@ answer: a modern client's era probe reads a 400 plus a recognised body as
 
 from __future__ import annotations
 
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from gateway.errors import (
+    HEADER_MISMATCH,
     INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    PARSE_ERROR,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
     LocalProtocolError,
 )
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-# schema.ts "Errors": the spec-only sub-range -32020..-32099.
-HEADER_MISMATCH: Final = -32020
-MISSING_REQUIRED_CLIENT_CAPABILITY: Final = -32021
-UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
-
-# S/basic/transports/streamable-http.mdx: 400 for the envelope's -32602 and
-# for -32020/21/22, 404 for -32601. The spec assigns nothing to -32700 and
-# -32600; 400 is what the SDK sends and what HTTP means by a bad request.
-# Every other code (-32603, tool failures) goes out as 200.
-HTTP_STATUS_BY_CODE: Final[Mapping[int, int]] = MappingProxyType(
-    {
-        PARSE_ERROR: 400,
-        INVALID_REQUEST: 400,
-        INVALID_PARAMS: 400,
-        HEADER_MISMATCH: 400,
-        MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
-        UNSUPPORTED_PROTOCOL_VERSION: 400,
-        METHOD_NOT_FOUND: 404,
-    }
-)
-
-
-def http_status_for(code: int) -> int:
-    """The HTTP status a modern JSON-RPC error with ``code`` is sent with."""
-    return HTTP_STATUS_BY_CODE.get(code, 200)
-
 
 class ModernProtocolError(LocalProtocolError):
-    """A request the 2026-07-28 rules reject, with its HTTP status.
+    """A request the 2026-07-28 rules reject (its HTTP status: ``errors.http_status_for``).
 
     Args:
         message: one sentence for the error's ``message``.
@@ -73,7 +46,6 @@ class ModernProtocolError(LocalProtocolError):
 
     def __init__(self, message: str, code: int, data: Any = None) -> None:
         super().__init__(message, code, data)
-        self.http_status = http_status_for(code)
 
 
 class EnvelopeInvalid(ModernProtocolError):

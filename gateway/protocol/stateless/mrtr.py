@@ -319,12 +319,3 @@ def without_key_hint(params: msgspec.Raw | None) -> msgspec.Raw | None:
 def legacy_result(response: Mapping[str, Any]) -> dict[str, Any]:
     """The host's input response as the JSON-RPC result a backend waits for."""
     return {k: v for k, v in response.items() if k != "resultType"}
-
-
-def to_legacy_response(key: str, response: Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON-RPC response that answers the backend request behind ``key``.
-
-    Raises:
-        ValueError: a key that is not a bridged request id.
-    """
-    return {"jsonrpc": "2.0", "id": id_for(key), "result": legacy_result(response)}

@@ -62,7 +62,6 @@ _SUFFIX: Final = "?="
 _SAFE: Final = re.compile(r"[\x20-\x7e]*")
 _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _PRIMITIVES: Final = frozenset({"string", "integer", "boolean"})
-MAX_SAFE_INTEGER: Final = 2**53 - 1
 # Keywords whose values are subschemas that are *not* reached through a
 # `properties` chain: an annotation below one of them is invalid.
 _SUB_ONE: Final = frozenset(

@@ -37,7 +37,6 @@ backend's call open until the client's retry brings ``inputResponses``
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import math
 import secrets
@@ -51,6 +50,7 @@ import trio
 from gateway.errors import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_TIMEOUT_CODE, LocalProtocolError
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.sealed import REQUEST_STATE, Sealer
+from gateway.protocol.signing import keys_from_secret
 from gateway.protocol.stateless.error_codes import (
     InvalidSealedToken,
     MissingClientCapability,
@@ -69,6 +69,8 @@ from gateway.router.stateless.input_required import restore
 from gateway.router.stateless.requests import REFUSAL_GRACE
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import msgspec
 
     from gateway.protocol.jsonrpc import Request, RequestId
@@ -410,14 +412,14 @@ class HeldCalls:
         return await held_call.serve_round(message.id, request.emit)
 
 
-def sealer_for(secret: str) -> Sealer:
-    """The ``requestState`` sealer for a configured secret; empty: a random key.
+def sealer_for(secret: str | Sequence[str]) -> Sealer:
+    """The ``requestState`` sealer for a configured secret (or list); empty: a random key.
 
     The secret is hashed to a full-length key, so any configured string
-    works and replicas sharing it verify each other's states.
+    works and replicas sharing it verify each other's states; a list seals
+    with the first and verifies with all (``signing.keys_from_secret``).
     """
-    key = hashlib.sha256(secret.encode()).digest() if secret else secrets.token_bytes(32)
-    return Sealer([key])
+    return Sealer(keys_from_secret(secret))
 
 
 def holdable(method: str, params: object) -> bool:
