@@ -49,7 +49,11 @@ of each class defined elsewhere::
     ├── EnvelopeRefused             frontend.stateless.stdio_requests
     ├── ConsoleDenied               console.caller: status and page message
     ├── FormError (ValueError)      console.forms
-    └── Unreachable                 cli.status_report: the gateway did not answer
+    ├── Unreachable                 cli.status_report: the gateway did not answer
+    ├── StoreUnavailable            store.api: the state store did not answer in time
+    ├── BaselineError               pinning.baseline: a baseline that cannot be trusted
+    ├── VaultError                  consent.vault: an unusable key, a token that does not open
+    └── ConsentSetupError           consent.oauth: discovery or registration cannot go on
 
 ``(ValueError)`` marks a class that is a ``ValueError`` too, because a
 library it passes through (msgspec's ``dec_hook``, a caller's parse) knows
