@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.catalog.naming import public_uri
 from gateway.catalog.snapshot import Kind
 from gateway.errors import (
@@ -64,10 +64,11 @@ if TYPE_CHECKING:
 
     import msgspec
 
+    from gateway.backends.state import BackendView
     from gateway.catalog.snapshot import Snapshot
     from gateway.protocol.tables import LogLevels, Owners
     from gateway.router.call_metrics import RouterMetrics
-    from gateway.router.neighbours import BackendView, ClientPeer, Emit, PoolView
+    from gateway.router.neighbours import ClientPeer, Emit, PoolView
     from gateway.router.stateless.held_calls import HeldCalls
 
 logger = structlog.get_logger("gateway.router")

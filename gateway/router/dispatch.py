@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 import trio
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.catalog.profiles import DEFAULT_PROFILE, ProfileViews
 from gateway.config.schema_gateway import TasksConfig
 from gateway.errors import (
@@ -66,12 +66,13 @@ from gateway.telemetry import tracing
 if TYPE_CHECKING:
     import msgspec
 
+    from gateway.backends.state import BackendView
     from gateway.catalog.cursor import CursorCodec
     from gateway.catalog.snapshot import Kind, Snapshot
     from gateway.identity.principal import Principal
     from gateway.protocol.jsonrpc import Request
     from gateway.router.call_metrics import RequestObserver, RouterMetrics
-    from gateway.router.neighbours import BackendView, ClientPeer, Emit, PoolView
+    from gateway.router.neighbours import ClientPeer, Emit, PoolView
 
 logger = structlog.get_logger("gateway.router")
 

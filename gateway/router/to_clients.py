@@ -40,9 +40,10 @@ if TYPE_CHECKING:
 
     import msgspec
 
+    from gateway.backends.state import BackendView
     from gateway.protocol.tables import LogLevels, Owners, Subscriptions
     from gateway.router.calls import Call
-    from gateway.router.neighbours import BackendView, ClientPeer
+    from gateway.router.neighbours import ClientPeer
 
 logger = structlog.get_logger("gateway.router")
 

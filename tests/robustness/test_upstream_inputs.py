@@ -23,7 +23,7 @@ import trio
 from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.config import parse
 from gateway.frontend.streamable.endpoint import KEEPALIVE_INTERVAL
 from gateway.runtime.app import KEEP_ALIVE_TIMEOUT, open_gateway

@@ -17,8 +17,7 @@ import pytest
 import trio
 import trio.testing
 
-from gateway.backends.backend import BackendState
-from gateway.backends.handshake import ServerInfo
+from gateway.backends.state import BackendState, ServerInfo
 from gateway.catalog.cursor import CursorCodec
 from gateway.config.schema_gateway import TasksConfig
 from gateway.errors import RemoteProtocolError

@@ -18,7 +18,7 @@ import msgspec
 import pytest
 import trio
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.catalog.cursor import CursorCodec
 from gateway.config import PolicyRule
 from gateway.identity.policy import Policy

@@ -38,7 +38,6 @@ the pages is the pure ``listing`` module, driven here.
 from __future__ import annotations
 
 import collections
-import enum
 import math
 import time
 from typing import TYPE_CHECKING, Any, Final
@@ -48,6 +47,7 @@ import trio
 from gateway.backends import listing
 from gateway.backends.failure_reasons import EXPECTED, describe, first_leaf
 from gateway.backends.handshake import IncompatibleBackend, effective_protocol
+from gateway.backends.state import BackendState
 from gateway.backends.stateless.freshness import relist_when_stale
 from gateway.backends.stateless.listen_client import UpstreamListen, start_upstream_listen
 from gateway.backends.supervision.backoff import Backoff
@@ -68,8 +68,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from gateway.backends.channel import ChannelOpener
-    from gateway.backends.handshake import Handshake, ServerInfo
+    from gateway.backends.handshake import Handshake
     from gateway.backends.links import Links, SessionNotificationHandler, SessionRequestHandler
+    from gateway.backends.state import ServerInfo
     from gateway.catalog.snapshot import BackendListing
     from gateway.config import BackendConfig
     from gateway.protocol.stateless.cache_hints import CacheHint
@@ -79,16 +80,6 @@ STABLE_UPTIME: Final = 30.0
 # A burst of list_changed notifications becomes one refresh after this quiet
 # period (issue: list_changed storms, robustness D16).
 REFRESH_DEBOUNCE: Final = 0.2
-
-
-class BackendState(enum.Enum):
-    """Where a backend is in its life."""
-
-    STARTING = "starting"
-    UP = "up"
-    DOWN = "down"
-    INCOMPATIBLE = "incompatible"
-    STOPPED = "stopped"
 
 
 class Supervisor:

@@ -50,10 +50,10 @@ if TYPE_CHECKING:
 
     import msgspec
 
-    from gateway.backends.handshake import ServerInfo
+    from gateway.backends.state import BackendView, ServerInfo
     from gateway.protocol.jsonrpc import Request
     from gateway.protocol.tables import Owners
-    from gateway.router.neighbours import BackendView, PoolView
+    from gateway.router.neighbours import PoolView
     from gateway.router.stateless.gateway_tasks import TaskRequest
     from gateway.router.stateless.held_calls import HeldCalls, Run
     from gateway.router.stateless.requests import ModernRequest

@@ -35,7 +35,7 @@ import msgspec
 import trio
 
 from gateway import __version__
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.catalog.snapshot import Kind
 from gateway.errors import METHOD_NOT_FOUND, LocalProtocolError
@@ -50,10 +50,11 @@ from gateway.router import initialize
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from gateway.backends.state import BackendView
     from gateway.catalog.snapshot import Snapshot
     from gateway.identity.principal import Principal
     from gateway.protocol.stateless.envelope import Envelope
-    from gateway.router.neighbours import BackendView, Emit, PoolView
+    from gateway.router.neighbours import Emit, PoolView
     from gateway.router.stateless.held_calls import HeldCall
 
 _ENVELOPE_PREFIX: Final = "io.modelcontextprotocol/"
