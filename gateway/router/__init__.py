@@ -18,7 +18,7 @@ Each module states its own rules.
 from __future__ import annotations
 
 from gateway.router.call_metrics import NO_METRICS, NoMetrics, RouterMetrics
-from gateway.router.calls import Call
+from gateway.router.context import Call
 from gateway.router.dispatch import Router
 from gateway.router.initialize import SERVER_NAME
 from gateway.router.neighbours import ClientPeer, Emit, PoolView

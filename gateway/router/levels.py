@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from gateway.backends.state import BackendView
     from gateway.protocol.tables import LogLevels
-    from gateway.router.calls import Call
+    from gateway.router.context import Call
     from gateway.router.neighbours import PoolView
 
 logger = structlog.get_logger("gateway.router")

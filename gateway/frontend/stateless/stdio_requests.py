@@ -64,7 +64,7 @@ from gateway.protocol.eras import check_method, parse_modern
 from gateway.protocol.stateless.envelope import MODERN_VERSIONS
 from gateway.protocol.stateless.error_codes import UNSUPPORTED_PROTOCOL_VERSION, ModernProtocolError
 from gateway.protocol.stateless.listen import LISTEN, parse_filter
-from gateway.router.stateless.requests import ModernRequest
+from gateway.router.context import ModernRequest
 from gateway.telemetry import tracing
 
 if TYPE_CHECKING:

@@ -65,16 +65,16 @@ from gateway.protocol.stateless.mrtr import (
     missing_for,
 )
 from gateway.router.call_metrics import NO_METRICS
+from gateway.router.context import REFUSAL_GRACE
 from gateway.router.stateless.input_required import restore
-from gateway.router.stateless.requests import REFUSAL_GRACE
 
 if TYPE_CHECKING:
     import msgspec
 
     from gateway.protocol.jsonrpc import Request, RequestId
     from gateway.router.call_metrics import RouterMetrics
+    from gateway.router.context import ModernRequest
     from gateway.router.neighbours import Emit
-    from gateway.router.stateless.requests import ModernRequest
 
 DEFAULT_MAX_HELD: Final = 256
 DEFAULT_LIFETIME: Final = 120.0
