@@ -25,7 +25,7 @@ from structlog.testing import capture_logs
 
 from gateway.backends.state import BackendState
 from gateway.config import parse
-from gateway.frontend.streamable.endpoint import KEEPALIVE_INTERVAL
+from gateway.frontend.http_util import KEEPALIVE_INTERVAL
 from gateway.runtime.app import KEEP_ALIVE_TIMEOUT, open_gateway
 from tests.fakes import FakeConnector, FakeMcpServer
 from tests.harness import Running, gateway_config, start_gateway, wait_for_states
