@@ -52,7 +52,7 @@ import trio
 
 from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.errors import INTERNAL_ERROR, INVALID_REQUEST, LocalProtocolError
-from gateway.frontend.internal_errors import (
+from gateway.frontend.rejection import (
     INTERNAL_ERROR_MESSAGE,
     ROUTER_COMPONENT,
     report_internal_error,
