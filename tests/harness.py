@@ -20,7 +20,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from prometheus_client import CollectorRegistry
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.config import GatewayConfig, parse
 from gateway.runtime.app import Gateway, serve
 from tests.servers.paths import EVERYTHING_INSTALL_HINT, everything_command, python_server_command

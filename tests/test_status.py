@@ -9,8 +9,8 @@ import msgspec
 import trio
 from trio.testing import MockClock
 
-from gateway.backends.backend import BackendState
 from gateway.backends.pool import open_pool
+from gateway.backends.state import BackendState
 from gateway.frontend.clients import ClientSession
 from gateway.protocol.versions import LATEST_VERSION
 from gateway.runtime.readiness import backend_status, readiness, session_groups

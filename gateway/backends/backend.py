@@ -34,19 +34,22 @@ import trio
 
 from gateway.backends.credentials.provider import connectors
 from gateway.backends.gate import Gate
-from gateway.backends.handlers import BackendNotificationHandler, BackendRequestHandler
 from gateway.backends.handshake import (
     CLIENT_CAPABILITIES,
     Handshake,
     IncompatibleBackend,
-    ServerInfo,
 )
 from gateway.backends.links import Links
+from gateway.backends.state import (
+    BackendNotificationHandler,
+    BackendRequestHandler,
+    BackendState,
+    ServerInfo,
+)
 from gateway.backends.stateless.listen_client import BRIDGED
 from gateway.backends.supervision.supervisor import (
     REFRESH_DEBOUNCE,
     STABLE_UPTIME,
-    BackendState,
     Supervisor,
 )
 from gateway.catalog.snapshot import Kind
@@ -440,9 +443,5 @@ __all__ = [
     "REFRESH_DEBOUNCE",
     "STABLE_UPTIME",
     "Backend",
-    "BackendNotificationHandler",
-    "BackendRequestHandler",
-    "BackendState",
     "IncompatibleBackend",
-    "ServerInfo",
 ]

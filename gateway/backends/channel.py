@@ -26,8 +26,25 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
     from contextlib import AbstractAsyncContextManager
 
-    from gateway.backends.credentials.provider import ChannelCredential
+    import httpx
+
     from gateway.transports.base import MessageChannel
+
+
+class TransportCredential(Protocol):
+    """What a transport needs of a session's credential (``credentials.provider`` makes them)."""
+
+    def http_auth(self) -> httpx.Auth:
+        """For an HTTP transport's client: every request carries the token."""
+        ...
+
+    async def bearer(self) -> str:
+        """The token now, for a WebSocket handshake."""
+        ...
+
+    def refused(self, token: str) -> None:
+        """The backend refused ``token`` (a WebSocket handshake's 401)."""
+        ...
 
 
 class ChannelOpener(Protocol):
@@ -54,7 +71,7 @@ def _stdio_environment(cfg: StdioBackend) -> dict[str, str]:
 
 @asynccontextmanager
 async def open_channel(
-    cfg: BackendConfig, credential: ChannelCredential | None = None
+    cfg: BackendConfig, credential: TransportCredential | None = None
 ) -> AsyncIterator[MessageChannel]:
     """Open the transport a backend's config asks for.
 

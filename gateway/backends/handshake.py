@@ -30,17 +30,16 @@ Rules (config ``protocol``):
 from __future__ import annotations
 
 import collections
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import trio
 
 from gateway import __version__
+from gateway.backends.state import ServerInfo
 from gateway.config import SseBackend
 from gateway.errors import GatewayError, RemoteProtocolError
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.stateless import backend_leg
-from gateway.protocol.stateless.cache_hints import NO_CACHE, CacheHint
 from gateway.protocol.versions import LATEST_VERSION, accept_as_client
 
 if TYPE_CHECKING:
@@ -59,21 +58,6 @@ CLIENT_CAPABILITIES: Final = {
 # How long ``auto`` waits for an answer to ``server/discover`` before it
 # takes the backend for a handshake-era server that ignores unknown methods.
 PROBE_TIMEOUT: Final = 5.0
-
-
-@dataclass(frozen=True, slots=True)
-class ServerInfo:
-    """What a backend said about itself in its InitializeResult."""
-
-    protocol_version: str
-    capabilities: dict[str, Any]
-    instructions: str | None
-    name: str
-    version: str
-    modern: bool = False
-    supported_versions: tuple[str, ...] = ()
-    # A modern backend's own discover hint (a handshake-era one gives none).
-    discover_hint: CacheHint = NO_CACHE
 
 
 class IncompatibleBackend(GatewayError):

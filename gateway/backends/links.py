@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     import msgspec
 
     from gateway.backends.channel import ChannelOpener
-    from gateway.backends.handshake import Handshake, ServerInfo
+    from gateway.backends.handshake import Handshake
+    from gateway.backends.state import ServerInfo
     from gateway.config import BackendConfig
     from gateway.transports.base import ToolSchemas
 

@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING
 import structlog
 import trio
 
-from gateway.backends.backend import (
-    Backend,
+from gateway.backends.backend import Backend
+from gateway.backends.state import (
     BackendNotificationHandler,
     BackendRequestHandler,
     BackendState,
+    BackendView,
 )
 from gateway.catalog.catalog import Catalog
 from gateway.catalog.snapshot import Kind, Snapshot
@@ -163,14 +164,14 @@ class Pool:
         return plan
 
     async def _backend_requested(
-        self, backend: Backend, method: str, params: msgspec.Raw | None, client: str | None
+        self, backend: BackendView, method: str, params: msgspec.Raw | None, client: str | None
     ) -> msgspec.Raw:
         if self.request_handler is None:
             raise LocalProtocolError(f"method not found: {method}", METHOD_NOT_FOUND)
         return await self.request_handler(backend, method, params, client)
 
     def _backend_notified(
-        self, backend: Backend, method: str, params: msgspec.Raw | None, client: str | None
+        self, backend: BackendView, method: str, params: msgspec.Raw | None, client: str | None
     ) -> None:
         for listener in self._notification_listeners:
             listener(backend, method, params, client)

@@ -16,7 +16,7 @@ import trio
 
 from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.errors import INTERNAL_ERROR, LocalProtocolError
-from gateway.frontend.internal_errors import (
+from gateway.frontend.rejection import (
     INTERNAL_ERROR_MESSAGE,
     ROUTER_COMPONENT,
     report_internal_error,

@@ -23,6 +23,10 @@ Send = Callable[[Message], Awaitable[None]]
 
 JSON: Final = JSON_MEDIA_TYPE_RAW
 EVENT_STREAM: Final = SSE_MEDIA_TYPE_RAW
+# Idle event streams (a session's GET stream, a 2026-07-28 listen stream)
+# get a comment this often so proxies keep them open (robustness B14:
+# keep-alive at most every 15 s).
+KEEPALIVE_INTERVAL: Final = 15.0
 
 _encoder: Final = msgspec.json.Encoder()
 

@@ -7,6 +7,13 @@ turns a ``Rejection`` into its response (HTTP status plus a JSON-RPC error
 body, the same on every path) and counts it by reason, and that turns any
 other exception into a logged, counted ``-32603`` instead of a connection
 that drops with nothing said (the web server's own error log is off).
+
+:func:`report_internal_error` is how any request path reports such a bug
+(this one, and ``client_messages.route_request`` on every transport): one
+error line with the traceback, the request's method and its shortened
+session, and a count in ``mcp_gateway_internal_errors_total`` an alert can
+watch. The host still gets an answer, a JSON-RPC ``-32603``, rather than a
+dropped connection.
 """
 
 from __future__ import annotations
@@ -14,13 +21,10 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Final
 
+import structlog
+
 from gateway.errors import INTERNAL_ERROR, INVALID_REQUEST, GatewayError
 from gateway.frontend import http_util as h
-from gateway.frontend.internal_errors import (
-    HTTP_COMPONENT,
-    INTERNAL_ERROR_MESSAGE,
-    report_internal_error,
-)
 from gateway.protocol import jsonrpc
 from gateway.protocol.headers import MCP_SESSION_ID_HEADER_RAW
 
@@ -29,6 +33,18 @@ if TYPE_CHECKING:
 
     from gateway.router.call_metrics import RequestObserver
     from gateway.telemetry.metrics import Metrics
+
+logger = structlog.get_logger("gateway.frontend")
+
+# The component label of mcp_gateway_internal_errors_total: where the
+# exception came from. "router": raised while a host request was routed
+# (client_messages.route_request); "http": raised by the HTTP frontend's own code
+# (answer).
+ROUTER_COMPONENT: Final = "router"
+HTTP_COMPONENT: Final = "http"
+# What the host is told: nothing about the gateway's insides.
+INTERNAL_ERROR_MESSAGE: Final = "internal error"
+SESSION_ID_SHOWN: Final = 8
 
 # The reason label of mcp_gateway_rejected_requests_total, by status. A
 # bounded set: a host cannot mint label values.
@@ -92,6 +108,34 @@ class Rejection(GatewayError):
     def body(self) -> bytes:
         """The JSON-RPC error the host receives."""
         return jsonrpc.encode_error(self.msg_id, self.code, self.message, self.data)
+
+
+def report_internal_error(
+    exc: BaseException,
+    metrics: Metrics | None,
+    component: str,
+    *,
+    method: str,
+    session_id: str | None,
+) -> None:
+    """Log one unexpected exception with its traceback, and count it.
+
+    Args:
+        exc: the exception.
+        metrics: where it is counted (None: only logged, as in unit tests).
+        component: ``ROUTER_COMPONENT`` or ``HTTP_COMPONENT``.
+        method: the JSON-RPC method, or the HTTP method and path.
+        session_id: the client session, shortened in the log; None if unknown.
+    """
+    logger.error(
+        "request.internal_error",
+        component=component,
+        method=method[:120],
+        client_session=None if session_id is None else session_id[:SESSION_ID_SHOWN],
+        exc_info=exc,
+    )
+    if metrics is not None:
+        metrics.internal_errors.labels(component=component).inc()
 
 
 class _Response:

@@ -9,7 +9,8 @@
 - ``to_clients``: notifications and backends' own requests, back to clients;
 - ``initialize``: what the gateway says about itself;
 - ``views`` and ``metrics``: the narrow protocols the router sees of its
-  neighbours (``BackendView``, ``PoolView``, ``ClientPeer``, ``RouterMetrics``).
+  neighbours (``PoolView``, ``ClientPeer``, ``RouterMetrics``); of one
+  backend it sees ``gateway.backends.state`` only (``BackendView``).
 
 Each module states its own rules.
 """
@@ -17,17 +18,16 @@ Each module states its own rules.
 from __future__ import annotations
 
 from gateway.router.call_metrics import NO_METRICS, NoMetrics, RouterMetrics
-from gateway.router.calls import Call
+from gateway.router.context import Call
 from gateway.router.dispatch import Router
 from gateway.router.initialize import SERVER_NAME
-from gateway.router.neighbours import BackendView, ClientPeer, Emit, PoolView
+from gateway.router.neighbours import ClientPeer, Emit, PoolView
 
 __all__ = [
     "Router",
     "Call",
     "ClientPeer",
     "Emit",
-    "BackendView",
     "PoolView",
     "RouterMetrics",
     "NoMetrics",

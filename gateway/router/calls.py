@@ -37,12 +37,11 @@ sends it. ``Calls`` holds the handlers of the forwarded methods.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.catalog.naming import public_uri
 from gateway.catalog.snapshot import Kind
 from gateway.errors import (
@@ -56,45 +55,23 @@ from gateway.errors import (
 from gateway.protocol import jsonrpc, mcp, revisions
 from gateway.protocol.stateless import backend_leg
 from gateway.protocol.versions import resource_not_found_code
+from gateway.router.context import Call, ModernRequest, Target
 from gateway.router.stateless import input_required as modern_backend
-from gateway.router.stateless.requests import ModernRequest, with_read_hint
+from gateway.router.stateless.requests import with_read_hint
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     import msgspec
 
+    from gateway.backends.state import BackendView
     from gateway.catalog.snapshot import Snapshot
     from gateway.protocol.tables import LogLevels, Owners
     from gateway.router.call_metrics import RouterMetrics
-    from gateway.router.neighbours import BackendView, ClientPeer, Emit, PoolView
+    from gateway.router.neighbours import Emit, PoolView
     from gateway.router.stateless.held_calls import HeldCalls
 
 logger = structlog.get_logger("gateway.router")
-
-
-@dataclass(eq=False, slots=True)
-class Call:
-    """One host request while the router handles it."""
-
-    client: ClientPeer
-    snapshot: Snapshot
-    emit: Emit | None = None
-    backend: str = ""
-    # The tag of the effective view ``snapshot`` is ("" when no policy
-    # narrows it): cursors are made for, and checked against, this view.
-    view_tag: str = ""
-    # An access policy is in force: what a request sees depends on who
-    # asks, so no cache may share it (``cacheScope: private``).
-    per_principal: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """The backend that serves a public item, and the item's name there."""
-
-    backend: BackendView
-    original: str
 
 
 class Targets:

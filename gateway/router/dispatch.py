@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 import trio
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.catalog.profiles import DEFAULT_PROFILE, ProfileViews
 from gateway.config.schema_gateway import TasksConfig
 from gateway.errors import (
@@ -52,7 +52,8 @@ from gateway.protocol.tables import LogLevels, Owners, Subscriptions
 from gateway.router import initialize
 from gateway.router.access import AccessControl, item_of
 from gateway.router.call_metrics import NO_METRICS
-from gateway.router.calls import Call, Calls, Forwarder, Targets
+from gateway.router.calls import Calls, Forwarder, Targets
+from gateway.router.context import Call, ModernRequest
 from gateway.router.levels import Levels
 from gateway.router.lists import Lists
 from gateway.router.outcomes import server_span
@@ -67,12 +68,13 @@ from gateway.telemetry import tracing
 if TYPE_CHECKING:
     import msgspec
 
+    from gateway.backends.state import BackendView
     from gateway.catalog.cursor import CursorCodec
     from gateway.catalog.snapshot import Kind, Snapshot
     from gateway.identity.principal import Principal
     from gateway.protocol.jsonrpc import Request
     from gateway.router.call_metrics import RequestObserver, RouterMetrics
-    from gateway.router.neighbours import BackendView, ClientPeer, Emit, PoolView
+    from gateway.router.neighbours import ClientPeer, Emit, PoolView
 
 logger = structlog.get_logger("gateway.router")
 
@@ -262,7 +264,7 @@ class Router:
         return modern.public_tool_schema(view, name)
 
     async def handle_modern(
-        self, request: modern.ModernRequest, message: Request, params: object
+        self, request: ModernRequest, message: Request, params: object
     ) -> bytes:
         """Answer one modern request: like ``handle_request``, with no session.
 
@@ -288,9 +290,7 @@ class Router:
                 return jsonrpc.encode_error(message.id, exc.code, exc.message, exc.data)
         return await self._run_modern(request, message, params)
 
-    async def _run_modern(
-        self, request: modern.ModernRequest, message: Request, params: object
-    ) -> bytes:
+    async def _run_modern(self, request: ModernRequest, message: Request, params: object) -> bytes:
         """One modern request routed to the end.
 
         The request is known to the fan-out (for its log messages) only

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from gateway import __version__
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.protocol import mcp
 from gateway.router.neighbours import subscribable
 

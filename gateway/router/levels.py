@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 import trio
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.errors import INVALID_PARAMS, GatewayError, LocalProtocolError, ProtocolError
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.tables import LOG_LEVELS
@@ -36,9 +36,10 @@ from gateway.protocol.tables import LOG_LEVELS
 if TYPE_CHECKING:
     import msgspec
 
+    from gateway.backends.state import BackendView
     from gateway.protocol.tables import LogLevels
-    from gateway.router.calls import Call
-    from gateway.router.neighbours import BackendView, PoolView
+    from gateway.router.context import Call
+    from gateway.router.neighbours import PoolView
 
 logger = structlog.get_logger("gateway.router")
 

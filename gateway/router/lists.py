@@ -22,7 +22,7 @@ import msgspec
 import structlog
 from msgspec.structs import replace
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.catalog.naming import public_uri
 from gateway.catalog.pages import after_passthrough, plan_page, render_page
 from gateway.catalog.profiles import DEFAULT_PROFILE
@@ -30,14 +30,15 @@ from gateway.catalog.snapshot import Kind
 from gateway.errors import LocalProtocolError
 from gateway.protocol import mcp, revisions
 from gateway.protocol.stateless.cache_hints import combined_hint
-from gateway.router.stateless.requests import ModernRequest
+from gateway.router.context import ModernRequest
 
 if TYPE_CHECKING:
+    from gateway.backends.state import BackendView
     from gateway.catalog.cursor import CursorCodec
     from gateway.catalog.snapshot import Snapshot
     from gateway.router.call_metrics import RouterMetrics
-    from gateway.router.calls import Call
-    from gateway.router.neighbours import BackendView, PoolView
+    from gateway.router.context import Call
+    from gateway.router.neighbours import PoolView
 
 logger = structlog.get_logger("gateway.router")
 

@@ -4,29 +4,30 @@ The router is written against these seams rather than against ``Backend``,
 ``Pool`` or the frontend's client session, so each list below is exactly
 what the router uses and nothing more, and router tests run on small fakes
 that need no inheritance (STYLE rule 8). The concrete classes satisfy them
-structurally; mypy checks that where ``app`` wires them together.
+structurally; mypy checks that where ``app`` wires them together. What the
+router sees of one backend (``BackendView``, its state and info, the pool's
+callbacks) is the backends' own seam, ``gateway.backends.state``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import msgspec
 
-    from gateway.backends.backend import BackendState, ServerInfo
-    from gateway.catalog.snapshot import Kind, Snapshot
-    from gateway.config import BackendConfig
+    from gateway.backends.state import (
+        BackendNotificationHandler,
+        BackendRequestHandler,
+        BackendView,
+    )
+    from gateway.catalog.snapshot import Snapshot
     from gateway.identity.principal import Principal
-    from gateway.protocol.stateless.cache_hints import CacheHint
 
 # Sends a message on the related request's stream; False when it could not
 # (stream gone or full), so the caller can fall back to the GET stream.
 Emit = Callable[[bytes], bool]
-
-# Receives a backend's progress params for one forwarded call.
-ProgressListener = Callable[[dict[str, Any]], None]
 
 
 class ClientPeer(Protocol):
@@ -87,105 +88,6 @@ class ClientPeer(Protocol):
         ...
 
 
-class BackendView(Protocol):
-    """The parts of one backend the router uses (``backends.Backend`` has them)."""
-
-    @property
-    def name(self) -> str:
-        """The configured name: logs, metrics, catalog entries."""
-        ...
-
-    @property
-    def prefix(self) -> str:
-        """The public prefix of its items and URIs ("" when unprefixed)."""
-        ...
-
-    @property
-    def state(self) -> BackendState:
-        """Where it is in its life; only ``UP`` takes calls."""
-        ...
-
-    @property
-    def reason(self) -> str:
-        """Why it is in that state, for ``backend_unavailable`` errors."""
-        ...
-
-    @property
-    def info(self) -> ServerInfo | None:
-        """What it said in its InitializeResult; None before the first one."""
-        ...
-
-    @property
-    def config(self) -> BackendConfig:
-        """Its configuration (timeouts, resource list mode and filter)."""
-        ...
-
-    @property
-    def per_client(self) -> bool:
-        """Whether each client session gets a backend session of its own."""
-        ...
-
-    def list_hint(self, kind: Kind) -> CacheHint:
-        """The cache hint of this backend's list of ``kind`` (``{0, private}`` if legacy)."""
-        ...
-
-    def offers(self, capability: str) -> bool:
-        """Whether it declared a server capability (``logging``, ``completions``...)."""
-        ...
-
-    def has_link(self, client: str) -> bool:
-        """Whether a per-client backend session is open for this client."""
-        ...
-
-    def close_client(self, client: str) -> None:
-        """The client session ended: close its own backend session, if any."""
-        ...
-
-    async def request(
-        self,
-        method: str,
-        params: msgspec.Raw | None = None,
-        *,
-        client: str | None = None,
-        progress_token: str | None = None,
-        on_progress: ProgressListener | None = None,
-    ) -> msgspec.Raw:
-        """Forward one request, bounded by the backend's own request timeout.
-
-        Raises:
-            BackendUnavailable: not up, or went down mid-call.
-            RequestTimeout: no answer in time.
-            RemoteProtocolError: the backend answered with an error.
-        """
-        ...
-
-    async def notify(
-        self, method: str, params: msgspec.Raw | None = None, *, client: str | None = None
-    ) -> None:
-        """Forward a notification; dropped when no session can carry it."""
-        ...
-
-
-class NotificationListener(Protocol):
-    """Receives a backend's notifications (other than progress and list_changed)."""
-
-    def __call__(
-        self, backend: BackendView, method: str, params: msgspec.Raw | None, client: str | None
-    ) -> None:
-        """``client`` is set when the notification came on that client's own session."""
-        ...
-
-
-class RequestListener(Protocol):
-    """Answers a backend's own requests (sampling, elicitation, roots)."""
-
-    def __call__(
-        self, backend: BackendView, method: str, params: msgspec.Raw | None, client: str | None
-    ) -> Awaitable[msgspec.Raw]:
-        """``client`` is set when the request came on that client's own session."""
-        ...
-
-
 class PoolView(Protocol):
     """The parts of the backend pool the router uses (``backends.Pool`` has them)."""
 
@@ -209,11 +111,11 @@ class PoolView(Protocol):
         ...
 
     @request_handler.setter
-    def request_handler(self, handler: RequestListener) -> None:
+    def request_handler(self, handler: BackendRequestHandler) -> None:
         """Install the router's relay for backends' own requests."""
         ...
 
-    def on_notification(self, listener: NotificationListener) -> None:
+    def on_notification(self, listener: BackendNotificationHandler) -> None:
         """Call ``listener`` for each backend notification."""
         ...
 

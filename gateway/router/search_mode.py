@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from gateway.catalog.profiles import ProfileViews
     from gateway.catalog.snapshot import Snapshot
     from gateway.router.call_metrics import RouterMetrics
-    from gateway.router.calls import Call
+    from gateway.router.context import Call
 
 _decoder: Final = msgspec.json.Decoder(dict[str, Any])
 _SEARCH_HINT: Final = "Use {search} to find the tools this endpoint offers."

@@ -30,9 +30,11 @@ from gateway.router.neighbours import subscribable
 if TYPE_CHECKING:
     import msgspec
 
+    from gateway.backends.state import BackendView
     from gateway.protocol.tables import Subscriptions
-    from gateway.router.calls import Call, Forwarder, Target, Targets
-    from gateway.router.neighbours import BackendView, PoolView
+    from gateway.router.calls import Forwarder, Targets
+    from gateway.router.context import Call, Target
+    from gateway.router.neighbours import PoolView
 
 logger = structlog.get_logger("gateway.router")
 

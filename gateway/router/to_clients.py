@@ -33,16 +33,17 @@ from gateway.errors import (
 )
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.stateless.mrtr import without_key_hint
-from gateway.router.stateless.requests import ModernRequest
+from gateway.router.context import ModernRequest
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     import msgspec
 
+    from gateway.backends.state import BackendView
     from gateway.protocol.tables import LogLevels, Owners, Subscriptions
-    from gateway.router.calls import Call
-    from gateway.router.neighbours import BackendView, ClientPeer
+    from gateway.router.context import Call
+    from gateway.router.neighbours import ClientPeer
 
 logger = structlog.get_logger("gateway.router")
 

@@ -15,8 +15,8 @@ import msgspec
 import structlog
 import trio
 
-from gateway.backends.backend import Backend, BackendState
 from gateway.backends.pool import Pool, open_pool
+from gateway.backends.state import BackendState
 from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
 from gateway.catalog.snapshot import Kind, Snapshot
@@ -47,8 +47,9 @@ if TYPE_CHECKING:
 
     from prometheus_client import CollectorRegistry
 
+    from gateway.backends.backend import Backend
     from gateway.backends.channel import ChannelOpener
-    from gateway.backends.handshake import ServerInfo
+    from gateway.backends.state import ServerInfo
     from gateway.config import GatewayConfig
     from gateway.identity.authenticator import AuthHolder
 from gateway.errors import ConfigError

@@ -14,7 +14,7 @@ import msgspec
 import trio
 
 from gateway import __version__
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.telemetry.overview import BackendStatus, LastError, Overview, SessionGroup
 
 if TYPE_CHECKING:

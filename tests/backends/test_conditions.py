@@ -24,7 +24,8 @@ import pytest
 import trio
 from trio.testing import MockClock
 
-from gateway.backends.backend import Backend, BackendState
+from gateway.backends.backend import Backend
+from gateway.backends.state import BackendState
 from gateway.config import BackendConfig, parse
 from gateway.errors import BackendUnavailable, SessionExpired, TransportBroken, TransportError
 from tests.fakes import FakeConnector, FakeMcpServer, Hang

@@ -13,8 +13,8 @@ from typing import Any, Final
 import trio
 from trio.testing import MockClock
 
-from gateway.backends.backend import BackendState
 from gateway.backends.handshake import PROBE_TIMEOUT
+from gateway.backends.state import BackendState
 from tests.backends.test_supervision import Transitions, one_backend, running_backend, tool_call
 from tests.fakes import FakeConnector, FakeMcpServer
 

@@ -26,8 +26,9 @@ import trio
 from prometheus_client import CollectorRegistry
 from trio.testing import MockClock, wait_all_tasks_blocked
 
-from gateway.backends.backend import REFRESH_DEBOUNCE, STABLE_UPTIME, Backend, BackendState
+from gateway.backends.backend import REFRESH_DEBOUNCE, STABLE_UPTIME, Backend
 from gateway.backends.pool import Pool, ReloadPlan, open_pool, plan_reload
+from gateway.backends.state import BackendState
 from gateway.catalog.naming import NamingRules
 from gateway.catalog.snapshot import Kind, Snapshot
 from gateway.config import BackendConfig, GatewayConfig, parse

@@ -17,7 +17,7 @@ import trio
 from prometheus_client import CollectorRegistry
 from trio.testing import MockClock
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.catalog.snapshot import Kind
 from gateway.config import GatewayConfig, HttpBackend, SseBackend, StdioBackend, load
 from gateway.errors import ConfigError

@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from gateway.backends.backend import BackendState  # noqa: E402
+from gateway.backends.state import BackendState  # noqa: E402
 from gateway.config import parse  # noqa: E402
 from gateway.runtime.app import serve  # noqa: E402
 

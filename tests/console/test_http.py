@@ -19,7 +19,7 @@ import httpx
 import trio
 from prometheus_client import CollectorRegistry
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.config import parse
 from gateway.console.handler import LOGIN_BURST
 from gateway.runtime.app import serve

@@ -19,7 +19,7 @@ import trio
 from mcp.shared.exceptions import McpError
 from prometheus_client import CollectorRegistry
 
-from gateway.backends.supervision.supervisor import BackendState
+from gateway.backends.state import BackendState
 from gateway.runtime.app import serve
 from tests.frontend.test_modern_http import MODERN, modern, send, sse_messages
 from tests.frontend.test_streamable_http import http_client

@@ -28,7 +28,7 @@ import trio
 import trio.testing
 from prometheus_client import CollectorRegistry
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.errors import TransportError
 from gateway.runtime.app import drain, serve
 from tests.fakes import MemoryMessageChannel, memory_channel_pair

@@ -16,7 +16,7 @@ import pytest
 import trio
 from prometheus_client import CollectorRegistry
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.config import parse
 from gateway.frontend.http_util import Message
 from gateway.runtime.app import Gateway, open_gateway

@@ -6,13 +6,13 @@ from typing import Any
 
 import trio
 
+from gateway.frontend.http_util import KEEPALIVE_INTERVAL
 from gateway.frontend.stateless.listen_stream import (
     LISTENER_QUEUE,
     Listener,
     Listeners,
     write_stream,
 )
-from gateway.frontend.streamable.get_stream import KEEPALIVE_INTERVAL
 from gateway.protocol import jsonrpc
 from gateway.protocol.stateless.envelope import Envelope
 from gateway.protocol.stateless.listen import LIST_CHANGED_FIELDS, ListenFilter, honour

@@ -19,8 +19,8 @@ import trio
 import trio.testing
 
 from gateway.frontend.clients import OUTBOX_CAPACITY, ClientRegistry, Outbox
-from gateway.frontend.http_util import sse_event
-from gateway.frontend.streamable.get_stream import KEEPALIVE_INTERVAL, serve_get_stream
+from gateway.frontend.http_util import KEEPALIVE_INTERVAL, sse_event
+from gateway.frontend.streamable.get_stream import serve_get_stream
 from gateway.protocol import jsonrpc
 
 TOOLS = jsonrpc.encode_notification("notifications/tools/list_changed")

@@ -28,7 +28,7 @@ from mcp.shared.exceptions import McpError
 from mcp.types import TextContent
 from structlog.testing import capture_logs
 
-from gateway.backends.supervision.supervisor import BackendState
+from gateway.backends.state import BackendState
 from gateway.runtime.app import reload_config
 from tests.frontend.test_modern_http import modern, send, sse_messages
 from tests.harness import (

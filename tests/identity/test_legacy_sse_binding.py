@@ -9,7 +9,7 @@ import trio
 from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.config import parse
 from gateway.frontend.http_util import Message
 from gateway.runtime.app import open_gateway

@@ -21,7 +21,7 @@ import pytest
 import trio
 from mcp.shared.exceptions import McpError
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from tests.e2e.test_modern_backend import (
     META,
     modern_call,

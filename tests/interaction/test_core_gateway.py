@@ -24,7 +24,7 @@ from mcp.types import (
 )
 from pydantic import AnyUrl
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from tests.harness import (
     Running,
     everything_backend,

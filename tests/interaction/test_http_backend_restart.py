@@ -15,7 +15,7 @@ from mcp.shared.exceptions import McpError
 from mcp.types import TextContent, TextResourceContents
 from pydantic import AnyUrl
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.config import GatewayConfig
 from tests.harness import gateway_config, open_client, start_gateway, wait_for_states
 from tests.servers.paths import EVERYTHING_ENTRY, SERVERS_DIR

@@ -14,7 +14,7 @@ import pytest
 import trio
 from pydantic import AnyUrl
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.transports.stdio import StdioChannel
 from tests.harness import (
     everything_backend,

@@ -17,7 +17,7 @@ from typing import Any, Final
 import trio
 from structlog.testing import capture_logs
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.catalog.naming import NamingRules, public_name
 from gateway.catalog.snapshot import Kind
 from gateway.transports.stdio import STDERR_LINE_LIMIT

@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.config import BackendConfig, parse
 from gateway.errors import TransportError
 from gateway.runtime.app import Gateway, open_gateway

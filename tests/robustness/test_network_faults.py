@@ -20,7 +20,7 @@ from typing import Any, Final
 import trio
 import trio.testing
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from tests.harness import gateway_config, start_gateway, wait_for_states
 from tests.robustness.support import Reply, misbehaving, open_host, wait_until
 from tests.transports.fake_http import FakeHttpBackend, Recorded, json_reply, result_of, serve_fake

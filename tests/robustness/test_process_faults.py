@@ -16,7 +16,7 @@ from typing import Final
 
 import trio
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from tests.harness import gateway_config, start_gateway
 from tests.robustness.support import (
     Host,

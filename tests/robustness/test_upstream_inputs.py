@@ -23,10 +23,10 @@ import trio
 from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.config import parse
 from gateway.frontend.engine.selection import KEEP_ALIVE_TIMEOUT
-from gateway.frontend.streamable.endpoint import KEEPALIVE_INTERVAL
+from gateway.frontend.http_util import KEEPALIVE_INTERVAL
 from gateway.runtime.app import open_gateway
 from tests.fakes import FakeConnector, FakeMcpServer
 from tests.harness import Running, gateway_config, start_gateway, wait_for_states

@@ -14,7 +14,13 @@ from typing import Any
 import msgspec
 import trio
 
-from gateway.backends.backend import BackendState, ServerInfo
+from gateway.backends.state import (
+    BackendNotificationHandler,
+    BackendRequestHandler,
+    BackendState,
+    ProgressListener,
+    ServerInfo,
+)
 from gateway.catalog.catalog import Catalog
 from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
@@ -27,7 +33,6 @@ from gateway.protocol.stateless.cache_hints import NO_CACHE, CacheHint
 from gateway.protocol.versions import LATEST_VERSION
 from gateway.router import NO_METRICS, Emit, Router, RouterMetrics
 from gateway.router.call_metrics import Counter
-from gateway.router.neighbours import NotificationListener, ProgressListener, RequestListener
 
 # Answers one request: (params, client) -> result.
 Answer = Callable[[dict[str, Any], str | None], Awaitable[msgspec.Raw]]
@@ -152,8 +157,8 @@ class FakePool:
     """The pool as the router sees it: backends by name and their catalog."""
 
     backends: dict[str, FakeBackend] = field(default_factory=dict)
-    request_handler: RequestListener | None = None
-    notification_listeners: list[NotificationListener] = field(default_factory=list)
+    request_handler: BackendRequestHandler | None = None
+    notification_listeners: list[BackendNotificationHandler] = field(default_factory=list)
     state_listeners: list[Callable[[FakeBackend], None]] = field(default_factory=list)
     catalog: Catalog = field(default_factory=lambda: Catalog(NamingRules()))
 
@@ -166,7 +171,7 @@ class FakePool:
         """The backend of that name."""
         return self.backends.get(name)
 
-    def on_notification(self, listener: NotificationListener) -> None:
+    def on_notification(self, listener: BackendNotificationHandler) -> None:
         """Remember a notification listener (the router's)."""
         self.notification_listeners.append(listener)
 

@@ -17,14 +17,14 @@ import pytest
 import trio
 import trio.testing
 
-from gateway.backends.backend import BackendState
-from gateway.backends.handshake import ServerInfo
+from gateway.backends.state import BackendState, ServerInfo
 from gateway.catalog.cursor import CursorCodec
 from gateway.config.schema_gateway import TasksConfig
 from gateway.errors import RemoteProtocolError
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.stateless.envelope import Envelope
 from gateway.router import Router
+from gateway.router.context import ModernRequest
 from gateway.router.stateless.backend_tasks import (
     MAX_POLL,
     MIN_POLL,
@@ -36,7 +36,6 @@ from gateway.router.stateless.backend_tasks import (
     runs_tasks,
     task_outcome,
 )
-from gateway.router.stateless.requests import ModernRequest
 from tests.router.fakes import FakeBackend, FakePool, decoded
 
 EXT: Final = "io.modelcontextprotocol/tasks"

@@ -18,7 +18,7 @@ import msgspec
 import pytest
 import trio
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.catalog.cursor import CursorCodec
 from gateway.config import PolicyRule
 from gateway.identity.policy import Policy
@@ -27,7 +27,7 @@ from gateway.protocol.stateless.cache_hints import NO_CACHE, CacheHint
 from gateway.protocol.stateless.envelope import Envelope
 from gateway.router import Router
 from gateway.router.access import AccessControl
-from gateway.router.stateless.requests import ModernRequest
+from gateway.router.context import ModernRequest
 from tests.router.fakes import FakeBackend, FakeClient, FakePool, ask, make_router
 from tests.router.test_policy import CI, PLATFORM, policy
 from tests.router.test_policy import make_pool as make_policy_pool

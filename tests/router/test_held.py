@@ -20,8 +20,8 @@ from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.jsonrpc import Request
 from gateway.protocol.stateless.envelope import Envelope
 from gateway.protocol.stateless.error_codes import ModernProtocolError
+from gateway.router.context import ModernRequest
 from gateway.router.stateless.held_calls import GATHER_WINDOW, HeldCalls, sealer_for
-from gateway.router.stateless.requests import ModernRequest
 
 LIFETIME = 30.0
 PARAMS: dict[str, Any] = {"name": "t", "arguments": {}}

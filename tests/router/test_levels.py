@@ -8,7 +8,7 @@ import trio
 import trio.testing
 from structlog.testing import capture_logs
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.errors import RemoteProtocolError
 from gateway.protocol import jsonrpc
 from tests.router.fakes import (

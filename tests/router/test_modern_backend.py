@@ -20,10 +20,10 @@ from gateway.protocol.sealed import REQUEST_STATE, Sealed
 from gateway.protocol.stateless.envelope import Envelope
 from gateway.protocol.stateless.error_codes import InvalidSealedToken, ModernProtocolError
 from gateway.protocol.stateless.mrtr import MalformedInputRequired
+from gateway.router.context import ModernRequest
 from gateway.router.stateless import input_required as modern_backend
 from gateway.router.stateless.held_calls import sealer_for
 from gateway.router.stateless.input_required import MAX_ROUNDS, STATE_ONLY_BACKOFF, drive
-from gateway.router.stateless.requests import ModernRequest
 
 ELICIT: Final = {"method": "elicitation/create", "params": {"message": "name?"}}
 ROOTS: Final = {"method": "roots/list", "params": {}}

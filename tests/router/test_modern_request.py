@@ -8,7 +8,8 @@ import pytest
 from gateway.errors import LocalProtocolError
 from gateway.protocol import jsonrpc
 from gateway.protocol.stateless.envelope import Envelope
-from gateway.router.stateless.requests import ModernRequest, backend_params, backend_request
+from gateway.router.context import ModernRequest
+from gateway.router.stateless.requests import backend_params, backend_request
 
 
 def _envelope() -> Envelope:

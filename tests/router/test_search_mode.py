@@ -12,7 +12,7 @@ from gateway.catalog.naming import NamingRules
 from gateway.catalog.profiles import SEARCH, Override, Profile, ProfileViews
 from gateway.catalog.snapshot import BackendListing, Kind
 from gateway.protocol import mcp
-from gateway.router.calls import Call
+from gateway.router.context import Call
 from gateway.router.search_mode import SearchMode
 from tests.router.fakes import FakeClient
 

@@ -7,7 +7,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from gateway.backends.backend import BackendState
+from gateway.backends.state import BackendState
 from gateway.catalog.naming import public_uri
 from gateway.errors import RemoteProtocolError
 from gateway.protocol import jsonrpc

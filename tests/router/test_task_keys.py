@@ -15,7 +15,7 @@ from gateway.protocol import mcp
 from gateway.protocol.stateless.envelope import Envelope
 from gateway.protocol.stateless.mrtr import INPUT_KEY_META
 from gateway.protocol.stateless.tasks import TaskTable
-from gateway.router.stateless.gateway_tasks import TaskRequest
+from gateway.router.context import TaskRequest
 
 
 def _elicit(key: str) -> Any:

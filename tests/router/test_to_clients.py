@@ -11,7 +11,7 @@ from gateway.catalog.naming import public_uri
 from gateway.errors import LocalProtocolError
 from gateway.protocol import jsonrpc
 from gateway.protocol.tables import LogLevels, Owners, Subscriptions
-from gateway.router.calls import Call
+from gateway.router.context import Call
 from gateway.router.to_clients import ToClients
 from tests.router.fakes import FakeBackend, FakeClient, FakePool, ask, make_router
 

@@ -3,9 +3,10 @@
 The grants themselves (requests, responses, freshness) are sans-IO in
 :mod:`gateway.backends.credentials.grants`; this module does the I/O: reading
 secret files, POSTing to the token endpoint with httpx, and the
-credential whose ``httpx.Auth`` (:mod:`gateway.backends.credentials.bearer_auth`) puts
-the token on every request of a backend's HTTP client. httpx is imported
-where it is used, so a gateway with only stdio backends does not load it.
+credential whose ``httpx.Auth`` (``BearerAuth``) puts the token on every
+request of a backend's HTTP client. httpx is imported where it is used (the
+``BearerAuth`` class is defined on first use, since it subclasses
+``httpx.Auth``), so a gateway with only stdio backends does not load it.
 
 Rules:
 
@@ -28,6 +29,7 @@ Rules:
 from __future__ import annotations
 
 import collections
+import functools
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -52,7 +54,7 @@ from gateway.config import NetworkBackend
 from gateway.errors import CredentialUnavailable
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Hashable
+    from collections.abc import AsyncGenerator, Awaitable, Callable, Hashable
     from contextlib import AbstractAsyncContextManager
 
     import httpx
@@ -162,11 +164,7 @@ class ChannelCredential:
 
     def http_auth(self) -> httpx.Auth:
         """For an HTTP transport's client: every request carries the token."""
-        from gateway.backends.credentials.bearer_auth import (
-            BearerAuth,  # httpx only for HTTP backends
-        )
-
-        return BearerAuth(self._source, self._refused, retry=self._retry)
+        return _bearer_auth()(self._source, self._refused, self._retry)
 
     async def bearer(self) -> str:
         """The token now, for a WebSocket handshake."""
@@ -175,6 +173,48 @@ class ChannelCredential:
     def refused(self, token: str) -> None:
         """The backend refused ``token`` (a WebSocket handshake's 401)."""
         self._refused(token)
+
+
+@functools.cache
+def _bearer_auth() -> Callable[
+    [Callable[[], Awaitable[str]], Callable[[str], None], bool], httpx.Auth
+]:
+    """The ``BearerAuth`` class, defined on first use: only HTTP backends load httpx."""
+    import httpx  # here, not at the top: only HTTP backends need it (start-up)
+
+    class BearerAuth(httpx.Auth):
+        """Puts a bearer token on every request; on a 401, one retry with a fresh one (rule 3).
+
+        Args:
+            source: returns the token to send (cached or fetched).
+            refused: told the token a backend refused, to drop it.
+            retry: whether a 401 is worth a retry (not for a static token).
+        """
+
+        def __init__(
+            self,
+            source: Callable[[], Awaitable[str]],
+            refused: Callable[[str], None],
+            retry: bool,
+        ) -> None:
+            self._source = source
+            self._refused = refused
+            self._retry = retry
+
+        async def async_auth_flow(
+            self, request: httpx.Request
+        ) -> AsyncGenerator[httpx.Request, httpx.Response]:
+            """Send ``request`` with the token; once more with a new one after a 401."""
+            token = await self._source()
+            request.headers["authorization"] = f"Bearer {token}"
+            response = yield request
+            if response.status_code != 401 or not self._retry:
+                return
+            self._refused(token)
+            request.headers["authorization"] = f"Bearer {await self._source()}"
+            yield request
+
+    return BearerAuth
 
 
 class BackendCredentials:

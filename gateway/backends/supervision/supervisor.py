@@ -24,6 +24,12 @@ Rules:
    after a quiet spell, or when
    ``eject_after_timeouts`` requests in a row timed out (B12).
 
+One idea past 450 lines: a backend's life. The state machine, the attempt
+that nests transport, session and nursery, and the two things that run
+inside the session for the supervisor alone (the list walk, ``walk``, and
+the liveness probe, ``ping_when_quiet``) share the session's lifetime and
+the rules above; split, each part would only be read with the others.
+
 Theory of operation: ``run`` calls ``task_status.started()`` before the
 first connect, so the pool starts every backend at once and none waits for
 another. Each attempt (``_serve_once``) nests the transport, the session and
@@ -38,7 +44,6 @@ the pages is the pure ``listing`` module, driven here.
 from __future__ import annotations
 
 import collections
-import enum
 import math
 import time
 from typing import TYPE_CHECKING, Any, Final
@@ -48,14 +53,14 @@ import trio
 from gateway.backends import listing
 from gateway.backends.failure_reasons import EXPECTED, describe, first_leaf
 from gateway.backends.handshake import IncompatibleBackend, effective_protocol
+from gateway.backends.state import BackendState
 from gateway.backends.stateless.freshness import relist_when_stale
 from gateway.backends.stateless.listen_client import UpstreamListen, start_upstream_listen
 from gateway.backends.supervision.backoff import Backoff
-from gateway.backends.supervision.liveness import ping_when_quiet
-from gateway.backends.walk import walk
 from gateway.catalog.snapshot import Kind
 from gateway.errors import (
     GatewayError,
+    ProtocolError,
     SessionExpired,
     TransportBroken,
     TransportError,
@@ -68,10 +73,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from gateway.backends.channel import ChannelOpener
-    from gateway.backends.handshake import Handshake, ServerInfo
+    from gateway.backends.handshake import Handshake
     from gateway.backends.links import Links, SessionNotificationHandler, SessionRequestHandler
+    from gateway.backends.state import ServerInfo
     from gateway.catalog.snapshot import BackendListing
-    from gateway.config import BackendConfig
+    from gateway.config import BackendConfig, HealthConfig
     from gateway.protocol.stateless.cache_hints import CacheHint
 
 # A backend must stay up this long before its backoff starts over.
@@ -79,16 +85,6 @@ STABLE_UPTIME: Final = 30.0
 # A burst of list_changed notifications becomes one refresh after this quiet
 # period (issue: list_changed storms, robustness D16).
 REFRESH_DEBOUNCE: Final = 0.2
-
-
-class BackendState(enum.Enum):
-    """Where a backend is in its life."""
-
-    STARTING = "starting"
-    UP = "up"
-    DOWN = "down"
-    INCOMPATIBLE = "incompatible"
-    STOPPED = "stopped"
 
 
 class Supervisor:
@@ -445,3 +441,58 @@ class Supervisor:
             fresh[kind] = items
             self.list_hints[kind] = outcome.hint
         return listing.merged(config, fresh, self.listing)
+
+
+async def walk(peer: Peer, kind: Kind, config: BackendConfig) -> listing.Listed | listing.Failed:
+    """Walk one list's pages over a live session: the I/O half of ``listing``.
+
+    ``listing`` decides, page by page, what to ask next and when to stop
+    (the guards against endless cursors and huge lists); this drives it
+    against the session, with the backend's request timeout on each page. A
+    page's error answer is the walk's to judge.
+
+    Raises:
+        trio.TooSlowError: a page got no answer within ``timeouts.request``.
+        TransportError: the session broke.
+    """
+    step: listing.Step = listing.begin(
+        kind, max_pages=config.max_list_pages, max_items=config.max_list_items
+    )
+    while isinstance(step, listing.PageRequest):
+        try:
+            with trio.fail_after(config.timeouts.request):
+                answer = await peer.request(step.method, step.params)
+        except ProtocolError as exc:
+            step = listing.step(step, exc)
+        else:
+            step = listing.step(step, answer)
+    return step
+
+
+async def ping_when_quiet(peer: Peer, health: HealthConfig) -> None:
+    """Probe ``peer`` after each quiet spell, for as long as the session lives (rule 5).
+
+    A peer that talks is alive, so a probe is only sent once the session has
+    been silent for ``health.ping_interval`` and no call is in flight (a
+    standing listen does not count: ``Peer.in_flight``). 2026-07-28 has no
+    ``ping``; ``server/discover`` is its cheapest request. A probe without
+    an answer in ``health.ping_timeout`` ends the session; an error answer
+    is still an answer.
+
+    Raises:
+        TransportBroken: a probe went unanswered; raised into the session's
+            nursery, it ends the session and the supervisor restarts the
+            backend like after any other failure.
+    """
+    while True:
+        quiet = trio.current_time() - peer.last_heard
+        if quiet < health.ping_interval or peer.in_flight:
+            await trio.sleep(max(health.ping_interval - quiet, 0.001))
+            continue
+        try:
+            with trio.fail_after(health.ping_timeout):
+                await peer.request("server/discover" if peer.modern else "ping")
+        except trio.TooSlowError:
+            raise TransportBroken(f"no answer to ping within {health.ping_timeout:g} s") from None
+        except ProtocolError:
+            pass  # an error answer is still an answer: the backend is alive

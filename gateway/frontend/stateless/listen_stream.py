@@ -33,7 +33,7 @@ import trio
 from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.errors import METHOD_NOT_FOUND, LocalProtocolError
 from gateway.frontend import http_util as h
-from gateway.frontend.streamable.get_stream import KEEPALIVE_INTERVAL
+from gateway.frontend.http_util import KEEPALIVE_INTERVAL
 from gateway.protocol import jsonrpc
 from gateway.protocol.stateless.listen import LIST_CHANGED_FIELDS, LISTEN, Subscription, honour
 from gateway.telemetry import tracing

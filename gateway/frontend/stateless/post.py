@@ -53,7 +53,7 @@ from gateway.protocol.stateless.cache_hints import hint_of
 from gateway.protocol.stateless.error_codes import ModernProtocolError
 from gateway.protocol.stateless.listen import LISTEN, parse_filter
 from gateway.protocol.stateless.routing_headers import check_param_headers, fold_headers
-from gateway.router.stateless.requests import ModernRequest
+from gateway.router.context import ModernRequest
 from gateway.telemetry import tracing
 
 if TYPE_CHECKING:

@@ -58,7 +58,7 @@ from gateway.errors import (
     GatewayError,
     LocalProtocolError,
 )
-from gateway.frontend.internal_errors import (
+from gateway.frontend.rejection import (
     INTERNAL_ERROR_MESSAGE,
     ROUTER_COMPONENT,
     report_internal_error,
@@ -70,7 +70,7 @@ from gateway.protocol.eras import check_method, parse_modern
 from gateway.protocol.stateless.envelope import MODERN_VERSIONS
 from gateway.protocol.stateless.error_codes import ModernProtocolError
 from gateway.protocol.stateless.listen import LISTEN, parse_filter
-from gateway.router.stateless.requests import ModernRequest
+from gateway.router.context import ModernRequest
 from gateway.telemetry import tracing
 
 if TYPE_CHECKING:

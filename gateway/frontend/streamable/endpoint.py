@@ -25,7 +25,6 @@ from gateway.frontend.client_messages import accept_one_way, open_client_session
 from gateway.frontend.guard import Guard, too_many
 from gateway.frontend.rejection import Rejection
 from gateway.frontend.stateless.post import serve_modern
-from gateway.frontend.streamable.get_stream import KEEPALIVE_INTERVAL as KEEPALIVE_INTERVAL
 from gateway.frontend.streamable.get_stream import serve_get_stream
 from gateway.frontend.streamable.post_response import may_emit_related, respond_to_request
 from gateway.protocol import jsonrpc, mcp

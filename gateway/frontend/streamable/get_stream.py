@@ -10,20 +10,17 @@ One stream per session; while it is open the session does not expire.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 import trio
 
 from gateway.frontend import http_util as h
+from gateway.frontend.http_util import KEEPALIVE_INTERVAL
 from gateway.frontend.rejection import Rejection
 from gateway.protocol.headers import LAST_EVENT_ID_HEADER_RAW, MCP_SESSION_ID_HEADER_RAW
 
 if TYPE_CHECKING:
     from gateway.frontend.clients import ClientSession
-
-# Idle GET streams get a comment this often so proxies keep them open
-# (robustness B14: keep-alive at most every 15 s).
-KEEPALIVE_INTERVAL: Final = 15.0
 
 
 async def serve_get_stream(

@@ -43,20 +43,19 @@ import trio
 from gateway.catalog.naming import public_uri
 from gateway.errors import INTERNAL_ERROR, GatewayError, ProtocolError
 from gateway.protocol import jsonrpc, mcp
-from gateway.router.calls import Call
+from gateway.router.context import Call
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator
 
     import msgspec
 
-    from gateway.backends.handshake import ServerInfo
+    from gateway.backends.state import BackendView, ServerInfo
     from gateway.protocol.jsonrpc import Request
     from gateway.protocol.tables import Owners
-    from gateway.router.neighbours import BackendView, PoolView
-    from gateway.router.stateless.gateway_tasks import TaskRequest
+    from gateway.router.context import ModernRequest, TaskRequest
+    from gateway.router.neighbours import PoolView
     from gateway.router.stateless.held_calls import HeldCalls, Run
-    from gateway.router.stateless.requests import ModernRequest
     from gateway.router.to_clients import ToClients
 
     # Starts the gateway task whose work is the given coroutine; returns its

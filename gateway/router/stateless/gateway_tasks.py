@@ -23,8 +23,6 @@ is in memory).
 from __future__ import annotations
 
 import collections
-import itertools
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -32,17 +30,11 @@ import structlog
 import trio
 
 from gateway.catalog.snapshot import Kind
-from gateway.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, LocalProtocolError
+from gateway.errors import INTERNAL_ERROR, LocalProtocolError
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.eras import MethodNotFound
 from gateway.protocol.stateless.error_codes import MissingClientCapability
 from gateway.protocol.stateless.listen import TASK_STATUS
-from gateway.protocol.stateless.mrtr import (
-    check_responses,
-    from_legacy_request,
-    legacy_result,
-    missing_for,
-)
 from gateway.protocol.stateless.tasks import (
     CANCELLED,
     COMPLETED,
@@ -55,8 +47,8 @@ from gateway.protocol.stateless.tasks import (
     declares_tasks,
     task_support,
 )
+from gateway.router.context import TaskRequest
 from gateway.router.stateless.backend_tasks import BackendTasks
-from gateway.router.stateless.requests import ModernRequest
 from gateway.telemetry import tracing
 from gateway.telemetry.scrape import TaskSample
 
@@ -67,7 +59,7 @@ if TYPE_CHECKING:
     from gateway.catalog.snapshot import Snapshot
     from gateway.protocol.jsonrpc import Request
     from gateway.protocol.tables import Owners
-    from gateway.router.calls import Call
+    from gateway.router.context import Call, ModernRequest
     from gateway.router.neighbours import PoolView
     from gateway.router.stateless.held_calls import HeldCalls
     from gateway.router.to_clients import ToClients
@@ -78,74 +70,6 @@ logger = structlog.get_logger("gateway.tasks")
 EMPTY_ACK: bytes = msgspec.json.encode({"resultType": "complete"})
 # Views whose task support is remembered at once (profiles x distinct accesses).
 OFFERED_CACHE = 256
-
-
-@dataclass(eq=False, slots=True)
-class _Waiting:
-    """One backend request a task waits on."""
-
-    answered: trio.Event = field(default_factory=trio.Event)
-    response: dict[str, Any] | None = None
-
-
-@dataclass(eq=False)
-class TaskRequest(ModernRequest):
-    """The modern request a task's call runs as: it can wait for the client's input.
-
-    ``ModernRequest.ask`` refuses a backend's own request outside MRTR; here
-    the request becomes an entry of the task's ``inputRequests`` and the
-    backend waits for the ``tasks/update`` that answers it (rule 4).
-    """
-
-    task: Task | None = None
-    changed: Callable[[Task], None] = lambda _task: None
-    pending_inputs: dict[str, _Waiting] = field(default_factory=dict)
-    ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    # Every key the task has asked under: unique over its life (sep-2663).
-    used_keys: set[str] = field(default_factory=set)
-
-    async def ask(self, backend: str, method: str, params: msgspec.Raw | None) -> msgspec.Raw:
-        """Park the task ``input_required`` until the client answers.
-
-        Raises:
-            LocalProtocolError: not an input request, or one needing a
-                capability the creating request did not declare; the
-                backend is answered with it and the task goes on.
-        """
-        task = self.task
-        assert task is not None
-        message = {"id": next(self.ids), "method": method, "params": mcp.decode_params(params)}
-        try:
-            key, entry = from_legacy_request(message, taken=self.used_keys)
-        except ValueError as exc:
-            raise LocalProtocolError(str(exc), METHOD_NOT_FOUND) from None
-        self.used_keys.add(key)
-        gap = missing_for({key: entry}, self.capabilities)
-        if gap:
-            refused = f"{method}: the client did not declare {gap}"
-            raise LocalProtocolError(refused, METHOD_NOT_FOUND)
-        waiting = self.pending_inputs[key] = _Waiting()
-        task.waits_for(key, entry)
-        self.changed(task)
-        try:
-            await waiting.answered.wait()
-        finally:
-            del self.pending_inputs[key]
-            task.answered(key)
-            self.changed(task)
-        assert waiting.response is not None
-        return mcp.encode(legacy_result(waiting.response))
-
-    def update(self, params: dict[str, Any]) -> None:
-        """Hand ``tasks/update``'s answers to the backend requests waiting for them.
-
-        Raises:
-            ModernProtocolError: -32602 for ``inputResponses`` that are not objects.
-        """
-        pending = {k: w for k, w in self.pending_inputs.items() if not w.answered.is_set()}
-        for key, response in check_responses(params, pending).responses.items():
-            pending[key].response = response
-            pending[key].answered.set()
 
 
 class TaskRunner:
@@ -368,7 +292,7 @@ def _support(encoded: bytes) -> str:
     return "forbidden" if tool is None else task_support(tool)
 
 
-__all__ = ["EMPTY_ACK", "TaskRequest", "TaskRunner"]
+__all__ = ["EMPTY_ACK", "TaskRunner"]
 
 
 def _span(

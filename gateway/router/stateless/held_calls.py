@@ -65,8 +65,8 @@ from gateway.protocol.stateless.mrtr import (
     missing_for,
 )
 from gateway.router.call_metrics import NO_METRICS
+from gateway.router.context import REFUSAL_GRACE
 from gateway.router.stateless.input_required import restore
-from gateway.router.stateless.requests import REFUSAL_GRACE
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -75,8 +75,8 @@ if TYPE_CHECKING:
 
     from gateway.protocol.jsonrpc import Request, RequestId
     from gateway.router.call_metrics import RouterMetrics
+    from gateway.router.context import ModernRequest
     from gateway.router.neighbours import Emit
-    from gateway.router.stateless.requests import ModernRequest
 
 DEFAULT_MAX_HELD: Final = 256
 DEFAULT_LIFETIME: Final = 120.0

@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     import msgspec
 
     from gateway.protocol.sealed import Sealer
+    from gateway.router.context import ModernRequest
     from gateway.router.neighbours import ClientPeer, Emit
-    from gateway.router.stateless.requests import ModernRequest
 
 # Most rounds the gateway drives for a legacy host before it gives up.
 MAX_ROUNDS: Final = 10

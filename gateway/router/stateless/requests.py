@@ -2,9 +2,9 @@
 
 Rules:
 
-1. A modern request reaches the router as a :class:`ModernRequest`: the
-   request's own context (its envelope, its stream), never a client
-   session. It is known to the router only while the request runs; nothing
+1. A modern request reaches the router as a ``ModernRequest``
+   (``router.context``): the request's own context (its envelope, its
+   stream), never a client session. It is known to the router only while the request runs; nothing
    about it survives the answer (``S/basic/index.mdx`` §Statelessness).
 2. The envelope's keys (``io.modelcontextprotocol/*``) stay at the gateway:
    today's backends speak the handshake era and get the request as a legacy
@@ -27,136 +27,28 @@ Rules:
 
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
-import trio
 
 from gateway import __version__
-from gateway.backends.backend import BackendState
-from gateway.catalog.profiles import DEFAULT_PROFILE
+from gateway.backends.state import BackendState
 from gateway.catalog.snapshot import Kind
-from gateway.errors import METHOD_NOT_FOUND, LocalProtocolError
 from gateway.protocol import mcp
 from gateway.protocol.eras import SERVED_VERSIONS
 from gateway.protocol.jsonrpc import Request
 from gateway.protocol.stateless.cache_hints import COMPLETE, NO_CACHE, backend_hint, combined_hint
 from gateway.protocol.stateless.discover import discover_result
-from gateway.protocol.stateless.error_codes import MissingClientCapability, ModernProtocolError
 from gateway.router import initialize
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from gateway.backends.state import BackendView
     from gateway.catalog.snapshot import Snapshot
-    from gateway.identity.principal import Principal
-    from gateway.protocol.stateless.envelope import Envelope
-    from gateway.router.neighbours import BackendView, Emit, PoolView
-    from gateway.router.stateless.held_calls import HeldCall
+    from gateway.router.neighbours import PoolView
 
 _ENVELOPE_PREFIX: Final = "io.modelcontextprotocol/"
-_ids: Final = itertools.count(1)
-_LOG_METHOD: Final = b'"method":"notifications/message"'
-# How long a call whose backend asked for an undeclared capability may go on
-# after the refusal before it is cancelled (ModernRequest.fail).
-REFUSAL_GRACE: Final = 2.0
-
-
-def _no_emit(message: bytes) -> bool:
-    return False
-
-
-@dataclass(eq=False)
-class ModernRequest:
-    """One modern request while it is routed (the router's ``ClientPeer``).
-
-    Attributes:
-        envelope: the request's validated ``_meta``.
-        emit: the request's response stream.
-        session_id: an id unique to this request, for the router's tables
-            only; never sent to the host or a backend.
-        principal: the key of the principal the request was authenticated
-            as (None: auth off).
-    """
-
-    envelope: Envelope
-    emit: Emit = _no_emit
-    session_id: str = field(default_factory=lambda: f"modern-{next(_ids)}")
-    profile: str = DEFAULT_PROFILE
-    failure: ModernProtocolError | None = None
-    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
-    held: HeldCall | None = None
-    # A verified retry of a modern backend's input_required: that backend's
-    # name and its own requestState (None when it sent none).
-    backend_state: tuple[str, str | None] | None = None
-    principal: str | None = None
-    caller: Principal | None = None
-
-    @property
-    def protocol_version(self) -> str:
-        """The revision the request names."""
-        return self.envelope.protocol_version
-
-    @property
-    def capabilities(self) -> dict[str, Any]:
-        """The capabilities this request declared, and only this request."""
-        return self.envelope.client_capabilities
-
-    @property
-    def waiting(self) -> bool:
-        """Whether the request's call is held, waiting for the client's retry."""
-        return self.held is not None and self.held.awaiting_retry
-
-    def fail(self, failure: ModernProtocolError, grace: float = 0.0) -> None:
-        """End the request with ``failure`` instead of its result (rule 4).
-
-        With a ``grace``, the call is cancelled only if it is still running
-        that many seconds later: a backend whose own request was just refused
-        usually ends its call at once, and an SDK 1.x server can crash when
-        the refusal and a cancellation reach it together.
-        """
-        if self.failure is None:
-            self.failure = failure
-        if grace > 0:
-            self.scope.deadline = min(self.scope.deadline, trio.current_time() + grace)
-        else:
-            self.scope.cancel()
-
-    def lacks(self, feature: str) -> None:
-        """A backend asked for ``feature``, which this request did not declare (rule 4)."""
-        self.fail(MissingClientCapability({feature: {}}), grace=REFUSAL_GRACE)
-
-    def notify_nowait(self, message: bytes) -> None:
-        """Only log messages reach a modern request unasked (rule 3); others drop."""
-        if _LOG_METHOD in message:
-            self.emit(message)
-
-    async def ask(self, backend: str, method: str, params: msgspec.Raw | None) -> msgspec.Raw:
-        """A backend's own request: bridged when the call is held, else refused (rule 4).
-
-        Raises:
-            LocalProtocolError: the backend is answered with it.
-        """
-        if self.held is not None:
-            return await self.held.ask(backend, method, params)
-        return await self.request(method, params, None)
-
-    async def request(
-        self, method: str, params: msgspec.Raw | None, emit: Emit | None
-    ) -> msgspec.Raw:
-        """Refuse a backend's own request (rule 4).
-
-        Raises:
-            LocalProtocolError: always; the backend is answered with it.
-        """
-        raise LocalProtocolError(
-            f"{method}: the calling client speaks 2026-07-28, which has no "
-            "server-to-client requests; only tools/call, prompts/get and "
-            "resources/read can carry input_required",
-            METHOD_NOT_FOUND,
-        )
 
 
 def backend_params(params: object) -> msgspec.Raw | None:
