@@ -24,6 +24,7 @@ from gateway.backends.backend import (
 from gateway.catalog.catalog import Catalog
 from gateway.catalog.snapshot import Kind, Snapshot
 from gateway.errors import METHOD_NOT_FOUND, LocalProtocolError
+from gateway.telemetry.scrape import BackendSample
 
 if TYPE_CHECKING:
     import msgspec
@@ -45,10 +46,17 @@ class Pool:
         nursery: where backend supervisors run.
         rules: naming rules for the catalog.
         connect: opens backend transports (tests pass fakes).
+        subjects: who a client session is (principal key, raw token), for
+            token exchange (the client registry's); nobody by default.
     """
 
     def __init__(
-        self, nursery: trio.Nursery, rules: NamingRules, connect: ChannelOpener | None = None
+        self,
+        nursery: trio.Nursery,
+        rules: NamingRules,
+        connect: ChannelOpener | None = None,
+        *,
+        subjects: Callable[[str], Subject | None] | None = None,
     ) -> None:
         self._nursery = nursery
         self._connect = connect
@@ -60,9 +68,9 @@ class Pool:
         self._state_listeners: list[Callable[[Backend], None]] = []
         self.request_handler: BackendRequestHandler | None = None
         self.state_changed = trio.Event()
-        self.subjects: Callable[[str], Subject | None] = lambda _client: None
-        """Who a client session is (principal key, raw token), for token
-        exchange; the composition root connects it to the client registry."""
+        self.subjects: Callable[[str], Subject | None] = (
+            subjects if subjects is not None else lambda _client: None
+        )
 
     @property
     def snapshot(self) -> Snapshot:
@@ -72,6 +80,24 @@ class Pool:
     def get(self, name: str) -> Backend | None:
         """The backend of that name, if configured."""
         return self.backends.get(name)
+
+    def samples(self) -> list[BackendSample]:
+        """Each backend's figures for the metrics, read at scrape time."""
+        return [
+            BackendSample(
+                b.name,
+                b.state.value,
+                b.in_flight,
+                b.restarts,
+                b.initializations,
+                dict(b.list_guard_trips),
+                dict(b.credentials.requests) if b.credentials is not None else {},
+                era="" if b.info is None else "modern" if b.info.modern else "legacy",
+                sessions_by_era={"legacy": b.handshake.count, "modern": b.handshake.discovered},
+                requests_by_era=dict(b.handshake.requests),
+            )
+            for b in self.backends.values()
+        ]
 
     def on_catalog_change(self, listener: CatalogListener) -> None:
         """Call ``listener(snapshot, changed_kinds)`` after each visible change."""
@@ -234,11 +260,15 @@ class _Task:
 
 @asynccontextmanager
 async def open_pool(
-    configs: Iterable[BackendConfig], rules: NamingRules, connect: ChannelOpener | None = None
+    configs: Iterable[BackendConfig],
+    rules: NamingRules,
+    connect: ChannelOpener | None = None,
+    *,
+    subjects: Callable[[str], Subject | None] | None = None,
 ) -> AsyncIterator[Pool]:
     """Run every configured backend for the body of the block."""
     async with trio.open_nursery() as nursery:
-        pool = Pool(nursery, rules, connect)
+        pool = Pool(nursery, rules, connect, subjects=subjects)
         pool.start(configs)
         try:
             yield pool

@@ -9,8 +9,8 @@ backend's call open until the client's retry brings ``inputResponses``
 
 1. Only ``tools/call``, ``prompts/get`` and ``resources/read`` are held
    (the methods that may answer ``input_required``). The backend call runs
-   in the router's nursery, not the HTTP request's, so it outlives the
-   round that answered ``input_required``.
+   in the table's own nursery (``HeldCalls.run``), not the HTTP request's,
+   so it outlives the round that answered ``input_required``.
 2. The ``requestState`` is sealed by the gateway (``protocol/sealed``): it
    names the backend, the principal (``None`` until auth binds one), an
    expiry, the request's digest, and the pending key plus the round
@@ -71,6 +71,7 @@ from gateway.router.stateless.requests import REFUSAL_GRACE
 if TYPE_CHECKING:
     import msgspec
 
+    from gateway.config.schema_gateway import MrtrConfig
     from gateway.protocol.jsonrpc import Request, RequestId
     from gateway.router.call_metrics import RouterMetrics
     from gateway.router.neighbours import Emit
@@ -304,10 +305,13 @@ def _with_id(reply: bytes, msg_id: RequestId) -> bytes:
 
 
 class HeldCalls:
-    """The bounded table of held calls (rules 3 and 4).
+    """The bounded table of held calls (rules 3 and 4), a service with its own nursery.
+
+    ``run`` (started with ``nursery.start``) owns the nursery the held calls'
+    backend calls run in, so they outlive their first round, and where a
+    retired ``requestState`` key waits out its grace.
 
     Args:
-        nursery: where held calls run (outliving their first round).
         sealer: seals and checks ``requestState``.
         max_held: calls that may wait for a retry at once.
         lifetime: seconds a round's ``requestState`` and held call live.
@@ -315,25 +319,72 @@ class HeldCalls:
             Wall time, not trio's clock: trio's clock starts at a random
             offset in every process, and a modern backend's state is opened by
             whichever replica the retry reaches (tests pass their virtual clock).
+        metrics: rounds, retries and refused states.
     """
 
     def __init__(
         self,
-        nursery: trio.Nursery,
         sealer: Sealer,
         *,
         max_held: int = DEFAULT_MAX_HELD,
         lifetime: float = DEFAULT_LIFETIME,
         wall_clock: Callable[[], float] = time.time,
+        metrics: RouterMetrics = NO_METRICS,
     ) -> None:
         self.wall_clock = wall_clock
         self.sealer = sealer
         self.max_held = max_held
         self.lifetime = lifetime
-        self._nursery = nursery
+        self._nursery: trio.Nursery | None = None
         self._held: dict[str, HeldCall] = {}
-        # Rounds, retries and refused states (the router sets its own).
-        self.metrics: RouterMetrics = NO_METRICS
+        # Rounds, retries and refused states.
+        self.metrics: RouterMetrics = metrics
+
+    @classmethod
+    def from_config(cls, config: MrtrConfig, metrics: RouterMetrics = NO_METRICS) -> HeldCalls:
+        """The table an ``mrtr`` section describes."""
+        return cls(
+            sealer_for(config.state_secret),
+            max_held=config.max_held_calls,
+            lifetime=config.held_call_lifetime,
+            metrics=metrics,
+        )
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run held calls until cancelled; cancelling it cancels every call it holds."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            try:
+                task_status.started()
+                await trio.sleep_forever()
+            finally:
+                self._nursery = None
+
+    def _start(self, held: HeldCall, run: Run, message: Request) -> None:
+        if self._nursery is None:
+            raise RuntimeError("HeldCalls.run is not running")
+        self._nursery.start_soon(held.run, run, message)
+
+    def apply(self, config: MrtrConfig, *, rotate: bool) -> None:
+        """A reload's ``mrtr`` section: new bounds now; ``rotate``: its secret is new.
+
+        The new key seals at once; the previous one verifies until the
+        longest hold is over (``held_call_lifetime``), then is dropped.
+        """
+        if rotate:
+            key = sealer_for(config.state_secret).keys[0]
+            self.sealer = Sealer([key, *self.sealer.keys[:1]])
+            if self._nursery is None:
+                raise RuntimeError("HeldCalls.run is not running")
+            self._nursery.start_soon(self._retire, key, config.held_call_lifetime)
+        self.max_held = config.max_held_calls
+        self.lifetime = config.held_call_lifetime
+
+    async def _retire(self, key: bytes, grace: float) -> None:
+        """Drop the keys before ``key`` once no state sealed with them can be live."""
+        await trio.sleep(grace)
+        if self.sealer.keys[0] == key:
+            self.sealer = Sealer([key])
 
     def __len__(self) -> int:
         """How many calls the table holds now."""
@@ -365,7 +416,7 @@ class HeldCalls:
         if state is None:
             first_stream = request.emit
             held = HeldCall(self, request, message, params)
-            self._nursery.start_soon(held.run, run, message)
+            self._start(held, run, message)
             return await held.serve_round(message.id, first_stream)
         self.metrics.count_retry()
         try:
@@ -400,7 +451,7 @@ class HeldCalls:
             # held here; the retry runs afresh with the backend's state.
             request.backend_state = (sealed.backend, own)
             held = HeldCall(self, request, message, params)
-            self._nursery.start_soon(held.run, run, message)
+            self._start(held, run, message)
             return await held.serve_round(message.id, request.emit)
         pending_key, _, round_text = sealed.state.decode("ascii", "replace").partition(":")
         held_call = self._held.get(pending_key)
