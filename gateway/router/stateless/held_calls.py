@@ -56,6 +56,12 @@ from gateway.protocol.stateless.error_codes import (
     MissingClientCapability,
     ModernProtocolError,
 )
+from gateway.protocol.stateless.held_call_states import (
+    HeldAction,
+    HeldCallMachine,
+    HeldEvent,
+    HeldState,
+)
 from gateway.protocol.stateless.mrtr import (
     MRTR_METHODS,
     check_responses,
@@ -128,7 +134,13 @@ class _Ask:
 
 
 class HeldCall:
-    """One modern call whose backend may ask the host for input (rules 1-8)."""
+    """One modern call whose backend may ask the host for input (rules 1-8).
+
+    The trio driver of a :class:`HeldCallMachine` (``protocol/stateless/
+    held_call_states``, where every transition is): it turns what happens
+    (a backend request, a quiet gather window, a retry, the call's end, the
+    host leaving) into events and performs the actions the table returns.
+    """
 
     def __init__(
         self, table: HeldCalls, request: ModernRequest, message: Request, params: dict[str, Any]
@@ -138,23 +150,58 @@ class HeldCall:
         self.method = message.method
         self.params = params
         self.backend: str | None = None
-        self.round = 0
-        self.awaiting_retry = False
+        self.machine = HeldCallMachine()
         self._table = table
         self._ids = itertools.count(1)
         self._asks: dict[str, _Ask] = {}
+        # Set whenever the machine moved: the open round looks again.
         self._news = trio.Event()
-        self._done = False
+        # What the open round answers (set by SEND_RESULT / SEND_INPUT_REQUIRED).
+        self._answer: HeldAction | None = None
+        self._released = trio.Event()
         self._reply = b""
-        self._collected = trio.Event()
         self._emit: Emit | None = request.emit
         self.expiry = trio.CancelScope()
         request.emit = self.relay
         request.held = self
 
+    @property
+    def round(self) -> int:
+        """The number of the last ``input_required`` round sent."""
+        return self.machine.round
+
+    @property
+    def awaiting_retry(self) -> bool:
+        """Whether ``input_required`` went out and the retry has not come yet."""
+        return self.machine.state in (HeldState.AWAITING_RETRY, HeldState.ENDED_UNCOLLECTED)
+
     def relay(self, message: bytes) -> bool:
         """Rule 8: a message of the call goes to the current round's stream."""
         return self._emit(message) if self._emit is not None else False
+
+    def _feed(self, actions: tuple[HeldAction, ...]) -> None:
+        """Perform what the table said, in order; the open round looks again."""
+        for action in actions:
+            if action is HeldAction.SEND_RESULT or action is HeldAction.SEND_INPUT_REQUIRED:
+                self._answer = action
+            elif action is HeldAction.START_EXPIRY:
+                self.expiry.deadline = trio.current_time() + self._table.lifetime
+            elif action is HeldAction.STOP_EXPIRY:
+                self.expiry.deadline = math.inf
+            elif action is HeldAction.CANCEL_CALL:
+                self.expiry.cancel()
+            elif action is HeldAction.REFUSE_ASKS or action is HeldAction.REFUSE_ASKS_EXPIRED:
+                error = self._ended(action is HeldAction.REFUSE_ASKS_EXPIRED)
+                for ask in self._asks.values():
+                    ask.refuse(error)
+            elif action is HeldAction.RELEASE:
+                self._table.release(self)
+                self._released.set()
+            elif action is HeldAction.REJECT_RETRY:
+                raise UnknownRequestState
+            # START_GATHER, RESTART_GATHER, KEEP_UNTIL_DEADLINE: the waits
+            # below read the state; nothing to do at once.
+        self._news.set()
 
     async def run(self, run: Run, message: Request) -> None:
         """The backend call, in the table's nursery (rule 1)."""
@@ -162,20 +209,18 @@ class HeldCall:
             with self.expiry:
                 self._reply = await run(self.request, message, self.params)
         finally:
-            expired = self.expiry.cancelled_caught
-            self._done = True
-            self._news.set()
-            for ask in self._asks.values():
-                ask.refuse(self._ended(expired))
+            ended = HeldEvent.CALL_EXPIRED if self.expiry.cancelled_caught else HeldEvent.CALL_ENDED
+            self._feed(self.machine.feed(ended))
             try:
-                if not expired and self.awaiting_retry:
+                if self.machine.state is HeldState.ENDED_UNCOLLECTED:
                     # Cancellable on purpose: a cancel (shutdown, the host
                     # gone) ends the wait for the retry; the entry is
                     # released either way.
                     with trio.move_on_at(self.expiry.deadline):
-                        await self._collected.wait()  # noqa: ASYNC102
+                        await self._released.wait()  # noqa: ASYNC102
             finally:
-                self._table.release(self)
+                if self.machine.state is HeldState.ENDED_UNCOLLECTED:
+                    self._feed(self.machine.feed(HeldEvent.EXPIRED))
 
     def _ended(self, expired: bool) -> LocalProtocolError:
         if expired:
@@ -199,7 +244,9 @@ class HeldCall:
         if gap:
             self.request.fail(MissingClientCapability(gap), grace=REFUSAL_GRACE)
             raise LocalProtocolError(f"{method}: the client did not declare {gap}", -32601)
-        if self._done or (self.backend is not None and backend != self.backend):
+        if not self.machine.expects(HeldEvent.ASKED) or (
+            self.backend is not None and backend != self.backend
+        ):
             raise LocalProtocolError(f"{method}: the call cannot take input now", INTERNAL_ERROR)
         if not self._table.admit(self):
             self.request.fail(
@@ -212,7 +259,7 @@ class HeldCall:
         self.backend = backend
         ask = _Ask(key, entry)
         self._asks[key] = ask
-        self._news.set()
+        self._feed(self.machine.feed(HeldEvent.ASKED))
         try:
             await ask.answered.wait()
         finally:
@@ -228,12 +275,16 @@ class HeldCall:
             ModernProtocolError: -32602 for a state this call did not issue
                 now, or malformed ``inputResponses``.
         """
-        if not self.awaiting_retry or round_no != self.round or backend != self.backend:
+        if (
+            not self.machine.expects(HeldEvent.RETRIED)
+            or round_no != self.round
+            or backend != self.backend
+        ):
             raise UnknownRequestState
         open_asks = {k: a for k, a in self._asks.items() if not a.answered.is_set()}
         check = check_responses(params, open_asks)
-        self.awaiting_retry = False
-        self.expiry.deadline = math.inf
+        still_open = any(key not in check.responses for key in open_asks)
+        self._feed(self.machine.retried(still_open=still_open))
         for key, response in check.responses.items():
             open_asks[key].answer(response)
 
@@ -241,45 +292,30 @@ class HeldCall:
         """Answer one round: the call's result, or ``input_required`` (rule 7)."""
         self._emit = emit
         try:
-            while True:
-                if self._done:
-                    self._collected.set()
-                    return _with_id(self._reply, msg_id)
-                open_asks = {k: a for k, a in self._asks.items() if not a.answered.is_set()}
-                if open_asks:
-                    if await self._gather(len(open_asks)):
-                        continue  # the call ended meanwhile: answer with its result
-                    open_asks = {k: a for k, a in self._asks.items() if not a.answered.is_set()}
-                    return self._input_required(msg_id, open_asks)
+            while self._answer is None:
                 self._news = trio.Event()
-                await self._news.wait()
+                if self.machine.state is HeldState.GATHERING:
+                    # Rule 7: wait while more requests keep arriving, GATHER_WINDOW apart.
+                    with trio.move_on_after(GATHER_WINDOW) as window:
+                        await self._news.wait()
+                    if window.cancelled_caught:
+                        self._feed(self.machine.feed(HeldEvent.QUIET))
+                else:
+                    await self._news.wait()
+            answer, self._answer = self._answer, None
+            if answer is HeldAction.SEND_RESULT:
+                return _with_id(self._reply, msg_id)
+            return self._input_required(msg_id)
         except trio.Cancelled:
-            if not self.awaiting_retry:
-                self.expiry.cancel()  # the host left mid-round: the call is cancelled
+            # The host left mid-round: the call is cancelled (unless it was answered).
+            self._feed(self.machine.feed(HeldEvent.HOST_LEFT))
             raise
         finally:
             self._emit = None
 
-    async def _gather(self, count: int) -> bool:
-        """Rule 7: wait while more requests keep arriving, ``GATHER_WINDOW`` apart.
-
-        Returns:
-            Whether the call ended meanwhile.
-        """
-        while True:
-            self._news = trio.Event()
-            with trio.move_on_after(GATHER_WINDOW):
-                await self._news.wait()
-            now = sum(1 for a in self._asks.values() if not a.answered.is_set())
-            if self._done or now <= count:
-                return self._done
-            count = now
-
-    def _input_required(self, msg_id: RequestId, asks: dict[str, _Ask]) -> bytes:
-        self.round += 1
+    def _input_required(self, msg_id: RequestId) -> bytes:
+        asks = {k: a for k, a in self._asks.items() if not a.answered.is_set()}
         self._table.metrics.count_input_required("bridge")
-        self.awaiting_retry = True
-        self.expiry.deadline = trio.current_time() + self._table.lifetime
         state = self._table.sealer.seal(
             purpose=REQUEST_STATE,
             backend=self.backend or "",
