@@ -44,11 +44,9 @@ from gateway.protocol.stateless.mrtr import (
     legacy_result,
     missing_for,
 )
+from gateway.protocol.stateless.task_states import TaskAction, TaskEvent
 from gateway.protocol.stateless.tasks import (
-    CANCELLED,
-    COMPLETED,
     EXTENSION,
-    FAILED,
     TASK_METHODS,
     TASK_SUPPORT_MARK,
     Task,
@@ -126,16 +124,32 @@ class TaskRequest(ModernRequest):
             refused = f"{method}: the client did not declare {gap}"
             raise LocalProtocolError(refused, METHOD_NOT_FOUND)
         waiting = self.pending_inputs[key] = _Waiting()
-        task.waits_for(key, entry)
-        self.changed(task)
+        self.perform(task.waits_for(key, entry))
         try:
             await waiting.answered.wait()
         finally:
             del self.pending_inputs[key]
-            task.answered(key)
-            self.changed(task)
+            self.perform(task.answered(key))
         assert waiting.response is not None
         return mcp.encode(legacy_result(waiting.response))
+
+    def perform(
+        self, actions: tuple[TaskAction, ...], params: dict[str, Any] | None = None
+    ) -> None:
+        """Do what the task's table said (``protocol/stateless/task_states``).
+
+        Raises:
+            ModernProtocolError: -32602 for ``inputResponses`` that are not objects.
+        """
+        task = self.task
+        assert task is not None
+        for action in actions:
+            if action is TaskAction.NOTIFY:
+                self.changed(task)
+            elif action is TaskAction.CANCEL_CALL:
+                self.scope.cancel()
+            elif action is TaskAction.DELIVER:
+                self.update(params or {})
 
     def update(self, params: dict[str, Any]) -> None:
         """Hand ``tasks/update``'s answers to the backend requests waiting for them.
@@ -309,11 +323,11 @@ class TaskRunner:
         task = self._table.find(params.get("taskId"), request.principal, trio.current_time())
         if message.method == "tasks/get":
             return jsonrpc.encode_response(message.id, mcp.encode(task.detailed()))
+        event = TaskEvent.CANCEL if message.method == "tasks/cancel" else TaskEvent.UPDATE
+        actions = task.feed(event)
         running = self._running.get(task.task_id)
-        if running is not None and message.method == "tasks/cancel":
-            running.scope.cancel()
-        elif running is not None:
-            running.update(params)
+        if running is not None:
+            running.perform(actions, params)
         # A finished task acks both the same way (idempotent, rule 3).
         return jsonrpc.encode_response(message.id, msgspec.Raw(EMPTY_ACK))
 
@@ -327,11 +341,13 @@ class TaskRunner:
             self._running.pop(task.task_id, None)
         now = trio.current_time()
         if not reply and background.scope.cancelled_caught:
-            task.finish(CANCELLED, now, message="cancelled by tasks/cancel")
+            event, outcome = TaskEvent.CALL_CANCELLED, {"message": "cancelled by tasks/cancel"}
         else:
-            _record(task, reply, now)
+            event, outcome = _outcome(reply)
+        actions = task.feed(event, now, **outcome)
         self._ended[task.status] += 1
-        self._changed(task)
+        if TaskAction.NOTIFY in actions:
+            self._changed(task)
         logger.info("task.ended", task=task.task_id[:8], tool=task.tool, status=task.status)
 
     def sample(self) -> TaskSample:
@@ -368,8 +384,8 @@ class HandOff:
     clients: ToClients
 
 
-def _record(task: Task, reply: bytes, now: float) -> None:
-    """The call's answer as the task's outcome: a result is completed, an error failed."""
+def _outcome(reply: bytes) -> tuple[TaskEvent, dict[str, Any]]:
+    """The call's answer as the task's end: a result is completed, an error failed."""
     try:
         answer = jsonrpc.decode(reply)
     except Exception:
@@ -377,16 +393,14 @@ def _record(task: Task, reply: bytes, now: float) -> None:
     if isinstance(answer, jsonrpc.Response):
         result = mcp.decode_object(answer.result) or {}
         result.setdefault("resultType", "complete")
-        task.finish(COMPLETED, now, result=result)
-        return
+        return TaskEvent.CALL_COMPLETED, {"result": result}
     if isinstance(answer, jsonrpc.ErrorResponse):
         error: dict[str, Any] = {"code": answer.code, "message": answer.message}
         if answer.data is not None:
             error["data"] = answer.data
-        task.finish(FAILED, now, error=error)
-        return
+        return TaskEvent.CALL_FAILED, {"error": error}
     error = {"code": INTERNAL_ERROR, "message": "the call ended without an answer"}
-    task.finish(FAILED, now, error=error)
+    return TaskEvent.CALL_FAILED, {"error": error}
 
 
 def _support(encoded: bytes) -> str:
