@@ -42,6 +42,10 @@ CatalogListener = Callable[[Snapshot, frozenset[Kind]], None]
 class Pool:
     """The live backends, by name.
 
+    The pool keeps the nursery it is handed: backends start and stop one by
+    one long after construction (``start``, ``reload``), and ``open_pool``
+    opens that nursery for the pool alone, so the two live exactly as long.
+
     Args:
         nursery: where backend supervisors run.
         rules: naming rules for the catalog.
@@ -66,7 +70,7 @@ class Pool:
         self._catalog_listeners: list[CatalogListener] = []
         self._notification_listeners: list[BackendNotificationHandler] = []
         self._state_listeners: list[Callable[[Backend], None]] = []
-        self.request_handler: BackendRequestHandler | None = None
+        self._request_handler: BackendRequestHandler | None = None
         self.state_changed = trio.Event()
         self.subjects: Callable[[str], Subject | None] = (
             subjects if subjects is not None else lambda _client: None
@@ -106,6 +110,10 @@ class Pool:
     def on_state_change(self, listener: Callable[[Backend], None]) -> None:
         """Call ``listener(backend)`` whenever a backend's state or listing changes."""
         self._state_listeners.append(listener)
+
+    def on_request(self, handler: BackendRequestHandler) -> None:
+        """Have ``handler`` answer backends' own requests (the router's relay; one at a time)."""
+        self._request_handler = handler
 
     def on_notification(self, listener: BackendNotificationHandler) -> None:
         """Call ``listener(backend, method, params, client)`` for backend notifications."""
@@ -191,9 +199,9 @@ class Pool:
     async def _backend_requested(
         self, backend: Backend, method: str, params: msgspec.Raw | None, client: str | None
     ) -> msgspec.Raw:
-        if self.request_handler is None:
+        if self._request_handler is None:
             raise LocalProtocolError(f"method not found: {method}", METHOD_NOT_FOUND)
-        return await self.request_handler(backend, method, params, client)
+        return await self._request_handler(backend, method, params, client)
 
     def _backend_notified(
         self, backend: Backend, method: str, params: msgspec.Raw | None, client: str | None

@@ -178,7 +178,7 @@ class Router:
             "resources/subscribe": self._subscriptions.subscribe,
             "resources/unsubscribe": self._subscriptions.unsubscribe,
         }
-        pool.request_handler = self.backend_request
+        pool.on_request(self.backend_request)
         pool.on_notification(self.backend_notification)
         pool.on_state_change(self._backend_state_changed)
 

@@ -203,14 +203,8 @@ class PoolView(Protocol):
         """The backend of that name, if configured."""
         ...
 
-    @property
-    def request_handler(self) -> object:
-        """Who answers backends' own requests (only ever set by the router)."""
-        ...
-
-    @request_handler.setter
-    def request_handler(self, handler: RequestListener) -> None:
-        """Install the router's relay for backends' own requests."""
+    def on_request(self, handler: RequestListener) -> None:
+        """Have ``handler`` answer backends' own requests (the router's relay)."""
         ...
 
     def on_notification(self, listener: NotificationListener) -> None:

@@ -166,6 +166,10 @@ class FakePool:
         """The backend of that name."""
         return self.backends.get(name)
 
+    def on_request(self, handler: RequestListener) -> None:
+        """Remember the relay for backends' own requests (the router's)."""
+        self.request_handler = handler
+
     def on_notification(self, listener: NotificationListener) -> None:
         """Remember a notification listener (the router's)."""
         self.notification_listeners.append(listener)
