@@ -15,6 +15,10 @@ A backend that runs tasks itself (2025-11-25 ``tasks.requests.tools.call``)
 gets the call instead, rounds first; its task then becomes one of ours
 whose work follows it (``router/backend_tasks``, ``adopt``).
 
+Every change of a task's status is a row of
+``protocol/stateless/task_states.TRANSITIONS`` (``Task.feed``); this module
+feeds the events and performs the actions the row leaves to it.
+
 What a task cannot do (documented in docs/eras.md): send progress or log
 messages (the extension has none), or move to another replica (its table
 is in memory).

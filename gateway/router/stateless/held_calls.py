@@ -33,6 +33,10 @@ backend's call open until the client's retry brings ``inputResponses``
    at least one per round.
 8. Progress and log messages of a held call go to the current round's
    stream, and are dropped between rounds.
+
+Theory of operation: every transition of a held call is a row of
+``protocol/stateless/held_call_states.TRANSITIONS``; :class:`HeldCall` turns
+what happens into its events and performs the actions it returns.
 """
 
 from __future__ import annotations
