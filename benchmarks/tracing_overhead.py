@@ -81,7 +81,8 @@ async def _per_call_seconds(calls: int, rounds: int, mode: str) -> list[float]:
         trio.open_nursery() as nursery,
     ):
         await pool.settled()
-        router = Router(pool, CursorCodec("bench", clock=trio.current_time), 0, nursery=nursery)
+        router = Router(pool, CursorCodec("bench", clock=trio.current_time), 0)
+        await nursery.start(router.run)
         client = FakeClient("bench-client")
         router.client_opened(client)
         params = msgspec.Raw(msgspec.json.encode({"name": PUBLIC_TOOL, "arguments": {}}))

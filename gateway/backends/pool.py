@@ -25,6 +25,7 @@ from gateway.backends.state import (
 from gateway.catalog.catalog import Catalog
 from gateway.catalog.snapshot import Kind, Snapshot
 from gateway.errors import METHOD_NOT_FOUND, LocalProtocolError
+from gateway.telemetry.scrape import BackendSample
 
 if TYPE_CHECKING:
     import msgspec
@@ -42,14 +43,25 @@ CatalogListener = Callable[[Snapshot, frozenset[Kind]], None]
 class Pool:
     """The live backends, by name.
 
+    The pool keeps the nursery it is handed: backends start and stop one by
+    one long after construction (``start``, ``reload``), and ``open_pool``
+    opens that nursery for the pool alone, so the two live exactly as long.
+
     Args:
         nursery: where backend supervisors run.
         rules: naming rules for the catalog.
         connect: opens backend transports (tests pass fakes).
+        subjects: who a client session is (principal key, raw token), for
+            token exchange (the client registry's); nobody by default.
     """
 
     def __init__(
-        self, nursery: trio.Nursery, rules: NamingRules, connect: ChannelOpener | None = None
+        self,
+        nursery: trio.Nursery,
+        rules: NamingRules,
+        connect: ChannelOpener | None = None,
+        *,
+        subjects: Callable[[str], Subject | None] | None = None,
     ) -> None:
         self._nursery = nursery
         self._connect = connect
@@ -59,11 +71,11 @@ class Pool:
         self._catalog_listeners: list[CatalogListener] = []
         self._notification_listeners: list[BackendNotificationHandler] = []
         self._state_listeners: list[Callable[[Backend], None]] = []
-        self.request_handler: BackendRequestHandler | None = None
+        self._request_handler: BackendRequestHandler | None = None
         self.state_changed = trio.Event()
-        self.subjects: Callable[[str], Subject | None] = lambda _client: None
-        """Who a client session is (principal key, raw token), for token
-        exchange; the composition root connects it to the client registry."""
+        self.subjects: Callable[[str], Subject | None] = (
+            subjects if subjects is not None else lambda _client: None
+        )
 
     @property
     def snapshot(self) -> Snapshot:
@@ -74,6 +86,24 @@ class Pool:
         """The backend of that name, if configured."""
         return self.backends.get(name)
 
+    def samples(self) -> list[BackendSample]:
+        """Each backend's figures for the metrics, read at scrape time."""
+        return [
+            BackendSample(
+                b.name,
+                b.state.value,
+                b.in_flight,
+                b.restarts,
+                b.initializations,
+                dict(b.list_guard_trips),
+                dict(b.credentials.requests) if b.credentials is not None else {},
+                era="" if b.info is None else "modern" if b.info.modern else "legacy",
+                sessions_by_era={"legacy": b.handshake.count, "modern": b.handshake.discovered},
+                requests_by_era=dict(b.handshake.requests),
+            )
+            for b in self.backends.values()
+        ]
+
     def on_catalog_change(self, listener: CatalogListener) -> None:
         """Call ``listener(snapshot, changed_kinds)`` after each visible change."""
         self._catalog_listeners.append(listener)
@@ -81,6 +111,10 @@ class Pool:
     def on_state_change(self, listener: Callable[[Backend], None]) -> None:
         """Call ``listener(backend)`` whenever a backend's state or listing changes."""
         self._state_listeners.append(listener)
+
+    def on_request(self, handler: BackendRequestHandler) -> None:
+        """Have ``handler`` answer backends' own requests (the router's relay; one at a time)."""
+        self._request_handler = handler
 
     def on_notification(self, listener: BackendNotificationHandler) -> None:
         """Call ``listener(backend, method, params, client)`` for backend notifications."""
@@ -166,9 +200,9 @@ class Pool:
     async def _backend_requested(
         self, backend: BackendView, method: str, params: msgspec.Raw | None, client: str | None
     ) -> msgspec.Raw:
-        if self.request_handler is None:
+        if self._request_handler is None:
             raise LocalProtocolError(f"method not found: {method}", METHOD_NOT_FOUND)
-        return await self.request_handler(backend, method, params, client)
+        return await self._request_handler(backend, method, params, client)
 
     def _backend_notified(
         self, backend: BackendView, method: str, params: msgspec.Raw | None, client: str | None
@@ -235,11 +269,15 @@ class _Task:
 
 @asynccontextmanager
 async def open_pool(
-    configs: Iterable[BackendConfig], rules: NamingRules, connect: ChannelOpener | None = None
+    configs: Iterable[BackendConfig],
+    rules: NamingRules,
+    connect: ChannelOpener | None = None,
+    *,
+    subjects: Callable[[str], Subject | None] | None = None,
 ) -> AsyncIterator[Pool]:
     """Run every configured backend for the body of the block."""
     async with trio.open_nursery() as nursery:
-        pool = Pool(nursery, rules, connect)
+        pool = Pool(nursery, rules, connect, subjects=subjects)
         pool.start(configs)
         try:
             yield pool

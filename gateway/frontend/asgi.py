@@ -78,6 +78,8 @@ class GatewayApp:
             admin check.
         operations: who may read ``/metrics`` and ``/readyz`` details here.
         console: the operator console, when ``admin.enabled``.
+        observer: told of each refused request (the console's recent
+            errors), when the console is on.
     """
 
     def __init__(
@@ -92,10 +94,11 @@ class GatewayApp:
         auth: AuthHolder | None = None,
         operations: OperationsAccess = "open",
         console: SubApp | None = None,
+        observer: RequestObserver | None = None,
     ) -> None:
         self.console = console
         # Told of each refused request (the console's recent errors), when on.
-        self.observer: RequestObserver | None = None
+        self.observer = observer
         self._mcp_path = mcp_path.rstrip("/") or "/"
         base = "" if self._mcp_path == "/" else self._mcp_path
         self._profile_base = base + "/"

@@ -238,6 +238,10 @@ class ClientRegistry:
         # The principal of each modern request being served, by its id.
         self._modern: dict[str, str] = {}
 
+    def apply(self, max_sessions: int) -> None:
+        """A reload's ``server.max_sessions``: open sessions stay; new ones count against it."""
+        self.max_sessions = max_sessions
+
     def __len__(self) -> int:
         return len(self._sessions)
 

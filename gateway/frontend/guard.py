@@ -63,6 +63,10 @@ class Guard:
         self._resource_path = resource_path
         self._metrics = metrics
 
+    def apply(self, origin: OriginPolicy) -> None:
+        """A reload's allowed origins and hosts, for every request from now on."""
+        self.origin = origin
+
     async def admit(self, scope: h.Scope) -> Principal | None:
         """The request's principal (None when auth is off).
 

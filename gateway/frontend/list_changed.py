@@ -76,8 +76,13 @@ class ListChangedCoalescer:
             return None
         return lambda peer: tag_of(peer) == tag
 
-    async def run(self) -> None:
+    def apply(self, window: float) -> None:
+        """A reload's ``notifications.debounce``: the window from the next one on."""
+        self.window = window
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Send what is pending, then wait out the window, forever."""
+        task_status.started()
         while True:
             await self._wake.wait()
             self._wake = trio.Event()

@@ -1,6 +1,7 @@
 """The authenticator in force and the JWKS task behind it, across reloads.
 
-:class:`IdentityService` lives in the gateway's nursery. ``apply`` builds
+:class:`IdentityService` is a service: ``run`` (started with
+``nursery.start``) owns the nursery its JWKS tasks run in. ``apply`` builds
 an :class:`~gateway.identity.authenticator.Authenticator` from an ``auth:``
 section and swaps it into the holder the frontend reads. A JWKS source
 whose settings did not change is kept (with its cached keys); one whose
@@ -39,27 +40,35 @@ def _jwks_settings(jwt: JwtConfig) -> tuple[object, ...]:
 
 
 class IdentityService:
-    """Builds authenticators and runs their JWKS fetches.
+    """Builds authenticators and runs their JWKS fetches (in ``run``'s nursery).
 
     Args:
-        nursery: owns the JWKS tasks.
         metrics: JWKS fetch counts and the key gauge.
         transport: an httpx transport for JWKS fetches (tests).
     """
 
     def __init__(
         self,
-        nursery: trio.Nursery,
         metrics: Metrics | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self._nursery = nursery
+        self._nursery: trio.Nursery | None = None
         self._metrics = metrics
         self._transport = transport
         self._source: JwksSource | None = None
         self._source_scope: trio.CancelScope | None = None
         self._settings: tuple[object, ...] | None = None
         self.holder: AuthHolder | None = None
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the JWKS fetches until cancelled."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            try:
+                task_status.started()
+                await trio.sleep_forever()
+            finally:
+                self._nursery = None
 
     async def apply(self, config: AuthConfig, resource_url: str) -> Authenticator:
         """Build the authenticator for ``config`` and put it in force.
@@ -85,6 +94,8 @@ class IdentityService:
                 transport=self._transport,
             )
             self._source_scope = trio.CancelScope()
+            if self._nursery is None:
+                raise RuntimeError("IdentityService.run is not running")
             await self._nursery.start(self._run_source, self._source, self._source_scope)
             self._settings = _jwks_settings(jwt)
         authenticator = Authenticator(config, resource_url, jwks=self._source, file_keys=file_keys)

@@ -86,12 +86,18 @@ class AccessControl:
         audit_calls: log ``policy.call`` for each call, read and get.
     """
 
-    def __init__(self, policy: Policy | None = None, *, audit_calls: bool = False) -> None:
+    def __init__(
+        self,
+        policy: Policy | None = None,
+        *,
+        audit_calls: bool = False,
+        metrics: RouterMetrics = NO_METRICS,
+    ) -> None:
         self.policy = policy
         self.audit_calls = audit_calls
         self.views = EffectiveViews()
-        # Refusals by reason (the router sets its own).
-        self.metrics: RouterMetrics = NO_METRICS
+        # Refusals by reason.
+        self.metrics = metrics
 
     def apply(
         self,

@@ -34,6 +34,7 @@ from gateway.protocol.stateless.mrtr import (
     legacy_result,
     missing_for,
 )
+from gateway.protocol.stateless.task_states import TaskAction
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -88,7 +89,11 @@ class HeldCallView(Protocol):
 
     method: str
     params: dict[str, Any]
-    awaiting_retry: bool
+
+    @property
+    def awaiting_retry(self) -> bool:
+        """Whether the held call waits for the host's retry (an ``input_required`` is out)."""
+        ...
 
     async def ask(self, backend: str, method: str, params: msgspec.Raw | None) -> msgspec.Raw:
         """Bridge a backend's own request to the host as ``input_required``."""
@@ -231,16 +236,32 @@ class TaskRequest(ModernRequest):
             refused = f"{method}: the client did not declare {gap}"
             raise LocalProtocolError(refused, METHOD_NOT_FOUND)
         waiting = self.pending_inputs[key] = _Waiting()
-        task.waits_for(key, entry)
-        self.changed(task)
+        self.perform(task.waits_for(key, entry))
         try:
             await waiting.answered.wait()
         finally:
             del self.pending_inputs[key]
-            task.answered(key)
-            self.changed(task)
+            self.perform(task.answered(key))
         assert waiting.response is not None
         return mcp.encode(legacy_result(waiting.response))
+
+    def perform(
+        self, actions: tuple[TaskAction, ...], params: dict[str, Any] | None = None
+    ) -> None:
+        """Do what the task's table said (``protocol/stateless/task_states``).
+
+        Raises:
+            ModernProtocolError: -32602 for ``inputResponses`` that are not objects.
+        """
+        task = self.task
+        assert task is not None
+        for action in actions:
+            if action is TaskAction.NOTIFY:
+                self.changed(task)
+            elif action is TaskAction.CANCEL_CALL:
+                self.scope.cancel()
+            elif action is TaskAction.DELIVER:
+                self.update(params or {})
 
     def update(self, params: dict[str, Any]) -> None:
         """Hand ``tasks/update``'s answers to the backend requests waiting for them.

@@ -25,8 +25,10 @@ backends coming and going.
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -34,7 +36,6 @@ import trio
 
 from gateway.backends.state import BackendState
 from gateway.catalog.profiles import DEFAULT_PROFILE, ProfileViews
-from gateway.config.schema_gateway import TasksConfig
 from gateway.errors import (
     METHOD_NOT_FOUND,
     BackendUnavailable,
@@ -50,7 +51,7 @@ from gateway.protocol.stateless.tasks import EXTENSION as TASKS_EXTENSION
 from gateway.protocol.stateless.tasks import TASK_METHODS, starts_task
 from gateway.protocol.tables import LogLevels, Owners, Subscriptions
 from gateway.router import initialize
-from gateway.router.access import AccessControl, item_of
+from gateway.router.access import AccessControl, item_of, list_changes
 from gateway.router.call_metrics import NO_METRICS
 from gateway.router.calls import Calls, Forwarder, Targets
 from gateway.router.context import Call, ModernRequest
@@ -59,7 +60,7 @@ from gateway.router.lists import Lists
 from gateway.router.outcomes import server_span
 from gateway.router.search_mode import SearchMode
 from gateway.router.stateless import requests as modern
-from gateway.router.stateless.gateway_tasks import TaskRunner
+from gateway.router.stateless.gateway_tasks import HandOff, TaskRunner
 from gateway.router.stateless.held_calls import HeldCalls, holdable, sealer_for
 from gateway.router.subscriptions import SubscriptionRelay
 from gateway.router.to_clients import ToClients
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
     from gateway.backends.state import BackendView
     from gateway.catalog.cursor import CursorCodec
     from gateway.catalog.snapshot import Kind, Snapshot
+    from gateway.config.schema_gateway import TasksConfig
     from gateway.identity.principal import Principal
     from gateway.protocol.jsonrpc import Request
     from gateway.router.call_metrics import RequestObserver, RouterMetrics
@@ -84,23 +86,28 @@ Handler = Callable[[Call, dict[str, Any]], Awaitable["msgspec.Raw"]]
 class Router:
     """Routes host requests to backends and backend messages to hosts.
 
+    A service: ``run`` (started with ``nursery.start``) owns the nursery of
+    the router's follow-up work (renewing subscriptions and log levels when
+    a backend comes back, releasing what a closed client held) and runs the
+    held calls and the tasks it routes to, each a service of its own.
+
     Args:
         pool: the live backends and their catalog.
         cursors: signs and checks pagination cursors.
         page_size: items per list page; 0 means everything in one page.
-        nursery: where follow-up work runs (renewing subscriptions and log
-            levels when a backend comes back).
         metrics: where request counts and latencies go; none by default.
         separator: the naming separator, to recognise a down backend's names.
         log_requests: log each routed request at info level (else debug).
         held: the table of modern calls held for MRTR; a default one (random
-            key, default bounds) in ``nursery`` when none is given.
+            key, default bounds) when none is given.
         profiles: the profiles served; each request is routed through its
             client's profile view of the snapshot (``catalog.profiles``).
             Only ``default``, selecting everything, when none is given.
         tasks: bounds of the tasks the gateway runs for modern hosts.
         access: the access policy; each request is routed through its
             principal's effective view of the profile (``router.access``).
+        task_notices: where ``notifications/tasks`` go (the listen streams).
+        observer: watches every routed request (the console's, when it is on).
     """
 
     def __init__(
@@ -109,7 +116,6 @@ class Router:
         cursors: CursorCodec,
         page_size: int,
         *,
-        nursery: trio.Nursery,
         metrics: RouterMetrics = NO_METRICS,
         separator: str = "__",
         log_requests: bool = False,
@@ -117,17 +123,20 @@ class Router:
         profiles: ProfileViews | None = None,
         tasks: TasksConfig | None = None,
         access: AccessControl | None = None,
+        task_notices: Callable[[bytes], object] | None = None,
+        observer: RequestObserver | None = None,
     ) -> None:
         self._pool = pool
-        self.access = access if access is not None else AccessControl()
-        self.access.metrics = metrics
+        self.access = access if access is not None else AccessControl(metrics=metrics)
         self.profiles = profiles if profiles is not None else ProfileViews(separator=separator)
-        self._held = held if held is not None else HeldCalls(nursery, sealer_for(""))
-        self._held.metrics = metrics
-        self._nursery = nursery
+        self._held = held if held is not None else HeldCalls(sealer_for(""), metrics=metrics)
         self._metrics = metrics
-        self.observer: RequestObserver | None = None  # the console's, when it is on
+        self.observer = observer
         self._log_request = logger.info if log_requests else logger.debug
+        # Follow-up work, run in ``run``'s nursery (queued until it runs).
+        self._follow_ups, self._follow_up_queue = trio.open_memory_channel[
+            Callable[[], Awaitable[None]]
+        ](math.inf)
         owners: Owners[Call] = Owners()
         subscriptions = Subscriptions()
         wanted = LogLevels()
@@ -135,26 +144,29 @@ class Router:
         forwarder = Forwarder(owners, wanted, self._held)
         calls = Calls(targets, forwarder, metrics)
         self._lists = Lists(pool, cursors, page_size, metrics)
-        self.search = SearchMode(lambda: pool.snapshot, calls.call_tool, separator, self.profiles)
-        self.search.metrics = metrics
-        self.search.on_hidden = lambda call, name: self.access.denied_search_target(
-            call.client, self.view(call.client.profile), name
+        self.search = SearchMode(
+            lambda: pool.snapshot,
+            calls.call_tool,
+            separator,
+            self.profiles,
+            metrics=metrics,
+            on_hidden=lambda call, name: self.access.denied_search_target(
+                call.client, self.view(call.client.profile), name
+            ),
         )
         self._levels = Levels(pool, wanted)
         self._wanted = wanted
         self._subscriptions = SubscriptionRelay(pool, subscriptions, targets, forwarder)
-        self._to_clients = ToClients(owners, subscriptions, wanted)
-        self._to_clients.sees = self._sees
+        self._to_clients = ToClients(owners, subscriptions, wanted, sees=self._sees)
         self._up: set[str] = set()
-        limits = tasks if tasks is not None else TasksConfig()
+        # The snapshot the profiles' hosts were last told of (``catalog_changed``).
+        self._shown = pool.snapshot
         self.tasks = TaskRunner(
-            nursery,
             self._run_modern,
-            max_tasks=limits.max_tasks,
-            ttl=limits.ttl,
-            poll_interval=limits.poll_interval,
+            tasks,
+            handoff=HandOff(self._held, pool, owners, self._to_clients),
+            on_change=task_notices,
         )
-        self.tasks.hand_off(self._held, pool, owners, self._to_clients)
         self._handlers: dict[str, Handler] = {
             "ping": calls.ping,
             "tools/list": self._lists.list_tools,
@@ -169,9 +181,39 @@ class Router:
             "resources/subscribe": self._subscriptions.subscribe,
             "resources/unsubscribe": self._subscriptions.unsubscribe,
         }
-        pool.request_handler = self.backend_request
+        pool.on_request(self.backend_request)
         pool.on_notification(self.backend_notification)
         pool.on_state_change(self._backend_state_changed)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the held calls, the tasks and the follow-up work until cancelled."""
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self._held.run)
+            await nursery.start(self.tasks.run)
+            task_status.started()
+            async for job in self._follow_up_queue:
+                nursery.start_soon(job)
+
+    def _follow_up(self, job: Callable[[], Awaitable[None]]) -> None:
+        """Run ``job`` in the router's nursery (after the current request, not under it)."""
+        self._follow_ups.send_nowait(job)
+
+    def catalog_changed(
+        self, snapshot: Snapshot, peers: Iterable[ClientPeer]
+    ) -> list[tuple[str, str | None, frozenset[Kind]]]:
+        """The catalog swapped to ``snapshot``: (profile, view tag, kinds) for each list_changed.
+
+        Each profile's view is refreshed and compared with the one shown so
+        far (``router.access.list_changes``: under a policy, only the peers
+        whose effective view changed). The search index follows here, where
+        the snapshot swaps, so no search pays for indexing (only the changed
+        backends are rewritten).
+        """
+        shown, self._shown = self._shown, snapshot
+        refreshed = self.profiles.refresh(shown, snapshot)
+        changes = list_changes(self.access, self.profiles, peers, shown, snapshot, refreshed)
+        self.search.follow(snapshot)
+        return changes
 
     def set_page_size(self, page_size: int) -> None:
         """Change the list page size (on reload); walks in progress stay exact."""
@@ -183,17 +225,17 @@ class Router:
         """A client session was created."""
         self._to_clients.opened(client)
 
-    def client_closed(self, session_id: str, nursery: trio.Nursery) -> None:
+    def client_closed(self, session_id: str) -> None:
         """A client session ended: release what it held at the backends.
 
         Its calls in flight are cancelled by the frontend; here its
         subscriptions, its log level and its per-client backend sessions go.
-        Unsubscribes that must reach backends run in ``nursery``.
+        Unsubscribes that must reach backends run in the router's nursery.
         """
         self._to_clients.closed(session_id)
-        self._subscriptions.client_closed(session_id, nursery)
+        self._subscriptions.client_closed(session_id, self._follow_up)
         self._wanted.drop_client(session_id)
-        nursery.start_soon(self._levels.apply)
+        self._follow_up(self._levels.apply)
         for backend in self._pool.backends.values():
             backend.close_client(session_id)
 
@@ -343,7 +385,7 @@ class Router:
 
     def listener_closed(self, session_id: str) -> None:
         """A listen stream ended: release its subscriptions, in the router's nursery."""
-        self.client_closed(session_id, self._nursery)
+        self.client_closed(session_id)
 
     # -- dispatch --------------------------------------------------------
 
@@ -444,7 +486,7 @@ class Router:
         if backend.name in self._up:
             return  # a listing refresh, not a new session
         self._up.add(backend.name)
-        self._nursery.start_soon(self._renew, backend)
+        self._follow_up(partial(self._renew, backend))
 
     async def _renew(self, backend: BackendView) -> None:
         """A backend came (back) up: give it the subscriptions and log level it lost."""

@@ -105,14 +105,8 @@ class PoolView(Protocol):
         """The backend of that name, if configured."""
         ...
 
-    @property
-    def request_handler(self) -> object:
-        """Who answers backends' own requests (only ever set by the router)."""
-        ...
-
-    @request_handler.setter
-    def request_handler(self, handler: BackendRequestHandler) -> None:
-        """Install the router's relay for backends' own requests."""
+    def on_request(self, handler: BackendRequestHandler) -> None:
+        """Have ``handler`` answer backends' own requests (the router's relay)."""
         ...
 
     def on_notification(self, listener: BackendNotificationHandler) -> None:

@@ -116,6 +116,17 @@ def budgets(views: ProfileViews, names: Iterable[str], snapshot: Snapshot) -> li
     return [budget(views, name, snapshot) for name in names]
 
 
+def record_catalog(
+    metrics: Metrics, views: ProfileViews, snapshot: Snapshot, backends: Iterable[str]
+) -> None:
+    """Set the catalog's item gauges per backend and the profiles' figures (after each swap)."""
+    for kind in Kind:
+        counts = snapshot.view(kind).backend_counts()
+        for name in backends:
+            metrics.catalog_items.labels(backend=name, kind=kind.value).set(counts[name])
+    record_budgets(metrics, views, snapshot)
+
+
 def record_budgets(metrics: Metrics, views: ProfileViews, snapshot: Snapshot) -> None:
     """Set the ``mcp_gateway_profile_*`` gauges for every profile (after each swap)."""
     for figures in budgets(views, views.names, snapshot):

@@ -94,6 +94,9 @@ class SearchMode:
         separator: the naming separator (``gateway{sep}search_tools``).
         profiles: the served profiles, whose search-mode views
             :meth:`follow` indexes the overrides of; none when not given.
+        metrics: searches by profile and result.
+        on_hidden: told when ``gateway__call_tool`` names a tool outside
+            the caller's effective view (the router's audit line).
     """
 
     def __init__(
@@ -102,6 +105,9 @@ class SearchMode:
         call_tool: Callable[[Call, dict[str, Any]], Awaitable[msgspec.Raw]],
         separator: str,
         profiles: ProfileViews | None = None,
+        *,
+        metrics: RouterMetrics = NO_METRICS,
+        on_hidden: Callable[[Call, str], None] | None = None,
     ) -> None:
         self._current = current
         self._profiles = profiles
@@ -115,9 +121,9 @@ class SearchMode:
         self._views: dict[str, Snapshot] = {}
         # Told when gateway__call_tool names a tool outside the caller's
         # effective view (the router's audit line); nothing by default.
-        self.on_hidden: Callable[[Call, str], None] | None = None
-        # Searches by profile and result (the router sets its own).
-        self.metrics: RouterMetrics = NO_METRICS
+        self.on_hidden = on_hidden
+        # Searches by profile and result.
+        self.metrics = metrics
 
     @property
     def indexed(self) -> Snapshot:

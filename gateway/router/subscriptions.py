@@ -17,6 +17,7 @@ Rules:
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -28,6 +29,8 @@ from gateway.protocol.tables import Subscribe
 from gateway.router.neighbours import subscribable
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     import msgspec
 
     from gateway.backends.state import BackendView
@@ -120,12 +123,14 @@ class SubscriptionRelay:
             await self._release(target.backend, target.original)
         return jsonrpc.EMPTY_OBJECT
 
-    def client_closed(self, client: str, nursery: trio.Nursery) -> None:
-        """Release, in ``nursery``, what only this client held."""
+    def client_closed(
+        self, client: str, spawn: Callable[[Callable[[], Awaitable[None]]], None]
+    ) -> None:
+        """Release what only this client held, each unsubscribe run by ``spawn``."""
         for backend_name, uri in self._table.drop_client(client):
             backend = self._pool.get(backend_name)
             if backend is not None:
-                nursery.start_soon(self._release, backend, uri)
+                spawn(partial(self._release, backend, uri))
 
     async def renew(self, backend: BackendView) -> None:
         """A backend came (back) up: give it the subscriptions it lost."""

@@ -69,16 +69,21 @@ class ToClients:
     """
 
     def __init__(
-        self, owners: Owners[Call], subscriptions: Subscriptions, levels: LogLevels
+        self,
+        owners: Owners[Call],
+        subscriptions: Subscriptions,
+        levels: LogLevels,
+        *,
+        sees: Callable[[ClientPeer, str], bool] | None = None,
     ) -> None:
         self._owners = owners
         self._subscriptions = subscriptions
         self._levels = levels
         self._clients: dict[str, ClientPeer] = {}
         # Whether a client may see a public resource URI now (the access
-        # policy, set by the router): a subscription made before a reload
-        # hid its resource delivers nothing more. None: every holder may.
-        self.sees: Callable[[ClientPeer, str], bool] | None = None
+        # policy): a subscription made before a reload hid its resource
+        # delivers nothing more. None: every holder may.
+        self.sees = sees
 
     def opened(self, client: ClientPeer) -> None:
         """A client session was created: it may now receive messages."""

@@ -1,8 +1,9 @@
 """Composition root: config → metrics → pool → router → frontend → HTTP engine.
 
 Everything the gateway runs lives under the nursery of ``serve``: the
-backends (inside the pool), the HTTP engine, and housekeeping. Leaving it stops
-all of them, backends last, so that no child process outlives the gateway.
+backends (inside the pool), the services (each owning its nursery), and the
+HTTP engine. Leaving it stops all of them, backends last, so that no child
+process outlives the gateway.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from gateway.backends.pool import Pool, open_pool
 from gateway.backends.state import BackendState
 from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
-from gateway.catalog.snapshot import Kind, Snapshot
 from gateway.config.schema import TlsConfig
 from gateway.console.activity import Activity
 from gateway.console.handler import ConsoleApp, ConsoleParts
@@ -35,12 +35,12 @@ from gateway.identity.keys import JwksError
 from gateway.identity.policy import Policy
 from gateway.identity.service import IdentityService
 from gateway.router import Router
-from gateway.router.access import AccessControl, list_changes
-from gateway.router.profile_setup import profile_views, record_budgets
-from gateway.router.stateless.held_calls import HeldCalls, sealer_for
+from gateway.router.access import AccessControl
+from gateway.router.profile_setup import profile_views, record_catalog
+from gateway.router.stateless.held_calls import HeldCalls
 from gateway.runtime import readiness as status
 from gateway.runtime import reload as live_reload
-from gateway.telemetry.metrics import BackendSample, Metrics
+from gateway.telemetry.metrics import Metrics
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
     from gateway.backends.backend import Backend
     from gateway.backends.channel import ChannelOpener
-    from gateway.backends.state import ServerInfo
+    from gateway.catalog.snapshot import Kind, Snapshot
     from gateway.config import GatewayConfig
     from gateway.identity.authenticator import AuthHolder
 from gateway.errors import ConfigError
@@ -101,35 +101,58 @@ async def open_gateway(
     registry: CollectorRegistry | None = None,
     connect: ChannelOpener | None = None,
 ) -> AsyncIterator[Gateway]:
-    """Start the backends and build the frontend; stop everything on exit."""
+    """Start the backends and the services, build the frontend on them; stop all on exit.
+
+    Wiring only: each part gets what it works with as constructor
+    arguments, and each long-lived service (identity, the router with its
+    held calls and tasks, the list_changed coalescer) runs in a nursery of
+    its own, started here with ``nursery.start``.
+    """
     metrics = Metrics(registry)
-    rules = NamingRules(config.naming.separator, config.naming.max_length)
+    server = config.server
     views = profile_views(config.profiles, config.naming.separator)
+    session_limiter = RateLimiter(config.limits.session_rate, config.limits.session_burst)
+    principal_limiter = RateLimiter(config.limits.token_rate, config.limits.token_burst)
+    router: Router
+    gateway: Gateway
+
+    def opened(session: ClientSession) -> None:
+        """A host initialized: the router may now route to it."""
+        router.client_opened(session)
+        metrics.client_sessions_opened.inc()
+        metrics.client_sessions_open.inc()
+        metrics.session_opened(session.protocol_version, session.profile)
+
+    def closed(session: ClientSession) -> None:
+        """A session ended, however: release what it held at the backends."""
+        router.client_closed(session.session_id)
+        session_limiter.forget(session.session_id)
+        metrics.client_sessions_open.dec()
+        metrics.session_closed(session.profile)
+
+    clients = ClientRegistry(server.max_sessions, on_open=opened, on_close=closed)
+    # The console watches the router's requests and the refusals, when it is on.
+    activity = Activity(trio.current_time) if config.admin.enabled else None
+    rules = NamingRules(config.naming.separator, config.naming.max_length)
     async with (
-        open_pool(config.backends, rules, connect) as pool,
-        trio.open_nursery() as housekeeping,
+        # token exchange: whose client session is it
+        open_pool(config.backends, rules, connect, subjects=clients.subject_of) as pool,
+        trio.open_nursery() as services,
     ):
-        identity = IdentityService(housekeeping, metrics)
-        try:
-            await identity.apply(config.auth, config.server.resource_url)
-        except JwksError as exc:
-            raise ConfigError([f"auth.jwt.jwks_file: {exc}"]) from None
-        assert identity.holder is not None
+        identity = IdentityService(metrics)
+        await services.start(identity.run)
+        auth = await _authenticate(identity, config)
         cursors = CursorCodec(config.pagination.cursor_secret, clock=trio.current_time)
-        held = HeldCalls(
-            housekeeping,
-            sealer_for(config.mrtr.state_secret),
-            max_held=config.mrtr.max_held_calls,
-            lifetime=config.mrtr.held_call_lifetime,
-        )
+        held = HeldCalls.from_config(config.mrtr, metrics)
         access = AccessControl(
-            Policy.from_config(config.policy), audit_calls=config.policy_audit == "calls"
+            Policy.from_config(config.policy),
+            audit_calls=config.policy_audit == "calls",
+            metrics=metrics,
         )
         router = Router(
             pool,
             cursors,
             config.pagination.page_size,
-            nursery=housekeeping,
             metrics=metrics,
             separator=config.naming.separator,
             log_requests=config.logging.requests,
@@ -137,37 +160,21 @@ async def open_gateway(
             profiles=views,
             tasks=config.tasks,
             access=access,
+            task_notices=clients.listeners.broadcast,
+            observer=activity,
         )
-
-        def opened(session: ClientSession) -> None:
-            """A host initialized: the router may now route to it."""
-            router.client_opened(session)
-            metrics.client_sessions_opened.inc()
-            metrics.client_sessions_open.inc()
-            metrics.session_opened(session.protocol_version, session.profile)
-
-        session_limiter = RateLimiter(config.limits.session_rate, config.limits.session_burst)
-
-        def closed(session: ClientSession) -> None:
-            """A session ended, however: release what it held at the backends."""
-            router.client_closed(session.session_id, housekeeping)
-            session_limiter.forget(session.session_id)
-            metrics.client_sessions_open.dec()
-            metrics.session_closed(session.profile)
-
-        clients = ClientRegistry(config.server.max_sessions, on_open=opened, on_close=closed)
-        router.tasks.on_change = clients.listeners.broadcast  # notifications/tasks
-        pool.subjects = clients.subject_of  # token exchange: whose client session is it
-        server = config.server
-        gateway: Gateway
-        principal_limiter = RateLimiter(config.limits.token_rate, config.limits.token_burst)
+        await services.start(router.run)
+        coalescer = ListChangedCoalescer(
+            clients, metrics, config.notifications.debounce, lambda peer: access.on(peer).tag
+        )
+        await services.start(coalescer.run)
         endpoint = McpEndpoint(
             router,
             clients,
             OriginPolicy(server.host, server.allowed_origins, server.allowed_hosts),
             max_body_bytes=server.max_body_bytes,
             is_draining=lambda: gateway.draining,
-            auth=identity.holder,
+            auth=auth,
             session_limiter=session_limiter,
             principal_limiter=principal_limiter,
             metrics=metrics,
@@ -178,11 +185,15 @@ async def open_gateway(
             clients,
             OriginPolicy(server.host, server.allowed_origins, server.allowed_hosts),
             max_body_bytes=server.max_body_bytes,
-            auth=identity.holder,
+            auth=auth,
             resource_path=server.path,
             metrics=metrics,
         )
-        console = _console(config, lambda: gateway, pool, clients, router, identity.holder)
+        console = (
+            None
+            if activity is None
+            else _console(config, lambda: gateway, pool, clients, router, auth, activity)
+        )
         app = GatewayApp(
             server.path,
             endpoint,
@@ -190,52 +201,30 @@ async def open_gateway(
             metrics,
             legacy,
             views.names,
-            auth=identity.holder,
+            auth=auth,
             operations=operations_access(config.server.host, config.metrics.port),
             console=console,
+            observer=activity,  # refusals join the recent errors
         )
-        gateway = Gateway(config, pool, router, clients, app, metrics, endpoint)
-        if console is not None:
-            app.observer = console.parts.activity  # refusals join the recent errors
-
-        coalescer = ListChangedCoalescer(
-            clients, metrics, config.notifications.debounce, lambda peer: access.on(peer).tag
-        )
-        housekeeping.start_soon(coalescer.run)
-        gateway.live = live_reload.Live(
+        live = live_reload.Live(
             identity=identity,
             guards=[endpoint.guard, legacy.guard],
             session_limiter=session_limiter,
             principal_limiter=principal_limiter,
-            set_debounce=coalescer,
+            coalescer=coalescer,
             cursors=cursors,
             held=held,
             router=router,
             pool=pool,
             clients=clients,
-            nursery=housekeeping,
         )
-
-        shown = [pool.snapshot]
+        gateway = Gateway(config, pool, router, clients, app, metrics, endpoint, live)
 
         def catalog_changed(snapshot: Snapshot, kinds: frozenset[Kind]) -> None:
-            """Tell each profile's hosts what changed in their view (coalesced); refresh gauges.
-
-            The search index follows here, where the snapshot swaps, so no
-            search pays for indexing (only the changed backends are rewritten).
-            """
-            refreshed = views.refresh(shown[0], snapshot)
-            for profile, tag, changed in list_changes(
-                access, views, clients.peers(), shown[0], snapshot, refreshed
-            ):
+            """Tell each profile's hosts what changed in their view (coalesced); refresh gauges."""
+            for profile, tag, changed in router.catalog_changed(snapshot, clients.peers()):
                 coalescer.add(changed, profile, tag)
-            shown[0] = snapshot
-            router.search.follow(snapshot)
-            for kind in Kind:
-                counts = snapshot.view(kind).backend_counts()
-                for name in pool.backends:
-                    metrics.catalog_items.labels(backend=name, kind=kind.value).set(counts[name])
-            record_budgets(metrics, views, snapshot)
+            record_catalog(metrics, views, snapshot, pool.backends)
 
         def track_state(backend: Backend) -> None:
             """Keep the up and ready gauges current."""
@@ -244,23 +233,7 @@ async def open_gateway(
             )
             gateway.readiness()  # keeps mcp_gateway_ready current
 
-        metrics.watch_backends(
-            lambda: [
-                BackendSample(
-                    b.name,
-                    b.state.value,
-                    b.in_flight,
-                    b.restarts,
-                    b.initializations,
-                    dict(b.list_guard_trips),
-                    dict(b.credentials.requests) if b.credentials is not None else {},
-                    era=_era(b.info),
-                    sessions_by_era={"legacy": b.handshake.count, "modern": b.handshake.discovered},
-                    requests_by_era=dict(b.handshake.requests),
-                )
-                for b in pool.backends.values()
-            ]
-        )
+        metrics.watch_backends(pool.samples)
         metrics.watch_tasks(router.tasks.sample)
         pool.on_catalog_change(catalog_changed)
         router.search.follow(pool.snapshot)  # tools listed before the hook was in place
@@ -270,12 +243,17 @@ async def open_gateway(
         finally:
             for session in clients:
                 clients.close(session)
-            housekeeping.cancel_scope.cancel()
+            services.cancel_scope.cancel()
 
 
-def _era(info: ServerInfo | None) -> str:
-    """The era of a backend's current session; "" before its first handshake."""
-    return "" if info is None else "modern" if info.modern else "legacy"
+async def _authenticate(identity: IdentityService, config: GatewayConfig) -> AuthHolder:
+    """Put the configured authenticator in force; a JWKS file it cannot use is a config error."""
+    try:
+        await identity.apply(config.auth, config.server.resource_url)
+    except JwksError as exc:
+        raise ConfigError([f"auth.jwt.jwks_file: {exc}"]) from None
+    assert identity.holder is not None
+    return identity.holder
 
 
 def _console(
@@ -285,12 +263,9 @@ def _console(
     clients: ClientRegistry,
     router: Router,
     auth: AuthHolder,
-) -> ConsoleApp | None:
-    """The operator console when ``admin.enabled``; it starts watching the router's requests."""
-    if not config.admin.enabled:
-        return None
-    activity = Activity(trio.current_time)
-    router.observer = activity
+    activity: Activity,
+) -> ConsoleApp:
+    """The operator console (``admin.enabled``), showing what ``activity`` watches."""
 
     async def reload() -> object:
         path = gateway().config_path

@@ -19,15 +19,12 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 import msgspec
 import structlog
-import trio
 
 from gateway.config import load
 from gateway.errors import ConfigError
 from gateway.frontend.origin import OriginPolicy
 from gateway.identity.keys import JwksError
 from gateway.identity.policy import Policy
-from gateway.protocol.sealed import Sealer
-from gateway.protocol.signing import keys_from_secret
 from gateway.telemetry.logs import set_log_level
 
 if TYPE_CHECKING:
@@ -37,6 +34,9 @@ if TYPE_CHECKING:
     from gateway.catalog.cursor import CursorCodec
     from gateway.catalog.snapshot import Kind
     from gateway.config import GatewayConfig
+    from gateway.config.schema import LimitsConfig, PaginationConfig
+    from gateway.config.schema_auth import AuthConfig
+    from gateway.config.schema_gateway import MrtrConfig, TasksConfig
     from gateway.frontend.clients import ClientRegistry
     from gateway.frontend.guard import Guard
     from gateway.frontend.rate_limits import RateLimiter
@@ -86,7 +86,9 @@ class ReloadOutcome:
 class Coalescer(Protocol):
     """What a reload changes of the list_changed coalescer: its window; and what it tells."""
 
-    window: float
+    def apply(self, window: float) -> None:
+        """A new coalescing window."""
+        ...
 
     def add(
         self,
@@ -101,20 +103,19 @@ class Coalescer(Protocol):
 
 @dataclass
 class Live:
-    """The running parts a reload changes, each one attribute it replaces or adjusts.
+    """The running parts a reload changes; each applies its own piece of a :class:`ConfigPlan`.
 
     Attributes:
         identity: builds and swaps the authenticator.
         guards: every HTTP front door (their Origin/Host policy).
         session_limiter: per-session buckets.
         principal_limiter: per-credential buckets.
-        set_debounce: changes the list_changed coalescing window.
+        coalescer: the list_changed coalescer (its window; what a policy change tells).
         cursors: the cursor codec (key ring).
-        held: the held calls (their ``requestState`` sealer).
-        router: the page size, the tasks' bounds.
+        held: the held calls (their bounds and ``requestState`` key ring).
+        router: the page size, the tasks' bounds, the access policy.
         pool: the backends.
         clients: open sessions (closed when their static token is removed).
-        nursery: where a retired secret's expiry waits.
         last: what the last reload did (None before one).
     """
 
@@ -122,13 +123,12 @@ class Live:
     guards: list[Guard]
     session_limiter: RateLimiter
     principal_limiter: RateLimiter
-    set_debounce: Coalescer
+    coalescer: Coalescer
     cursors: CursorCodec
     held: HeldCalls
     router: Router
     pool: Pool
     clients: ClientRegistry
-    nursery: trio.Nursery
     last: ReloadOutcome | None = None
 
 
@@ -154,7 +154,7 @@ async def reload_file(
         )
     new = effective_config(current, new)
     try:
-        changed = await apply(live, current, new)
+        changed = await apply(live, plan_config(current, new))
     except JwksError as exc:
         _rejected(live, metrics, path, [str(exc)])
         return None
@@ -208,95 +208,140 @@ def _setting(config: GatewayConfig, dotted: str) -> object:
     return value
 
 
-async def apply(live: Live, old: GatewayConfig, new: GatewayConfig) -> list[str]:
-    """Apply ``new`` over ``old``; returns the sections that changed.
+@dataclass(frozen=True)
+class ConfigPlan:
+    """What a reload changes, piece by piece (``plan_config``, pure); None: unchanged.
+
+    Attributes:
+        new: the config the plan leads to (its backends go to the pool).
+        changed: the sections that changed, in the order they are logged.
+        auth: the ``auth`` section and the resource URL to build from.
+        limits: the new per-session and per-credential limits.
+        log_level: the new ``logging.level``.
+        origin: the new Origin/Host policy of every front door.
+        max_sessions: the new ``server.max_sessions``.
+        debounce: the new list_changed coalescing window.
+        pagination: the new ``pagination`` section.
+        rotate_cursor_secret: whether its cursor secret is new.
+        mrtr: the new ``mrtr`` section.
+        rotate_state_secret: whether its ``requestState`` secret is new.
+        tasks: the new task bounds.
+        policy: the new access policy and whether calls are audited.
+    """
+
+    new: GatewayConfig
+    changed: tuple[str, ...] = ()
+    auth: tuple[AuthConfig, str] | None = None
+    limits: LimitsConfig | None = None
+    log_level: str | None = None
+    origin: OriginPolicy | None = None
+    max_sessions: int | None = None
+    debounce: float | None = None
+    pagination: PaginationConfig | None = None
+    rotate_cursor_secret: bool = False
+    mrtr: MrtrConfig | None = None
+    rotate_state_secret: bool = False
+    tasks: TasksConfig | None = None
+    policy: tuple[Policy | None, bool] | None = None
+
+
+def plan_config(old: GatewayConfig, new: GatewayConfig) -> ConfigPlan:
+    """Diff two configs into the pieces each running part applies (pure)."""
+    changed: list[str] = []
+
+    def differs(section: str, before: object, after: object) -> bool:
+        if before != after:
+            changed.append(section)
+        return before != after
+
+    server_old, server_new = old.server, new.server
+    # The bind stays as it is until a restart, so the derived URL does too.
+    resource_url = msgspec.structs.replace(
+        server_old, public_url=server_new.public_url
+    ).resource_url
+    auth = differs("auth", (old.auth, server_old.resource_url), (new.auth, resource_url))
+    limits = differs("limits", old.limits, new.limits)
+    log_level = differs("logging.level", old.logging.level, new.logging.level)
+    origin = differs(
+        "server.allowed_origins/allowed_hosts",
+        (server_old.allowed_origins, server_old.allowed_hosts),
+        (server_new.allowed_origins, server_new.allowed_hosts),
+    )
+    max_sessions = differs("server.max_sessions", server_old.max_sessions, server_new.max_sessions)
+    # Read by each expiry sweep: nothing to apply.
+    differs(
+        "server.session_idle_timeout",
+        server_old.session_idle_timeout,
+        server_new.session_idle_timeout,
+    )
+    notifications = differs("notifications", old.notifications, new.notifications)
+    pagination = differs("pagination", old.pagination, new.pagination)
+    mrtr = differs("mrtr", old.mrtr, new.mrtr)
+    tasks = differs("tasks", old.tasks, new.tasks)
+    policy = differs("policy", (old.policy, old.policy_audit), (new.policy, new.policy_audit))
+    differs("backends", old.backends, new.backends)
+    return ConfigPlan(
+        new,
+        tuple(changed),
+        auth=(new.auth, resource_url) if auth else None,
+        limits=new.limits if limits else None,
+        log_level=new.logging.level if log_level else None,
+        origin=OriginPolicy(server_old.host, server_new.allowed_origins, server_new.allowed_hosts)
+        if origin
+        else None,
+        max_sessions=server_new.max_sessions if max_sessions else None,
+        debounce=new.notifications.debounce if notifications else None,
+        pagination=new.pagination if pagination else None,
+        rotate_cursor_secret=old.pagination.cursor_secret != new.pagination.cursor_secret,
+        mrtr=new.mrtr if mrtr else None,
+        rotate_state_secret=old.mrtr.state_secret != new.mrtr.state_secret,
+        tasks=new.tasks if tasks else None,
+        policy=(Policy.from_config(new.policy), new.policy_audit == "calls") if policy else None,
+    )
+
+
+async def apply(live: Live, plan: ConfigPlan) -> list[str]:
+    """Have each running part apply its piece of ``plan``; returns the sections that changed.
 
     Raises:
         JwksError: ``auth.jwt.jwks_file`` cannot be used; nothing is applied.
     """
-    changed: list[str] = []
-    # The bind stays as it is until a restart, so the derived URL does too.
-    resource_url = msgspec.structs.replace(
-        old.server, public_url=new.server.public_url
-    ).resource_url
-    if old.auth != new.auth or old.server.resource_url != resource_url:
+    if plan.auth is not None:
         before = live.identity.holder.current.static_names if live.identity.holder else frozenset()
-        authenticator = await live.identity.apply(new.auth, resource_url)
+        authenticator = await live.identity.apply(*plan.auth)
         _close_sessions_of_removed_tokens(live.clients, before - authenticator.static_names)
-        changed.append("auth")
-    if old.limits != new.limits:
-        live.session_limiter.configure(new.limits.session_rate, new.limits.session_burst)
-        live.principal_limiter.configure(new.limits.token_rate, new.limits.token_burst)
-        changed.append("limits")
-    if old.logging.level != new.logging.level:
-        set_log_level(new.logging.level)
-        changed.append("logging.level")
-    server_old, server_new = old.server, new.server
-    if (server_old.allowed_origins, server_old.allowed_hosts) != (
-        server_new.allowed_origins,
-        server_new.allowed_hosts,
-    ):
-        policy = OriginPolicy(server_old.host, server_new.allowed_origins, server_new.allowed_hosts)
+    if plan.limits is not None:
+        live.session_limiter.configure(plan.limits.session_rate, plan.limits.session_burst)
+        live.principal_limiter.configure(plan.limits.token_rate, plan.limits.token_burst)
+    if plan.log_level is not None:
+        set_log_level(plan.log_level)
+    if plan.origin is not None:
         for guard in live.guards:
-            guard.origin = policy
-        changed.append("server.allowed_origins/allowed_hosts")
-    if old.server.max_sessions != new.server.max_sessions:
-        live.clients.max_sessions = new.server.max_sessions
-        changed.append("server.max_sessions")
-    if old.server.session_idle_timeout != new.server.session_idle_timeout:
-        changed.append("server.session_idle_timeout")  # read by each expiry sweep
-    if old.notifications != new.notifications:
-        live.set_debounce.window = new.notifications.debounce
-        changed.append("notifications")
-    if old.pagination != new.pagination:
-        live.router.set_page_size(new.pagination.page_size)
-        if old.pagination.cursor_secret != new.pagination.cursor_secret:
-            live.cursors.rotate(new.pagination.cursor_secret, new.pagination.previous_secret_grace)
-        changed.append("pagination")
-    if old.mrtr != new.mrtr:
-        if old.mrtr.state_secret != new.mrtr.state_secret:
-            rotate_state_secret(live, new)
-        live.held.max_held = new.mrtr.max_held_calls
-        live.held.lifetime = new.mrtr.held_call_lifetime
-        changed.append("mrtr")
-    if old.tasks != new.tasks:
-        limits = new.tasks
-        live.router.tasks.configure(
-            max_tasks=limits.max_tasks, ttl=limits.ttl, poll_interval=limits.poll_interval
-        )
-        changed.append("tasks")
-    if (old.policy, old.policy_audit) != (new.policy, new.policy_audit):
+            guard.apply(plan.origin)
+    if plan.max_sessions is not None:
+        live.clients.apply(plan.max_sessions)
+    if plan.debounce is not None:
+        live.coalescer.apply(plan.debounce)
+    if plan.pagination is not None:
+        live.router.set_page_size(plan.pagination.page_size)
+        if plan.rotate_cursor_secret:
+            live.cursors.rotate(
+                plan.pagination.cursor_secret, plan.pagination.previous_secret_grace
+            )
+    if plan.mrtr is not None:
+        live.held.apply(plan.mrtr, rotate=plan.rotate_state_secret)
+    if plan.tasks is not None:
+        live.router.tasks.configure(plan.tasks)
+    if plan.policy is not None:
         # From here on every request is decided under the new policy; the
         # sessions whose effective view it changed hear list_changed.
+        policy, audit_calls = plan.policy
         for profile, session, kinds in live.router.access.apply(
-            Policy.from_config(new.policy),
-            audit_calls=new.policy_audit == "calls",
-            peers=live.clients.peers(),
-            base_of=live.router.view,
+            policy, audit_calls=audit_calls, peers=live.clients.peers(), base_of=live.router.view
         ):
-            live.set_debounce.add(kinds, profile, session=session)
-        changed.append("policy")
-    if old.backends != new.backends:
-        changed.append("backends")
-    await live.pool.reload(new.backends, new.shutdown.drain_timeout)
-    return changed
-
-
-def rotate_state_secret(live: Live, new: GatewayConfig) -> None:
-    """New ``requestState`` key first; the old one verifies until the longest hold is over."""
-    keys = keys_from_secret(new.mrtr.state_secret)
-    key = keys[0]
-    previous = live.held.sealer
-    live.held.sealer = Sealer([*keys, *previous.keys])
-    grace = new.mrtr.held_call_lifetime
-
-    async def retire() -> None:
-        """Drop the previous key once no state sealed with it can be live."""
-        await trio.sleep(grace)
-        if live.held.sealer.keys[0] == key:
-            live.held.sealer = Sealer(keys)
-
-    live.nursery.start_soon(retire)
+            live.coalescer.add(kinds, profile, session=session)
+    await live.pool.reload(plan.new.backends, plan.new.shutdown.drain_timeout)
+    return list(plan.changed)
 
 
 def _close_sessions_of_removed_tokens(clients: ClientRegistry, removed: AbstractSet[str]) -> None:
@@ -315,8 +360,10 @@ def _close_sessions_of_removed_tokens(clients: ClientRegistry, removed: Abstract
 
 
 __all__ = [
+    "ConfigPlan",
     "Live",
     "apply",
+    "plan_config",
     "reload_file",
     "effective_config",
     "restart_only_changes",

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import trio
 
 from gateway.config import parse
 from gateway.router.stateless.held_calls import HeldCalls, sealer_for
-from gateway.runtime.reload import rotate_state_secret
 
 
 async def test_the_previous_state_secret_is_retired_after_the_held_call_lifetime(
@@ -17,10 +15,10 @@ async def test_the_previous_state_secret_is_retired_after_the_held_call_lifetime
 ) -> None:
     """The new key seals at once; the old one verifies until held_call_lifetime has passed."""
     old = sealer_for("first-state-secret")
-    held = HeldCalls(nursery, old, lifetime=120)
-    live: Any = SimpleNamespace(held=held, nursery=nursery)
+    held = HeldCalls(old, lifetime=120)
+    await nursery.start(held.run)
     new_config = parse('{"mrtr": {"state_secret": "second", "held_call_lifetime": 120}}', env={})
-    rotate_state_secret(live, new_config)
+    held.apply(new_config.mrtr, rotate=True)
     assert held.sealer.keys[1:] == old.keys[:1]
     assert held.sealer.keys[0] == sealer_for("second").keys[0]
     await trio.sleep(119)

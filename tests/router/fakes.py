@@ -171,6 +171,10 @@ class FakePool:
         """The backend of that name."""
         return self.backends.get(name)
 
+    def on_request(self, handler: BackendRequestHandler) -> None:
+        """Remember the relay for backends' own requests (the router's)."""
+        self.request_handler = handler
+
     def on_notification(self, listener: BackendNotificationHandler) -> None:
         """Remember a notification listener (the router's)."""
         self.notification_listeners.append(listener)
@@ -303,11 +307,17 @@ class RecordingMetrics:
         self._add("policy_denials", reason)
 
 
-def make_router(
+async def started(nursery: trio.Nursery, router: Router) -> Router:
+    """``router`` running in ``nursery`` (its held calls, tasks and follow-up work)."""
+    await nursery.start(router.run)
+    return router
+
+
+async def make_router(
     pool: FakePool, nursery: trio.Nursery, page_size: int = 0, metrics: RouterMetrics = NO_METRICS
 ) -> Router:
     """A router over ``pool`` with a fixed cursor key (and no metrics unless given)."""
-    return Router(pool, CursorCodec("test"), page_size, nursery=nursery, metrics=metrics)
+    return await started(nursery, Router(pool, CursorCodec("test"), page_size, metrics=metrics))
 
 
 _ids = iter(range(1, 1_000_000))

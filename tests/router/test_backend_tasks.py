@@ -36,7 +36,7 @@ from gateway.router.stateless.backend_tasks import (
     runs_tasks,
     task_outcome,
 )
-from tests.router.fakes import FakeBackend, FakePool, decoded
+from tests.router.fakes import FakeBackend, FakePool, decoded, started
 
 EXT: Final = "io.modelcontextprotocol/tasks"
 TASK_CAPS: Final = {"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}, "cancel": {}}}
@@ -155,11 +155,11 @@ class TaskBackend(FakeBackend):
         return mcp.encode({"content": [text], "_meta": {RELATED_TASK: {"taskId": "backend-7"}}})
 
 
-def _router(nursery: trio.Nursery, backend: FakeBackend, max_tasks: int = 8) -> Router:
+async def _router(nursery: trio.Nursery, backend: FakeBackend, max_tasks: int = 8) -> Router:
     pool = FakePool()
     pool.add(backend, tools=(TOOL,))
     tasks = TasksConfig(max_tasks=max_tasks, ttl=60.0, poll_interval=1.0)
-    return Router(pool, CursorCodec("test"), 0, nursery=nursery, tasks=tasks)
+    return await started(nursery, Router(pool, CursorCodec("test"), 0, tasks=tasks))
 
 
 def _request() -> ModernRequest:
@@ -191,7 +191,7 @@ async def test_the_backends_task_becomes_the_gateways_and_is_followed_at_its_pac
 ) -> None:
     """Rules 1 and 3: task-augmented call, the gateway's ids, tasks/get every 2 s, result."""
     backend = TaskBackend()
-    router = _router(nursery, backend)
+    router = await _router(nursery, backend)
     created = await _call(router)
     assert created["resultType"] == "task" and created["taskId"] != "backend-7"
     (call,) = [s for s in backend.sent if s.method == "tools/call"]
@@ -211,7 +211,7 @@ async def test_a_backend_without_task_support_keeps_the_gateways_own_task(
 ) -> None:
     """Rule 1: no capability, no augmentation: the gateway runs the call as its task."""
     backend = TaskBackend(runs=False)
-    router = _router(nursery, backend)
+    router = await _router(nursery, backend)
     created = await _call(router)
     await trio.sleep(1)
     done = await _get(router, created["taskId"])
@@ -226,7 +226,7 @@ async def test_a_backend_on_per_client_sessions_keeps_the_gateways_own_task(
     """Rule 1: the call's session closes with the request; the task could not be followed."""
     backend = TaskBackend()
     backend.per_client = True
-    router = _router(nursery, backend)
+    router = await _router(nursery, backend)
     created = await _call(router)
     await trio.sleep(1)
     done = await _get(router, created["taskId"])
@@ -244,7 +244,7 @@ async def test_a_backend_answering_at_once_answers_the_call_itself(
         return mcp.encode({"content": [{"type": "text", "text": "at once"}]})
 
     backend.answers["tools/call"] = plain
-    result = await _call(backend_router := _router(nursery, backend))
+    result = await _call(backend_router := await _router(nursery, backend))
     assert result["content"][0]["text"] == "at once" and "taskId" not in result
     assert backend_router.tasks.sample().created == 0
 
@@ -254,7 +254,7 @@ async def test_cancel_reaches_the_backends_task(
 ) -> None:
     """Rule 4: tasks/cancel of ours is tasks/cancel of the backend's id."""
     backend = TaskBackend(working_polls=10**6)
-    router = _router(nursery, backend)
+    router = await _router(nursery, backend)
     created = await _call(router)
     await trio.sleep(5)
     ack = await _modern(router, "tasks/cancel", {"taskId": created["taskId"]})
@@ -270,7 +270,7 @@ async def test_no_room_for_our_task_cancels_the_backends_and_answers_32603(
 ) -> None:
     """A fault: the table is full when the backend's task arrives."""
     backend = TaskBackend(working_polls=10**6)
-    router = _router(nursery, backend, max_tasks=1)
+    router = await _router(nursery, backend, max_tasks=1)
     await _call(router)
     answer = await _modern(router, "tools/call", {"name": "b__job", "arguments": {}})
     assert answer["error"]["code"] == -32603
@@ -284,7 +284,7 @@ async def test_the_backend_going_down_fails_our_task(
 ) -> None:
     """A fault: the backend down mid-task; the task fails, naming it, never hangs."""
     backend = TaskBackend(working_polls=10**6)
-    router = _router(nursery, backend)
+    router = await _router(nursery, backend)
     created = await _call(router)
     await trio.sleep(3)
     backend.state = BackendState.DOWN
@@ -300,7 +300,7 @@ async def test_a_question_before_the_task_is_a_round_of_the_call(
 ) -> None:
     """Rule 2: the question is input_required with no task; the retry gets our task."""
     backend = TaskBackend()
-    router = _router(nursery, backend)
+    router = await _router(nursery, backend)
 
     async def ask_then_task(params: dict[str, Any], client: str | None) -> msgspec.Raw:
         asked = mcp.encode({"message": "Name?", "requestedSchema": {"type": "object"}})
@@ -351,7 +351,7 @@ async def test_a_question_inside_the_backends_task_parks_ours_until_tasks_update
     """Rule 6: ``input_required`` at the backend: tasks/result brings the question,
     our task asks it, tasks/update's answer goes back, and the result follows."""
     backend = TaskBackend()
-    router = _router(nursery, backend)
+    router = await _router(nursery, backend)
     states = iter(["working", "input_required", "completed"])
 
     async def status(params: dict[str, Any], client: str | None) -> msgspec.Raw:
@@ -385,7 +385,7 @@ async def test_a_question_inside_the_task_nobody_answers_fails_at_the_backends_t
 ) -> None:
     """Rule 6's bound: tasks/result waits at most the backend's request timeout."""
     backend = TaskBackend()
-    router = _router(nursery, backend)
+    router = await _router(nursery, backend)
 
     async def asking(params: dict[str, Any], client: str | None) -> msgspec.Raw:
         return mcp.encode({**BACKEND_TASK, "status": "input_required"})
@@ -411,7 +411,7 @@ async def test_an_error_from_the_backends_tasks_get_fails_ours_with_it(
         raise RemoteProtocolError("Task not found: backend-7", -32602)
 
     backend.answers["tasks/get"] = forgotten
-    router = _router(nursery, backend)
+    router = await _router(nursery, backend)
     created = await _call(router)
     await trio.sleep(1)
     failed = await _get(router, created["taskId"])

@@ -28,7 +28,7 @@ from gateway.protocol.stateless.envelope import Envelope
 from gateway.router import Router
 from gateway.router.access import AccessControl
 from gateway.router.context import ModernRequest
-from tests.router.fakes import FakeBackend, FakeClient, FakePool, ask, make_router
+from tests.router.fakes import FakeBackend, FakeClient, FakePool, ask, make_router, started
 from tests.router.test_policy import CI, PLATFORM, policy
 from tests.router.test_policy import make_pool as make_policy_pool
 
@@ -89,7 +89,7 @@ async def test_discover_carries_the_modern_backends_own_hint(nursery: trio.Nurse
     """Spec (caching.mdx): a lone 2026-07-28 backend's discover hint reaches the host."""
     pool = FakePool()
     pool.add(modern(FakeBackend("m"), CacheHint(ttl_ms=30000, scope="public")))
-    assert hint_of_discover(make_router(pool, nursery)) == (30000, "public")
+    assert hint_of_discover(await make_router(pool, nursery)) == (30000, "public")
 
 
 async def test_discover_takes_the_shortest_ttl_and_private_if_any_modern_backend_is(
@@ -99,7 +99,7 @@ async def test_discover_takes_the_shortest_ttl_and_private_if_any_modern_backend
     pool = FakePool()
     pool.add(modern(FakeBackend("a"), CacheHint(ttl_ms=30000, scope="public")))
     pool.add(modern(FakeBackend("b"), CacheHint(ttl_ms=5000, scope="public")))
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     assert hint_of_discover(router) == (5000, "public")
     pool.add(modern(FakeBackend("c"), CacheHint(ttl_ms=90000, scope="private")))
     assert hint_of_discover(router) == (5000, "private")
@@ -112,7 +112,7 @@ async def test_one_handshake_era_backend_makes_discover_uncacheable(
     pool = FakePool()
     pool.add(modern(FakeBackend("m"), CacheHint(ttl_ms=30000, scope="public")))
     legacy = pool.add(FakeBackend("old"))
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     assert hint_of_discover(router) == (0, "private")
     pool.set_state(legacy, BackendState.DOWN)  # only the backends up contribute
     assert hint_of_discover(router) == (30000, "public")
@@ -123,14 +123,16 @@ async def test_discover_with_no_backend_up_is_uncacheable(nursery: trio.Nursery)
     pool = FakePool()
     backend = pool.add(modern(FakeBackend("m"), CacheHint(ttl_ms=30000, scope="public")))
     pool.set_state(backend, BackendState.DOWN)
-    assert hint_of_discover(make_router(pool, nursery)) == (0, "private")
+    assert hint_of_discover(await make_router(pool, nursery)) == (0, "private")
 
 
 async def test_discover_is_private_under_an_access_policy(nursery: trio.Nursery) -> None:
     """Gateway rule (issue 14): a per-principal view may not sit in a shared cache."""
     pool = FakePool()
     pool.add(modern(FakeBackend("m"), CacheHint(ttl_ms=30000, scope="public")))
-    router = Router(pool, CursorCodec("test"), 0, nursery=nursery, access=AccessControl(policy()))
+    router = await started(
+        nursery, Router(pool, CursorCodec("test"), 0, access=AccessControl(policy()))
+    )
     assert hint_of_discover(router) == (30000, "private")
 
 
@@ -151,7 +153,7 @@ async def test_a_read_carries_its_modern_backends_own_hint(
     backend = modern(FakeBackend("m", capabilities={"resources": {}}))
     backend.answers["resources/read"] = reads(own)
     pool.add(backend, resources=({"uri": "mem://a", "name": "a"},))
-    result = await read(make_router(pool, nursery), "m+mem://a")
+    result = await read(await make_router(pool, nursery), "m+mem://a")
     assert (result["ttlMs"], result["cacheScope"]) == expected
     assert result["contents"][0]["uri"] == "m+mem://a"
 
@@ -164,7 +166,7 @@ async def test_a_read_from_a_handshake_era_backend_is_uncacheable_whatever_it_sa
     backend = FakeBackend("old", capabilities={"resources": {}})
     backend.answers["resources/read"] = reads({"ttlMs": 60000, "cacheScope": "public"})
     pool.add(backend, resources=({"uri": "mem://a", "name": "a"},))
-    result = await read(make_router(pool, nursery), "old+mem://a")
+    result = await read(await make_router(pool, nursery), "old+mem://a")
     assert (result["ttlMs"], result["cacheScope"]) == (0, "private")
 
 
@@ -175,7 +177,9 @@ async def test_a_read_is_private_under_an_access_policy_even_for_who_sees_everyt
     pool = make_policy_pool()
     files = modern(pool.backends["files"])
     files.answers["resources/read"] = reads({"ttlMs": 45000, "cacheScope": "public"})
-    router = Router(pool, CursorCodec("test"), 0, nursery=nursery, access=AccessControl(policy()))
+    router = await started(
+        nursery, Router(pool, CursorCodec("test"), 0, access=AccessControl(policy()))
+    )
     for principal in (CI, PLATFORM):  # narrowed, and everything
         result = await read(router, "files+mem://notes.txt", principal)
         assert (result["ttlMs"], result["cacheScope"]) == (45000, "private")
@@ -187,7 +191,7 @@ async def test_a_legacy_hosts_read_gets_no_hint_fields(nursery: trio.Nursery) ->
     backend = FakeBackend("old", capabilities={"resources": {}})
     backend.answers["resources/read"] = reads({})
     pool.add(backend, resources=({"uri": "mem://a", "name": "a"},))
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     answer = await ask(router, FakeClient("legacy"), "resources/read", uri="old+mem://a")
     assert not {"ttlMs", "cacheScope"} & set(answer["result"])
 
@@ -205,9 +209,9 @@ async def test_a_list_is_private_under_a_policy_even_for_a_principal_that_sees_e
         msgspec.convert([{"name": "all", "everyone": True, "profiles": ["*"]}], list[PolicyRule])
     )
     assert open_to_all is not None
-    plain = make_router(pool, nursery)
-    guarded = Router(
-        pool, CursorCodec("test"), 0, nursery=nursery, access=AccessControl(open_to_all)
+    plain = await make_router(pool, nursery)
+    guarded = await started(
+        nursery, Router(pool, CursorCodec("test"), 0, access=AccessControl(open_to_all))
     )
     for router, scope in ((plain, "public"), (guarded, "private")):
         message = jsonrpc.Request(3, "tools/list", None)

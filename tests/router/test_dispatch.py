@@ -35,7 +35,7 @@ async def test_an_unknown_method_is_method_not_found_and_reaches_no_backend(
     pool = FakePool()
     alpha = pool.add(FakeBackend("alpha"), tools=(TOOL,))
     metrics = RecordingMetrics()
-    router = make_router(pool, nursery, metrics=metrics)
+    router = await make_router(pool, nursery, metrics=metrics)
     with capture_logs() as logs:
         answer = await ask(router, FakeClient("c1"), "tools/frobnicate")
     assert answer["error"]["code"] == -32601
@@ -55,7 +55,7 @@ async def test_a_known_tool_is_forwarded_under_its_original_name(nursery: trio.N
         return jsonrpc.to_raw({"content": [{"type": "text", "text": "hi"}], "isError": False})
 
     alpha.answers["tools/call"] = answer
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     with capture_logs() as logs:
         reply = await ask(router, FakeClient("c1"), "tools/call", name="alpha__echo", arguments={})
     assert reply["result"]["content"] == [{"type": "text", "text": "hi"}]
@@ -71,7 +71,7 @@ async def test_an_unknown_tool_is_invalid_params_and_reaches_no_backend(
     """Router rule (calls 2): -32602 "Unknown tool", answered by the gateway."""
     pool = FakePool()
     alpha = pool.add(FakeBackend("alpha"), tools=(TOOL,))
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     answer = await ask(router, FakeClient("c1"), "tools/call", name="alpha__nope")
     assert answer["error"]["code"] == -32602
     assert answer["error"]["message"] == "Unknown tool: alpha__nope"
@@ -85,7 +85,7 @@ async def test_a_tool_of_a_backend_that_is_down_is_backend_unavailable_at_once(
     pool = FakePool()
     alpha = pool.add(FakeBackend("alpha"), tools=(TOOL,))
     pool.set_state(alpha, BackendState.DOWN, "exited with code 1")
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     answer = await ask(router, FakeClient("c1"), "tools/call", name="alpha__echo")
     assert answer["error"]["code"] == -32603
     assert answer["error"]["data"] == {"reason": "backend_unavailable", "backend": "alpha"}
@@ -103,7 +103,7 @@ async def test_a_backend_error_passes_through_with_its_own_code_and_data(
         raise RemoteProtocolError("no such thing", -32099, data={"why": "because"})
 
     alpha.answers["tools/call"] = refuse
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     answer = await ask(router, FakeClient("c1"), "tools/call", name="alpha__echo")
     assert answer["error"] == {
         "code": -32099,
@@ -120,7 +120,7 @@ async def test_a_backend_timeout_is_answered_with_the_timeout_code_and_counted(
     alpha = pool.add(FakeBackend("alpha", request_timeout=2.5), tools=(TOOL,))
     alpha.hang_until_timeout("tools/call")
     metrics = RecordingMetrics()
-    router = make_router(pool, nursery, metrics=metrics)
+    router = await make_router(pool, nursery, metrics=metrics)
     answer = await ask(router, FakeClient("c1"), "tools/call", name="alpha__echo")
     assert answer["error"]["code"] == -32001
     assert answer["error"]["data"] == {"reason": "timeout", "backend": "alpha", "seconds": 2.5}
@@ -133,7 +133,7 @@ async def test_an_unknown_resource_uri_is_resource_not_found(nursery: trio.Nurse
     """Spec 2025-06-18: resources/read of an unknown URI is -32002 with the URI in data."""
     pool = FakePool()
     pool.add(FakeBackend("alpha"))
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     answer = await ask(router, FakeClient("c1"), "resources/read", uri="nowhere://x")
     assert answer["error"]["code"] == -32002
     assert answer["error"]["data"] == {"uri": "nowhere://x"}
@@ -145,7 +145,7 @@ async def test_a_resource_read_goes_to_the_backend_of_its_prefix_under_its_own_u
     """Router rule (calls 4): the public URI is swapped for the backend's."""
     pool = FakePool()
     alpha = pool.add(FakeBackend("alpha"))
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     await ask(router, FakeClient("c1"), "resources/read", uri=public_uri("alpha", "file:///a.txt"))
     [sent] = alpha.sent
     assert (sent.method, sent.params) == ("resources/read", {"uri": "file:///a.txt"})
@@ -156,7 +156,7 @@ async def test_a_router_without_metrics_records_nothing_and_still_answers(
 ) -> None:
     """Gateway choice: metrics default to a no-op object, never None."""
     pool = FakePool()
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     answer = await ask(router, FakeClient("c1"), "tools/list", cursor="forged")
     assert answer["error"]["code"] == -32602
     assert (await ask(router, FakeClient("c1"), "ping"))["result"] == {}

@@ -93,7 +93,8 @@ async def _retry(
 async def test_a_retry_completes_the_held_call_with_the_backends_answer(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
-    table = HeldCalls(nursery, sealer_for("k"), lifetime=LIFETIME)
+    table = HeldCalls(sealer_for("k"), lifetime=LIFETIME)
+    await nursery.start(table.run)
     backend = FakeBackend(nursery)
     first = await _first(table, backend)
     assert first["resultType"] == "input_required"
@@ -112,7 +113,8 @@ async def test_a_retry_completes_the_held_call_with_the_backends_answer(
 async def test_expiry_answers_the_backend_cancels_its_call_and_leaves_nothing(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
-    table = HeldCalls(nursery, sealer_for("k"), lifetime=LIFETIME)
+    table = HeldCalls(sealer_for("k"), lifetime=LIFETIME)
+    await nursery.start(table.run)
     backend = FakeBackend(nursery)
     start = trio.current_time()
     first = await _first(table, backend)
@@ -131,7 +133,8 @@ async def test_expiry_answers_the_backend_cancels_its_call_and_leaves_nothing(
 async def test_the_table_is_bounded_and_a_call_beyond_it_fails_at_once(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
-    table = HeldCalls(nursery, sealer_for("k"), max_held=1, lifetime=LIFETIME)
+    table = HeldCalls(sealer_for("k"), max_held=1, lifetime=LIFETIME)
+    await nursery.start(table.run)
     backend = FakeBackend(nursery)
     start = trio.current_time()
     first = await _first(table, backend, 1)
@@ -151,7 +154,8 @@ async def test_the_table_is_bounded_and_a_call_beyond_it_fails_at_once(
 async def test_the_host_leaving_mid_round_cancels_the_call(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
-    table = HeldCalls(nursery, sealer_for("k"), lifetime=LIFETIME)
+    table = HeldCalls(sealer_for("k"), lifetime=LIFETIME)
+    await nursery.start(table.run)
     started = trio.Event()
     cancelled: list[float] = []
 
@@ -174,7 +178,8 @@ async def test_the_host_leaving_mid_round_cancels_the_call(
 async def test_requests_sent_together_are_asked_in_one_round(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
-    table = HeldCalls(nursery, sealer_for("k"), lifetime=LIFETIME)
+    table = HeldCalls(sealer_for("k"), lifetime=LIFETIME)
+    await nursery.start(table.run)
 
     async def two_at_once(
         request: ModernRequest, message: Request, params: dict[str, Any]
@@ -208,7 +213,8 @@ async def test_a_request_state_made_for_one_principal_does_not_verify_for_anothe
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
     """A45: Issue 16 item 5: sealed requestState is bound to the principal that got it."""
-    table = HeldCalls(nursery, sealer_for("k"), lifetime=LIFETIME)
+    table = HeldCalls(sealer_for("k"), lifetime=LIFETIME)
+    await nursery.start(table.run)
     backend = FakeBackend(nursery)
     first = await _first(table, backend, principal="token:alice")
     key = next(iter(first["inputRequests"]))
@@ -246,7 +252,8 @@ async def test_a_key_the_backend_names_is_the_hosts_key_and_its_answer_comes_bac
 ) -> None:
     """Gateway convention (issue 14): ``_meta["dev.mcp-gateway/inputKey"]`` names the
     inputRequests key (input-required-result-basic-elicitation wants ``user_name``)."""
-    table = HeldCalls(nursery, sealer_for("k"), lifetime=LIFETIME)
+    table = HeldCalls(sealer_for("k"), lifetime=LIFETIME)
+    await nursery.start(table.run)
     request = ModernRequest(
         envelope=Envelope(protocol_version="2026-07-28", client_capabilities={"elicitation": {}}),
         emit=lambda m: True,

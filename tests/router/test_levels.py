@@ -29,7 +29,7 @@ async def test_an_unknown_level_is_invalid_params(nursery: trio.Nursery) -> None
     """Spec (logging): the level is one of the syslog names."""
     pool = FakePool()
     alpha = pool.add(FakeBackend("alpha"))
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     answer = await ask(router, FakeClient("c1"), "logging/setLevel", level="chatty")
     assert answer["error"]["code"] == -32602
     assert alpha.sent == []
@@ -40,7 +40,7 @@ async def test_a_shared_backend_gets_the_most_verbose_level_once(nursery: trio.N
     pool = FakePool()
     alpha = pool.add(FakeBackend("alpha"))
     quiet = pool.add(FakeBackend("quiet", capabilities={"tools": {}}))
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     await ask(router, FakeClient("c1"), "logging/setLevel", level="warning")
     await ask(router, FakeClient("c2"), "logging/setLevel", level="debug")
     await ask(router, FakeClient("c3"), "logging/setLevel", level="error")
@@ -54,7 +54,7 @@ async def test_a_per_client_backend_session_gets_its_own_clients_level(
     """Router rule (levels 2)."""
     pool = FakePool()
     alpha = pool.add(FakeBackend("alpha", per_client=True, links={"c1"}))
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     await ask(router, FakeClient("c1"), "logging/setLevel", level="info")
     assert sorted(_levels_sent(alpha), key=str) == [("info", "c1"), ("info", None)]
 
@@ -73,7 +73,7 @@ async def test_a_failed_set_level_is_sent_again_on_the_next_set_level(
         return jsonrpc.EMPTY_OBJECT
 
     alpha.answers["logging/setLevel"] = flaky
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     first = await ask(router, FakeClient("c1"), "logging/setLevel", level="debug")
     assert first["result"] == {}  # the host's level is recorded either way
     await ask(router, FakeClient("c2"), "logging/setLevel", level="debug")
@@ -89,7 +89,7 @@ async def test_a_timed_out_set_level_is_sent_again_when_the_backend_comes_back(
     pool = FakePool()
     alpha = pool.add(FakeBackend("alpha", request_timeout=1))
     alpha.hang_until_timeout("logging/setLevel")
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     await ask(router, FakeClient("c1"), "logging/setLevel", level="notice")
     del alpha.answers["logging/setLevel"]
     pool.set_state(alpha, BackendState.DOWN)
@@ -112,7 +112,7 @@ async def test_one_hung_backend_delays_set_level_by_one_timeout_not_one_per_back
     fine = pool.add(FakeBackend("delta"))
     per_client = pool.add(FakeBackend("omega", per_client=True, links={"c1"}, request_timeout=5.0))
     per_client.hang_until_timeout("logging/setLevel")
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     started = trio.current_time()
     answer = await ask(router, FakeClient("c1"), "logging/setLevel", level="info")
     assert answer["result"] == {}
@@ -127,7 +127,7 @@ async def test_a_cancelled_set_level_is_logged_and_counted_as_cancelled(
     pool = FakePool()
     pool.add(FakeBackend("alpha", request_timeout=10)).hang_until_timeout("logging/setLevel")
     metrics = RecordingMetrics()
-    router = make_router(pool, nursery, metrics=metrics)
+    router = await make_router(pool, nursery, metrics=metrics)
     with capture_logs() as logs, trio.move_on_after(1):
         await ask(router, FakeClient("c1"), "logging/setLevel", level="info")
     [line] = [entry for entry in logs if entry["event"] == "request.routed"]

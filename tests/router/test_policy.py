@@ -30,7 +30,7 @@ from gateway.protocol import jsonrpc
 from gateway.protocol.versions import LATEST_VERSION, resource_not_found_code
 from gateway.router import Router
 from gateway.router.access import AccessControl, list_changes
-from tests.router.fakes import FakeBackend, FakeClient, FakePool, ask
+from tests.router.fakes import FakeBackend, FakeClient, FakePool, ask, started
 
 RULES: Final = [
     {
@@ -112,10 +112,10 @@ def make_pool() -> FakePool:
     return pool
 
 
-def make_router(pool: FakePool, nursery: trio.Nursery, page_size: int = 0) -> Router:
+async def make_router(pool: FakePool, nursery: trio.Nursery, page_size: int = 0) -> Router:
     """A router under :data:`RULES`."""
-    return Router(
-        pool, CursorCodec("test"), page_size, nursery=nursery, access=AccessControl(policy())
+    return await started(
+        nursery, Router(pool, CursorCodec("test"), page_size, access=AccessControl(policy()))
     )
 
 
@@ -153,7 +153,7 @@ async def test_the_policy_table(
     Each row: allowed reaches the backend; denied is the unknown-item error, exactly.
     """
     pool = make_pool()
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     response = await ask(router, client(principal), method, **params_for(method, item))
     backend = pool.backends[re.split(r"__|\+", item)[0]]
     if expected == OK:
@@ -165,7 +165,7 @@ async def test_the_policy_table(
     # Exactly the answer for an item that does not exist at all.
     unknown = item.replace("files", "nowhere").replace("github", "nowhere")
     other = await ask(
-        Router(pool, CursorCodec("test"), 0, nursery=nursery),
+        await started(nursery, Router(pool, CursorCodec("test"), 0)),
         client(None, "d"),
         method,
         **params_for(method, unknown),
@@ -201,7 +201,7 @@ async def test_lists_show_exactly_what_the_policy_grants(
     resources: list[str],
 ) -> None:
     """Gateway choice (issue 16 item 3): The same decision serves lists and calls alike."""
-    router = make_router(make_pool(), nursery)
+    router = await make_router(make_pool(), nursery)
     peer = client(principal)
     listed = await ask(router, peer, "tools/list")
     assert [t["name"] for t in listed["result"]["tools"]] == tools
@@ -213,15 +213,15 @@ async def test_lists_show_exactly_what_the_policy_grants(
 
 async def test_without_a_policy_everyone_sees_everything(nursery: trio.Nursery) -> None:
     """Gateway choice (issue 16 item 3): No ``policy:`` key: today's behaviour, whoever asks."""
-    router = Router(make_pool(), CursorCodec("test"), 0, nursery=nursery)
+    router = await started(nursery, Router(make_pool(), CursorCodec("test"), 0))
     listed = await ask(router, client(DEV), "tools/list")
     assert len(listed["result"]["tools"]) == 4
 
 
 async def test_an_empty_policy_denies_everything(nursery: trio.Nursery) -> None:
     """Gateway choice (issue 16 item 3): ``policy: []``: default deny."""
-    router = Router(
-        make_pool(), CursorCodec("test"), 0, nursery=nursery, access=AccessControl(policy([]))
+    router = await started(
+        nursery, Router(make_pool(), CursorCodec("test"), 0, access=AccessControl(policy([])))
     )
     listed = await ask(router, client(PLATFORM), "tools/list")
     assert listed["result"]["tools"] == []
@@ -235,7 +235,7 @@ async def test_a_cursor_from_one_effective_view_is_invalid_on_another(
 
     Cursors are per effective view: -32602 when presented by a caller who sees another.
     """
-    router = make_router(make_pool(), nursery, page_size=1)
+    router = await make_router(make_pool(), nursery, page_size=1)
     alice = client(PLATFORM)
     first = await ask(router, alice, "tools/list")
     cursor = first["result"]["nextCursor"]
@@ -254,7 +254,7 @@ async def test_callers_with_the_same_access_share_one_view(nursery: trio.Nursery
 
     Memory grows with distinct accesses, not callers: 1,000 members of one group, one view.
     """
-    router = make_router(make_pool(), nursery)
+    router = await make_router(make_pool(), nursery)
     for n in range(1000):
         member = Principal(
             "jwt", f"user{n}", "https://idp.example", claims={"groups": ["platform"]}
@@ -270,7 +270,7 @@ async def test_a_denied_call_is_audited_without_a_token(nursery: trio.Nursery) -
 
     ``policy.denied``: principal key, method, item, profile; nothing secret.
     """
-    router = make_router(make_pool(), nursery)
+    router = await make_router(make_pool(), nursery)
     with capture_logs() as logs:
         await ask(router, client(CI), "tools/call", name="github__create_issue", arguments={})
         await ask(router, client(CI), "tools/call", name="nowhere__thing", arguments={})
@@ -296,7 +296,7 @@ async def test_a_list_hiding_10k_items_logs_one_line_with_the_count(
     """
     pool = FakePool()
     pool.add(FakeBackend("big"), tools=tuple({"name": f"t{n}"} for n in range(10_000)))
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     with capture_logs() as logs:
         listed = await ask(router, client(CI), "tools/list")
     assert listed["result"]["tools"] == []
@@ -311,12 +311,14 @@ async def test_policy_audit_calls_logs_every_call_with_its_outcome(nursery: trio
 
     ``policy_audit: calls``: one ``policy.call`` line per call, allowed or not.
     """
-    router = Router(
-        make_pool(),
-        CursorCodec("test"),
-        0,
-        nursery=nursery,
-        access=AccessControl(policy(), audit_calls=True),
+    router = await started(
+        nursery,
+        Router(
+            make_pool(),
+            CursorCodec("test"),
+            0,
+            access=AccessControl(policy(), audit_calls=True),
+        ),
     )
     with capture_logs() as logs:
         await ask(router, client(CI), "tools/call", name="files__read_file", arguments={})
@@ -334,7 +336,7 @@ async def test_a_new_policy_applies_to_open_sessions_at_once(nursery: trio.Nurse
 
     Reload: the next request of an open session is decided under the new policy.
     """
-    router = make_router(make_pool(), nursery)
+    router = await make_router(make_pool(), nursery)
     session = client(CI)
     assert len((await ask(router, session, "tools/list"))["result"]["tools"]) == 1
     changes = router.access.apply(
@@ -358,7 +360,7 @@ async def test_a_catalog_change_reaches_only_the_views_it_changed(nursery: trio.
     list_changed per effective view: a new github tool changes platform's view, not ci's.
     """
     pool = make_pool()
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     ci, alice = client(CI, "ci"), client(PLATFORM, "alice")
     old = pool.snapshot
     pool.catalog.publish(
@@ -402,7 +404,7 @@ async def test_without_a_policy_a_change_goes_to_every_client_of_the_profile(
     No policy: list_changes is the profile's change, untagged (everyone hears it).
     """
     pool = make_pool()
-    router = Router(pool, CursorCodec("test"), 0, nursery=nursery)
+    router = await started(nursery, Router(pool, CursorCodec("test"), 0))
     old = pool.snapshot
     pool.catalog.withdraw("files")
     changed = router.profiles.refresh(old, pool.snapshot)
@@ -417,7 +419,7 @@ async def test_a_listen_stream_subscribes_only_to_what_its_principal_sees(
 
     subscriptions/listen: a hidden URI is refused like an unknown one.
     """
-    router = make_router(make_pool(), nursery)
+    router = await make_router(make_pool(), nursery)
     held = await router.listen(client(DEV, "l1"), ["files+mem://notes.txt"])
     assert held == []
     held = await router.listen(client(CI, "l2"), ["files+mem://notes.txt"])
@@ -432,7 +434,7 @@ async def test_a_hidden_tool_has_no_schema_for_modern_header_checks(nursery: tri
     pool = FakePool()
     schema = {"type": "object", "properties": {"q": {"type": "string"}}}
     pool.add(FakeBackend("github"), tools=({"name": "create_issue", "inputSchema": schema},))
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     assert router.public_tool_schema("github__create_issue", "default", PLATFORM) == schema
     assert router.public_tool_schema("github__create_issue", "default", CI) is None
     assert router.public_tool_schema("github__create_issue", "default", None) is None
@@ -446,7 +448,7 @@ async def test_a_subscription_hidden_by_a_new_policy_delivers_nothing_more(
     resources/updated reaches a subscriber only while its effective view holds the URI.
     """
     pool = make_pool()
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     session = client(CI)
     router.client_opened(session)
     assert "result" in await ask(

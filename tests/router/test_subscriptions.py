@@ -27,7 +27,7 @@ async def test_the_backend_sees_one_subscription_however_many_clients_hold_it(
     """Router rule (subscriptions 1): first subscribe and last unsubscribe reach the backend."""
     pool = FakePool()
     alpha = pool.add(FakeBackend("alpha"))
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     one, two = FakeClient("c1"), FakeClient("c2")
     assert (await ask(router, one, "resources/subscribe", uri=PUBLIC))["result"] == {}
     assert (await ask(router, two, "resources/subscribe", uri=PUBLIC))["result"] == {}
@@ -42,11 +42,11 @@ async def test_a_closing_client_releases_what_only_it_held(nursery: trio.Nursery
     """Router rule (subscriptions 4)."""
     pool = FakePool()
     alpha = pool.add(FakeBackend("alpha"))
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     client = FakeClient("c1")
     router.client_opened(client)
     await ask(router, client, "resources/subscribe", uri=PUBLIC)
-    router.client_closed("c1", nursery)
+    router.client_closed("c1")
     await trio.testing.wait_all_tasks_blocked()
     assert _subscription_calls(alpha) == ["resources/subscribe", "resources/unsubscribe"]
     assert alpha.closed_clients == ["c1"]
@@ -56,7 +56,7 @@ async def test_a_backend_that_comes_back_is_subscribed_again(nursery: trio.Nurse
     """Router rule (subscriptions 4)."""
     pool = FakePool()
     alpha = pool.add(FakeBackend("alpha"))
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     await ask(router, FakeClient("c1"), "resources/subscribe", uri=PUBLIC)
     pool.set_state(alpha, BackendState.DOWN)
     pool.set_state(alpha, BackendState.UP)
@@ -68,7 +68,7 @@ async def test_a_backend_without_subscriptions_is_method_not_found(nursery: trio
     """Gateway choice: -32601 naming the backend, nothing sent."""
     pool = FakePool()
     alpha = pool.add(FakeBackend("alpha", capabilities={"resources": {}}))
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     answer = await ask(router, FakeClient("c1"), "resources/subscribe", uri=PUBLIC)
     assert answer["error"]["code"] == -32601
     assert alpha.sent == []
@@ -93,7 +93,7 @@ async def test_a_subscriber_who_joined_a_failing_first_subscribe_is_subscribed_f
         return jsonrpc.EMPTY_OBJECT
 
     alpha.answers["resources/subscribe"] = first_refused
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     answers: dict[str, Any] = {}
 
     async def subscribe(client: str) -> None:
@@ -129,7 +129,7 @@ async def test_when_the_backend_refuses_every_subscribe_every_subscriber_hears_s
         raise RemoteProtocolError("no", -32602)
 
     alpha.answers["resources/subscribe"] = refuse
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     answers: dict[str, Any] = {}
 
     async def subscribe(client: str) -> None:

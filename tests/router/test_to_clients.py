@@ -112,7 +112,7 @@ async def test_a_backend_request_goes_to_the_client_whose_call_is_in_flight(
     """Router rule (to_clients 1): the sole owner is asked, on its request's stream."""
     pool = FakePool()
     alpha = pool.add(FakeBackend("alpha"), tools=({"name": "ask", "inputSchema": {}},))
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     owner = FakeClient("c1", capabilities={"sampling": {}})
     bystander = FakeClient("c2", capabilities={"sampling": {}})
     router.client_opened(owner)
@@ -137,7 +137,7 @@ async def test_a_legacy_host_is_not_sent_the_gateways_input_key_hint(
     a handshake-era host gets the request without it, other ``_meta`` kept."""
     pool = FakePool()
     alpha = pool.add(FakeBackend("alpha"), tools=({"name": "ask", "inputSchema": {}},))
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     owner = FakeClient("c1", capabilities={"elicitation": {}})
     router.client_opened(owner)
     asked = {

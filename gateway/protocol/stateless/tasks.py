@@ -48,18 +48,23 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from gateway.errors import INVALID_PARAMS, LocalProtocolError
+from gateway.protocol.stateless.task_states import (
+    CANCELLED,
+    COMPLETED,
+    FAILED,
+    INPUT_REQUIRED,
+    TERMINAL,
+    TRANSITIONS,
+    WORKING,
+    TaskAction,
+    TaskEvent,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
 EXTENSION: Final = "io.modelcontextprotocol/tasks"
 TASK_METHODS: Final = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
-WORKING: Final = "working"
-INPUT_REQUIRED: Final = "input_required"
-COMPLETED: Final = "completed"
-FAILED: Final = "failed"
-CANCELLED: Final = "cancelled"
-TERMINAL: Final = frozenset({COMPLETED, FAILED, CANCELLED})
 # Encoded tool bytes mention this when a tool has an execution block worth reading.
 TASK_SUPPORT_MARK: Final = b'"taskSupport"'
 
@@ -156,34 +161,50 @@ class Task:
             out["error"] = self.error
         return out
 
-    def waits_for(self, key: str, entry: dict[str, Any]) -> None:
-        """The task asks the client (``input_required`` until every key is answered)."""
-        self.input_requests[key] = entry
-        self._set(INPUT_REQUIRED)
+    def feed(
+        self, event: TaskEvent, now: float | None = None, **outcome: Any
+    ) -> tuple[TaskAction, ...]:
+        """Move by ``event`` (``task_states``); the actions left for the driver.
 
-    def answered(self, key: str) -> None:
+        The task applies ``TOUCH`` and ``RECORD`` (``outcome``: ``result``,
+        ``error``, ``message``; ``now``: when it ended) to itself.
+        """
+        row = TRANSITIONS[self.status, event]
+        self.status = row.status
+        if TaskAction.RECORD in row.actions:
+            self.input_requests = {}
+            self.result = outcome.get("result")
+            self.error = outcome.get("error")
+            self.status_message = outcome.get("message")
+            self.ended_at = now
+        if TaskAction.TOUCH in row.actions or TaskAction.RECORD in row.actions:
+            self.last_updated_at = iso_now()
+        return tuple(a for a in row.actions if a not in _APPLIED)
+
+    def waits_for(self, key: str, entry: dict[str, Any]) -> tuple[TaskAction, ...]:
+        """The task asks the client (``input_required`` until every key is answered)."""
+        if self.status not in TERMINAL:
+            self.input_requests[key] = entry
+        return self.feed(TaskEvent.ASKED)
+
+    def answered(self, key: str) -> tuple[TaskAction, ...]:
         """One input arrived; the task works again once none is pending."""
         self.input_requests.pop(key, None)
-        if not self.input_requests and self.status == INPUT_REQUIRED:
-            self._set(WORKING)
-
-    def _set(self, status: str) -> None:
-        if self.status not in TERMINAL:
-            self.status = status
-            self.last_updated_at = iso_now()
+        return self.feed(TaskEvent.ANSWERED if self.input_requests else TaskEvent.ANSWERED_LAST)
 
     def finish(self, status: str, now: float, **outcome: Any) -> bool:
         """End the task once; False when it had already ended (a late cancel)."""
-        if self.status in TERMINAL:
-            return False
-        self.status = status
-        self.input_requests = {}
-        self.result = outcome.get("result")
-        self.error = outcome.get("error")
-        self.status_message = outcome.get("message")
-        self.last_updated_at = iso_now()
-        self.ended_at = now
-        return True
+        ended = self.status not in TERMINAL
+        self.feed(_END_OF[status], now, **outcome)
+        return ended
+
+
+_APPLIED: Final = frozenset({TaskAction.TOUCH, TaskAction.RECORD})
+_END_OF: Final = {
+    COMPLETED: TaskEvent.CALL_COMPLETED,
+    FAILED: TaskEvent.CALL_FAILED,
+    CANCELLED: TaskEvent.CALL_CANCELLED,
+}
 
 
 class TaskTableFull(LocalProtocolError):

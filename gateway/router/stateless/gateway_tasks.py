@@ -1,7 +1,7 @@
 """Tasks run by the gateway for 2026-07-28 hosts (``protocol.tasks`` has the rules).
 
 A task is an ordinary ``tools/call`` routed the ordinary way, in the
-router's nursery instead of under the request that started it: the request
+runner's own nursery (``TaskRunner.run``) instead of under the request that started it: the request
 gets a ``CreateTaskResult`` at once, the call goes on, and ``tasks/get``
 reads how it ended. ``tasks/cancel`` cancels the call's scope.
 
@@ -15,6 +15,10 @@ A backend that runs tasks itself (2025-11-25 ``tasks.requests.tools.call``)
 gets the call instead, rounds first; its task then becomes one of ours
 whose work follows it (``router/backend_tasks``, ``adopt``).
 
+Every change of a task's status is a row of
+``protocol/stateless/task_states.TRANSITIONS`` (``Task.feed``); this module
+feeds the events and performs the actions the row leaves to it.
+
 What a task cannot do (documented in docs/eras.md): send progress or log
 messages (the extension has none), or move to another replica (its table
 is in memory).
@@ -23,6 +27,7 @@ is in memory).
 from __future__ import annotations
 
 import collections
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -30,16 +35,15 @@ import structlog
 import trio
 
 from gateway.catalog.snapshot import Kind
+from gateway.config.schema_gateway import TasksConfig
 from gateway.errors import INTERNAL_ERROR, LocalProtocolError
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.eras import MethodNotFound
 from gateway.protocol.stateless.error_codes import MissingClientCapability
 from gateway.protocol.stateless.listen import TASK_STATUS
+from gateway.protocol.stateless.task_states import TaskAction, TaskEvent
 from gateway.protocol.stateless.tasks import (
-    CANCELLED,
-    COMPLETED,
     EXTENSION,
-    FAILED,
     TASK_METHODS,
     TASK_SUPPORT_MARK,
     Task,
@@ -75,59 +79,71 @@ OFFERED_CACHE = 256
 class TaskRunner:
     """The gateway's tasks: started on ``tools/call``, read and cancelled by id.
 
+    A service: ``run`` (started with ``nursery.start``) owns the nursery the
+    tasks' calls run in, since they outlive the request that started them.
+
     Args:
-        nursery: where task calls run (the router's: they outlive their request).
         run: routes one modern request to the end (``Router._run_modern``).
-        max_tasks: the table's bound.
-        ttl: seconds a finished task stays readable.
-        poll_interval: the pace suggested to clients, in seconds.
+        limits: the table's bound, how long a finished task stays readable,
+            the pace suggested to clients.
+        handoff: what backends that run tasks themselves need
+            (``router/backend_tasks``); none: every task runs here.
+        on_change: where ``notifications/tasks`` go (the listen streams).
     """
 
     def __init__(
         self,
-        nursery: trio.Nursery,
         run: RunModern,
+        limits: TasksConfig | None = None,
         *,
-        max_tasks: int = 1024,
-        ttl: float = 300.0,
-        poll_interval: float = 1.0,
+        handoff: HandOff | None = None,
+        on_change: Callable[[bytes], object] | None = None,
     ) -> None:
-        self._nursery = nursery
+        self._nursery: trio.Nursery | None = None
         self._run = run
-        self._table = TaskTable(max_tasks)
+        limits = limits if limits is not None else TasksConfig()
+        self._table = TaskTable(limits.max_tasks)
         self._ttl_ms = self._poll_ms = 0
-        # Task calls of backends that run tasks themselves (set by the router).
+        # Task calls of backends that run tasks themselves.
         self.handoff: BackendTasks | None = None
-        self.configure(max_tasks=max_tasks, ttl=ttl, poll_interval=poll_interval)
+        self.configure(limits)
+        if handoff is not None:
+            self.handoff = BackendTasks(
+                handoff.held,
+                self._run,
+                handoff.pool,
+                self.adopt,
+                self._ttl_ms,
+                owners=handoff.owners,
+                clients=handoff.clients,
+            )
         self._running: dict[str, TaskRequest] = {}
         # What the metrics read at scrape time (``sample``): nothing per request.
         self._created = 0
         self._ended: collections.Counter[str] = collections.Counter()
-        # Where ``notifications/tasks`` go (the listen streams; set by the app).
-        self.on_change: Callable[[bytes], object] | None = None
+        # Where ``notifications/tasks`` go (the listen streams).
+        self._on_change = on_change
         # Per view (a profile's, or a caller's effective one), kept with the
         # view itself so the id is not reused: whether it offers tasks.
         self._offered: dict[int, tuple[Snapshot, bool]] = {}
 
-    def configure(self, *, max_tasks: int, ttl: float, poll_interval: float) -> None:
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run tasks until cancelled; cancelling it cancels every task's call."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            try:
+                task_status.started()
+                await trio.sleep_forever()
+            finally:
+                self._nursery = None
+
+    def configure(self, limits: TasksConfig) -> None:
         """New bounds (a reload): for tasks created from now on; kept tasks stay."""
-        self._table.max_tasks = max_tasks
-        self._ttl_ms = max(1, round(ttl * 1000))
+        self._table.max_tasks = limits.max_tasks
+        self._ttl_ms = max(1, round(limits.ttl * 1000))
         if self.handoff is not None:
             self.handoff.ttl_ms = self._ttl_ms
-        self._poll_ms = max(1, round(poll_interval * 1000))
-
-    def hand_off(
-        self,
-        held: HeldCalls,
-        pool: PoolView,
-        owners: Owners[Call],
-        clients: ToClients,
-    ) -> None:
-        """Let backends that run tasks themselves take task calls (``router/backend_tasks``)."""
-        self.handoff = BackendTasks(
-            held, self._run, pool, self.adopt, self._ttl_ms, owners=owners, clients=clients
-        )
+        self._poll_ms = max(1, round(limits.poll_interval * 1000))
 
     def offered(self, view: Snapshot) -> bool:
         """Whether any tool of the view supports tasks (the extension is advertised)."""
@@ -178,14 +194,17 @@ class TaskRunner:
     ) -> dict[str, Any]:
         """Start a task whose work is ``work``; its ``CreateTaskResult``.
 
-        ``work`` runs in the runner's nursery; it enters the task's own
+        ``work`` runs in the runner's own nursery; it enters the task's own
         cancel scope (``background.scope``, which ``tasks/cancel`` cancels)
         and answers a JSON-RPC response (a result is ``completed``, an error
         ``failed``).
 
         Raises:
             TaskTableFull: -32603, no room for another task.
+            RuntimeError: ``run`` is not running.
         """
+        if self._nursery is None:
+            raise RuntimeError("TaskRunner.run is not running")
         task = self._table.new(
             request.principal,
             tool,
@@ -217,11 +236,11 @@ class TaskRunner:
         task = self._table.find(params.get("taskId"), request.principal, trio.current_time())
         if message.method == "tasks/get":
             return jsonrpc.encode_response(message.id, mcp.encode(task.detailed()))
+        event = TaskEvent.CANCEL if message.method == "tasks/cancel" else TaskEvent.UPDATE
+        actions = task.feed(event)
         running = self._running.get(task.task_id)
-        if running is not None and message.method == "tasks/cancel":
-            running.scope.cancel()
-        elif running is not None:
-            running.update(params)
+        if running is not None:
+            running.perform(actions, params)
         # A finished task acks both the same way (idempotent, rule 3).
         return jsonrpc.encode_response(message.id, msgspec.Raw(EMPTY_ACK))
 
@@ -235,11 +254,13 @@ class TaskRunner:
             self._running.pop(task.task_id, None)
         now = trio.current_time()
         if not reply and background.scope.cancelled_caught:
-            task.finish(CANCELLED, now, message="cancelled by tasks/cancel")
+            event, outcome = TaskEvent.CALL_CANCELLED, {"message": "cancelled by tasks/cancel"}
         else:
-            _record(task, reply, now)
+            event, outcome = _outcome(reply)
+        actions = task.feed(event, now, **outcome)
         self._ended[task.status] += 1
-        self._changed(task)
+        if TaskAction.NOTIFY in actions:
+            self._changed(task)
         logger.info("task.ended", task=task.task_id[:8], tool=task.tool, status=task.status)
 
     def sample(self) -> TaskSample:
@@ -260,14 +281,24 @@ class TaskRunner:
 
     def _changed(self, task: Task) -> None:
         """Tell the listen streams following ``task`` its new state (``notifications/tasks``)."""
-        if self.on_change is None:
+        if self._on_change is None:
             return
         body = {k: v for k, v in task.detailed().items() if k != "resultType"}
-        self.on_change(jsonrpc.encode_notification(TASK_STATUS, mcp.encode(body)))
+        self._on_change(jsonrpc.encode_notification(TASK_STATUS, mcp.encode(body)))
 
 
-def _record(task: Task, reply: bytes, now: float) -> None:
-    """The call's answer as the task's outcome: a result is completed, an error failed."""
+@dataclass(frozen=True)
+class HandOff:
+    """What a runner needs to hand task calls to backends that run tasks themselves."""
+
+    held: HeldCalls
+    pool: PoolView
+    owners: Owners[Call]
+    clients: ToClients
+
+
+def _outcome(reply: bytes) -> tuple[TaskEvent, dict[str, Any]]:
+    """The call's answer as the task's end: a result is completed, an error failed."""
     try:
         answer = jsonrpc.decode(reply)
     except Exception:
@@ -275,16 +306,14 @@ def _record(task: Task, reply: bytes, now: float) -> None:
     if isinstance(answer, jsonrpc.Response):
         result = mcp.decode_object(answer.result) or {}
         result.setdefault("resultType", "complete")
-        task.finish(COMPLETED, now, result=result)
-        return
+        return TaskEvent.CALL_COMPLETED, {"result": result}
     if isinstance(answer, jsonrpc.ErrorResponse):
         error: dict[str, Any] = {"code": answer.code, "message": answer.message}
         if answer.data is not None:
             error["data"] = answer.data
-        task.finish(FAILED, now, error=error)
-        return
+        return TaskEvent.CALL_FAILED, {"error": error}
     error = {"code": INTERNAL_ERROR, "message": "the call ended without an answer"}
-    task.finish(FAILED, now, error=error)
+    return TaskEvent.CALL_FAILED, {"error": error}
 
 
 def _support(encoded: bytes) -> str:
@@ -292,7 +321,7 @@ def _support(encoded: bytes) -> str:
     return "forbidden" if tool is None else task_support(tool)
 
 
-__all__ = ["EMPTY_ACK", "TaskRunner"]
+__all__ = ["EMPTY_ACK", "HandOff", "TaskRunner"]
 
 
 def _span(

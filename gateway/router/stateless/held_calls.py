@@ -9,8 +9,8 @@ backend's call open until the client's retry brings ``inputResponses``
 
 1. Only ``tools/call``, ``prompts/get`` and ``resources/read`` are held
    (the methods that may answer ``input_required``). The backend call runs
-   in the router's nursery, not the HTTP request's, so it outlives the
-   round that answered ``input_required``.
+   in the table's own nursery (``HeldCalls.run``), not the HTTP request's,
+   so it outlives the round that answered ``input_required``.
 2. The ``requestState`` is sealed by the gateway (``protocol/sealed``): it
    names the backend, the principal (``None`` until auth binds one), an
    expiry, the request's digest, and the pending key plus the round
@@ -33,6 +33,10 @@ backend's call open until the client's retry brings ``inputResponses``
    at least one per round.
 8. Progress and log messages of a held call go to the current round's
    stream, and are dropped between rounds.
+
+Theory of operation: every transition of a held call is a row of
+``protocol/stateless/held_call_states.TRANSITIONS``; :class:`HeldCall` turns
+what happens into its events and performs the actions it returns.
 """
 
 from __future__ import annotations
@@ -56,6 +60,12 @@ from gateway.protocol.stateless.error_codes import (
     MissingClientCapability,
     ModernProtocolError,
 )
+from gateway.protocol.stateless.held_call_states import (
+    HeldAction,
+    HeldCallMachine,
+    HeldEvent,
+    HeldState,
+)
 from gateway.protocol.stateless.mrtr import (
     MRTR_METHODS,
     check_responses,
@@ -73,6 +83,7 @@ if TYPE_CHECKING:
 
     import msgspec
 
+    from gateway.config.schema_gateway import MrtrConfig
     from gateway.protocol.jsonrpc import Request, RequestId
     from gateway.router.call_metrics import RouterMetrics
     from gateway.router.context import ModernRequest
@@ -129,7 +140,13 @@ class _Ask:
 
 
 class HeldCall:
-    """One modern call whose backend may ask the host for input (rules 1-8)."""
+    """One modern call whose backend may ask the host for input (rules 1-8).
+
+    The trio driver of a :class:`HeldCallMachine` (``protocol/stateless/
+    held_call_states``, where every transition is): it turns what happens
+    (a backend request, a quiet gather window, a retry, the call's end, the
+    host leaving) into events and performs the actions the table returns.
+    """
 
     def __init__(
         self, table: HeldCalls, request: ModernRequest, message: Request, params: dict[str, Any]
@@ -139,23 +156,58 @@ class HeldCall:
         self.method = message.method
         self.params = params
         self.backend: str | None = None
-        self.round = 0
-        self.awaiting_retry = False
+        self.machine = HeldCallMachine()
         self._table = table
         self._ids = itertools.count(1)
         self._asks: dict[str, _Ask] = {}
+        # Set whenever the machine moved: the open round looks again.
         self._news = trio.Event()
-        self._done = False
+        # What the open round answers (set by SEND_RESULT / SEND_INPUT_REQUIRED).
+        self._answer: HeldAction | None = None
+        self._released = trio.Event()
         self._reply = b""
-        self._collected = trio.Event()
         self._emit: Emit | None = request.emit
         self.expiry = trio.CancelScope()
         request.emit = self.relay
         request.held = self
 
+    @property
+    def round(self) -> int:
+        """The number of the last ``input_required`` round sent."""
+        return self.machine.round
+
+    @property
+    def awaiting_retry(self) -> bool:
+        """Whether ``input_required`` went out and the retry has not come yet."""
+        return self.machine.state in (HeldState.AWAITING_RETRY, HeldState.ENDED_UNCOLLECTED)
+
     def relay(self, message: bytes) -> bool:
         """Rule 8: a message of the call goes to the current round's stream."""
         return self._emit(message) if self._emit is not None else False
+
+    def _feed(self, actions: tuple[HeldAction, ...]) -> None:
+        """Perform what the table said, in order; the open round looks again."""
+        for action in actions:
+            if action is HeldAction.SEND_RESULT or action is HeldAction.SEND_INPUT_REQUIRED:
+                self._answer = action
+            elif action is HeldAction.START_EXPIRY:
+                self.expiry.deadline = trio.current_time() + self._table.lifetime
+            elif action is HeldAction.STOP_EXPIRY:
+                self.expiry.deadline = math.inf
+            elif action is HeldAction.CANCEL_CALL:
+                self.expiry.cancel()
+            elif action is HeldAction.REFUSE_ASKS or action is HeldAction.REFUSE_ASKS_EXPIRED:
+                error = self._ended(action is HeldAction.REFUSE_ASKS_EXPIRED)
+                for ask in self._asks.values():
+                    ask.refuse(error)
+            elif action is HeldAction.RELEASE:
+                self._table.release(self)
+                self._released.set()
+            elif action is HeldAction.REJECT_RETRY:
+                raise UnknownRequestState
+            # START_GATHER, RESTART_GATHER, KEEP_UNTIL_DEADLINE: the waits
+            # below read the state; nothing to do at once.
+        self._news.set()
 
     async def run(self, run: Run, message: Request) -> None:
         """The backend call, in the table's nursery (rule 1)."""
@@ -163,20 +215,18 @@ class HeldCall:
             with self.expiry:
                 self._reply = await run(self.request, message, self.params)
         finally:
-            expired = self.expiry.cancelled_caught
-            self._done = True
-            self._news.set()
-            for ask in self._asks.values():
-                ask.refuse(self._ended(expired))
+            ended = HeldEvent.CALL_EXPIRED if self.expiry.cancelled_caught else HeldEvent.CALL_ENDED
+            self._feed(self.machine.feed(ended))
             try:
-                if not expired and self.awaiting_retry:
+                if self.machine.state is HeldState.ENDED_UNCOLLECTED:
                     # Cancellable on purpose: a cancel (shutdown, the host
                     # gone) ends the wait for the retry; the entry is
                     # released either way.
                     with trio.move_on_at(self.expiry.deadline):
-                        await self._collected.wait()  # noqa: ASYNC102
+                        await self._released.wait()  # noqa: ASYNC102
             finally:
-                self._table.release(self)
+                if self.machine.state is HeldState.ENDED_UNCOLLECTED:
+                    self._feed(self.machine.feed(HeldEvent.EXPIRED))
 
     def _ended(self, expired: bool) -> LocalProtocolError:
         if expired:
@@ -200,7 +250,9 @@ class HeldCall:
         if gap:
             self.request.fail(MissingClientCapability(gap), grace=REFUSAL_GRACE)
             raise LocalProtocolError(f"{method}: the client did not declare {gap}", -32601)
-        if self._done or (self.backend is not None and backend != self.backend):
+        if not self.machine.expects(HeldEvent.ASKED) or (
+            self.backend is not None and backend != self.backend
+        ):
             raise LocalProtocolError(f"{method}: the call cannot take input now", INTERNAL_ERROR)
         if not self._table.admit(self):
             self.request.fail(
@@ -213,7 +265,7 @@ class HeldCall:
         self.backend = backend
         ask = _Ask(key, entry)
         self._asks[key] = ask
-        self._news.set()
+        self._feed(self.machine.feed(HeldEvent.ASKED))
         try:
             await ask.answered.wait()
         finally:
@@ -229,12 +281,16 @@ class HeldCall:
             ModernProtocolError: -32602 for a state this call did not issue
                 now, or malformed ``inputResponses``.
         """
-        if not self.awaiting_retry or round_no != self.round or backend != self.backend:
+        if (
+            not self.machine.expects(HeldEvent.RETRIED)
+            or round_no != self.round
+            or backend != self.backend
+        ):
             raise UnknownRequestState
         open_asks = {k: a for k, a in self._asks.items() if not a.answered.is_set()}
         check = check_responses(params, open_asks)
-        self.awaiting_retry = False
-        self.expiry.deadline = math.inf
+        still_open = any(key not in check.responses for key in open_asks)
+        self._feed(self.machine.retried(still_open=still_open))
         for key, response in check.responses.items():
             open_asks[key].answer(response)
 
@@ -242,45 +298,30 @@ class HeldCall:
         """Answer one round: the call's result, or ``input_required`` (rule 7)."""
         self._emit = emit
         try:
-            while True:
-                if self._done:
-                    self._collected.set()
-                    return _with_id(self._reply, msg_id)
-                open_asks = {k: a for k, a in self._asks.items() if not a.answered.is_set()}
-                if open_asks:
-                    if await self._gather(len(open_asks)):
-                        continue  # the call ended meanwhile: answer with its result
-                    open_asks = {k: a for k, a in self._asks.items() if not a.answered.is_set()}
-                    return self._input_required(msg_id, open_asks)
+            while self._answer is None:
                 self._news = trio.Event()
-                await self._news.wait()
+                if self.machine.state is HeldState.GATHERING:
+                    # Rule 7: wait while more requests keep arriving, GATHER_WINDOW apart.
+                    with trio.move_on_after(GATHER_WINDOW) as window:
+                        await self._news.wait()
+                    if window.cancelled_caught:
+                        self._feed(self.machine.feed(HeldEvent.QUIET))
+                else:
+                    await self._news.wait()
+            answer, self._answer = self._answer, None
+            if answer is HeldAction.SEND_RESULT:
+                return _with_id(self._reply, msg_id)
+            return self._input_required(msg_id)
         except trio.Cancelled:
-            if not self.awaiting_retry:
-                self.expiry.cancel()  # the host left mid-round: the call is cancelled
+            # The host left mid-round: the call is cancelled (unless it was answered).
+            self._feed(self.machine.feed(HeldEvent.HOST_LEFT))
             raise
         finally:
             self._emit = None
 
-    async def _gather(self, count: int) -> bool:
-        """Rule 7: wait while more requests keep arriving, ``GATHER_WINDOW`` apart.
-
-        Returns:
-            Whether the call ended meanwhile.
-        """
-        while True:
-            self._news = trio.Event()
-            with trio.move_on_after(GATHER_WINDOW):
-                await self._news.wait()
-            now = sum(1 for a in self._asks.values() if not a.answered.is_set())
-            if self._done or now <= count:
-                return self._done
-            count = now
-
-    def _input_required(self, msg_id: RequestId, asks: dict[str, _Ask]) -> bytes:
-        self.round += 1
+    def _input_required(self, msg_id: RequestId) -> bytes:
+        asks = {k: a for k, a in self._asks.items() if not a.answered.is_set()}
         self._table.metrics.count_input_required("bridge")
-        self.awaiting_retry = True
-        self.expiry.deadline = trio.current_time() + self._table.lifetime
         state = self._table.sealer.seal(
             purpose=REQUEST_STATE,
             backend=self.backend or "",
@@ -306,10 +347,13 @@ def _with_id(reply: bytes, msg_id: RequestId) -> bytes:
 
 
 class HeldCalls:
-    """The bounded table of held calls (rules 3 and 4).
+    """The bounded table of held calls (rules 3 and 4), a service with its own nursery.
+
+    ``run`` (started with ``nursery.start``) owns the nursery the held calls'
+    backend calls run in, so they outlive their first round, and where a
+    retired ``requestState`` key waits out its grace.
 
     Args:
-        nursery: where held calls run (outliving their first round).
         sealer: seals and checks ``requestState``.
         max_held: calls that may wait for a retry at once.
         lifetime: seconds a round's ``requestState`` and held call live.
@@ -317,25 +361,72 @@ class HeldCalls:
             Wall time, not trio's clock: trio's clock starts at a random
             offset in every process, and a modern backend's state is opened by
             whichever replica the retry reaches (tests pass their virtual clock).
+        metrics: rounds, retries and refused states.
     """
 
     def __init__(
         self,
-        nursery: trio.Nursery,
         sealer: Sealer,
         *,
         max_held: int = DEFAULT_MAX_HELD,
         lifetime: float = DEFAULT_LIFETIME,
         wall_clock: Callable[[], float] = time.time,
+        metrics: RouterMetrics = NO_METRICS,
     ) -> None:
         self.wall_clock = wall_clock
         self.sealer = sealer
         self.max_held = max_held
         self.lifetime = lifetime
-        self._nursery = nursery
+        self._nursery: trio.Nursery | None = None
         self._held: dict[str, HeldCall] = {}
-        # Rounds, retries and refused states (the router sets its own).
-        self.metrics: RouterMetrics = NO_METRICS
+        # Rounds, retries and refused states.
+        self.metrics: RouterMetrics = metrics
+
+    @classmethod
+    def from_config(cls, config: MrtrConfig, metrics: RouterMetrics = NO_METRICS) -> HeldCalls:
+        """The table an ``mrtr`` section describes."""
+        return cls(
+            sealer_for(config.state_secret),
+            max_held=config.max_held_calls,
+            lifetime=config.held_call_lifetime,
+            metrics=metrics,
+        )
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run held calls until cancelled; cancelling it cancels every call it holds."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            try:
+                task_status.started()
+                await trio.sleep_forever()
+            finally:
+                self._nursery = None
+
+    def _start(self, held: HeldCall, run: Run, message: Request) -> None:
+        if self._nursery is None:
+            raise RuntimeError("HeldCalls.run is not running")
+        self._nursery.start_soon(held.run, run, message)
+
+    def apply(self, config: MrtrConfig, *, rotate: bool) -> None:
+        """A reload's ``mrtr`` section: new bounds now; ``rotate``: its secret is new.
+
+        The new key seals at once; the previous one verifies until the
+        longest hold is over (``held_call_lifetime``), then is dropped.
+        """
+        if rotate:
+            keys = keys_from_secret(config.state_secret)
+            self.sealer = Sealer([*keys, *self.sealer.keys])
+            if self._nursery is None:
+                raise RuntimeError("HeldCalls.run is not running")
+            self._nursery.start_soon(self._retire, keys, config.held_call_lifetime)
+        self.max_held = config.max_held_calls
+        self.lifetime = config.held_call_lifetime
+
+    async def _retire(self, keys: list[bytes], grace: float) -> None:
+        """Drop the previous keys once no state sealed with them can be live."""
+        await trio.sleep(grace)
+        if self.sealer.keys[0] == keys[0]:
+            self.sealer = Sealer(keys)
 
     def __len__(self) -> int:
         """How many calls the table holds now."""
@@ -367,7 +458,7 @@ class HeldCalls:
         if state is None:
             first_stream = request.emit
             held = HeldCall(self, request, message, params)
-            self._nursery.start_soon(held.run, run, message)
+            self._start(held, run, message)
             return await held.serve_round(message.id, first_stream)
         self.metrics.count_retry()
         try:
@@ -402,7 +493,7 @@ class HeldCalls:
             # held here; the retry runs afresh with the backend's state.
             request.backend_state = (sealed.backend, own)
             held = HeldCall(self, request, message, params)
-            self._nursery.start_soon(held.run, run, message)
+            self._start(held, run, message)
             return await held.serve_round(message.id, request.emit)
         pending_key, _, round_text = sealed.state.decode("ascii", "replace").partition(":")
         held_call = self._held.get(pending_key)

@@ -1,0 +1,35 @@
+"""A reload's plan, computed without running anything (``runtime.reload.plan_config``)."""
+
+from __future__ import annotations
+
+from gateway.config import parse
+from gateway.frontend.origin import OriginPolicy
+from gateway.runtime.reload import plan_config
+
+BASE = """
+server: {allowed_origins: ["https://a.example"]}
+mrtr: {state_secret: first, max_held_calls: 8}
+pagination: {page_size: 50}
+"""
+
+
+def test_an_unchanged_config_plans_nothing_but_the_backends_diff() -> None:
+    """gateway choice: a reload of the same file changes no part (the pool still diffs)."""
+    plan = plan_config(parse(BASE, env={}), parse(BASE, env={}))
+    assert plan.changed == ()
+    assert (plan.auth, plan.origin, plan.mrtr, plan.pagination, plan.policy) == (None,) * 5
+
+
+def test_each_changed_section_becomes_the_piece_its_part_applies() -> None:
+    """gateway choice: origins for the guards, mrtr (rotated) for the held calls, page size."""
+    new = parse(
+        BASE.replace("a.example", "b.example")
+        .replace("first", "second")
+        .replace("page_size: 50", "page_size: 10"),
+        env={},
+    )
+    plan = plan_config(parse(BASE, env={}), new)
+    assert plan.changed == ("server.allowed_origins/allowed_hosts", "pagination", "mrtr")
+    assert isinstance(plan.origin, OriginPolicy)
+    assert plan.mrtr == new.mrtr and plan.rotate_state_secret
+    assert plan.pagination == new.pagination and not plan.rotate_cursor_secret
