@@ -30,6 +30,7 @@ of each class defined elsewhere::
     │   └── RemoteProtocolError     the peer answered with a JSON-RPC error
     ├── BackendUnavailable          the backend is down, starting or gone
     ├── RequestTimeout              a forwarded request ran out of time
+    ├── UnexpectedEvent             protocol.stateless.held_call_states: a defect in the driver
     ├── InvalidToken                protocol.signing: a token we did not sign, or a dead one
     │   └── TokenMalformed, BadSignature, TokenExpired
     ├── WeakKey (ValueError)        protocol.signing: a key ring without a usable key

@@ -40,6 +40,8 @@ import enum
 from dataclasses import dataclass
 from typing import Final
 
+from gateway.errors import GatewayError
+
 
 class HeldState(enum.Enum):
     """Where a held call is."""
@@ -140,7 +142,7 @@ TRANSITIONS: Final[dict[tuple[HeldState, HeldEvent], Transition]] = {
 }
 
 
-class UnexpectedEvent(Exception):
+class UnexpectedEvent(GatewayError):
     """A (state, event) pair the table has no row for: a defect in the driver."""
 
 
