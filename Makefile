@@ -23,21 +23,21 @@ SDK2_VENV := .venv-sdk2
 
 .PHONY: run test install install-dev schema node-deps sdk2-venv haproxy chromium conformance-deps conformance conformance-modern conformance-client lint typecheck pytest bench bench-peers bench-quick clean
 
-$(BIN)/mcp-gateway: pyproject.toml
+$(BIN)/trio-mcp-gateway: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e .
 	@touch $@
 
-install: $(BIN)/mcp-gateway
+install: $(BIN)/trio-mcp-gateway
 
 # The demo backends config/gateway.yaml runs (package mcp_gateway_demo, on the
 # official MCP SDK): `make run` needs them, the gateway itself does not.
-$(VENV)/.demo-installed: pyproject.toml $(BIN)/mcp-gateway
+$(VENV)/.demo-installed: pyproject.toml $(BIN)/trio-mcp-gateway
 	$(BIN)/pip install --quiet -e ".[demo]"
 	@touch $@
 
-$(VENV)/.dev-installed: pyproject.toml $(BIN)/mcp-gateway
+$(VENV)/.dev-installed: pyproject.toml $(BIN)/trio-mcp-gateway
 	$(BIN)/pip install --quiet -e ".[dev]"
 	@touch $@
 
@@ -110,11 +110,11 @@ conformance-client: install-dev conformance-deps $(CONFORMANCE_MODERN_DIR)/node_
 # config/gateway.schema.json and packaged beside the default config. A test
 # fails when the Structs change and this was not run.
 schema: install-dev
-	$(BIN)/mcp-gateway schema > config/gateway.schema.json
+	$(BIN)/trio-mcp-gateway schema > config/gateway.schema.json
 	cp config/gateway.schema.json gateway/data/gateway.schema.json
 
 run: $(VENV)/.demo-installed
-	$(BIN)/mcp-gateway serve -c $(CONFIG)
+	$(BIN)/trio-mcp-gateway serve -c $(CONFIG)
 
 lint: install-dev
 	$(BIN)/ruff check gateway mcp_gateway_demo tests benchmarks

@@ -1,4 +1,4 @@
-"""``mcp-gateway status`` against a real running gateway (issue 18 item 3).
+"""``trio-mcp-gateway status`` against a real running gateway (issue 18 item 3).
 
 The gateway runs in-process (tests/harness.py) with real backend processes;
 the command runs as a real subprocess, as an operator runs it, and reads the
@@ -203,7 +203,7 @@ async def test_an_unreachable_gateway_exits_2_with_a_clear_message() -> None:
     port = _free_port()
     code, out, err = await status("--url", f"http://127.0.0.1:{port}")
     assert (code, out) == (2, "")
-    assert err.startswith(f"mcp-gateway status: cannot reach http://127.0.0.1:{port}/readyz")
+    assert err.startswith(f"trio-mcp-gateway status: cannot reach http://127.0.0.1:{port}/readyz")
     code, _, err = await status("--url", "ftp://example.invalid")
     assert code == 2 and "expected http://HOST:PORT" in err
 
@@ -236,7 +236,7 @@ async def test_something_that_is_not_a_gateway_exits_2(
     url = await _serve_fixed(nursery, response)
     code, out, err = await status("--url", url)
     assert (code, out) == (2, "")
-    assert err.startswith("mcp-gateway status: ") and said in err
+    assert err.startswith("trio-mcp-gateway status: ") and said in err
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ uses, so the printed YAML loads to the same backends.
 
 ``connect HOST`` prints the entry that points a host at the gateway: the
 gateway's URL for hosts that speak Streamable HTTP (Claude Code, Cursor, VS
-Code), ``mcp-gateway stdio -c FILE`` for Claude Desktop, whose config file
+Code), ``trio-mcp-gateway stdio -c FILE`` for Claude Desktop, whose config file
 starts only local servers. ``--write PATH`` merges it into the host's file:
 the file is read as JSON with comments, a backup ``PATH.bak-<UTC time>`` is
 written first, and every key the gateway does not know is kept as it was.
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 
+from gateway import COMMAND
 from gateway.config.backends_from import read_entry
 from gateway.config.hosts import root_key
 from gateway.config.jsonc import JsoncError, has_comments, loads
@@ -69,7 +70,7 @@ def import_yaml(path: str, fmt: str, inputs: dict[str, str]) -> str:
     hosts = read_entry(entry, 0, Path.cwd(), problems)
     if problems.items:
         raise ConfigError(problems.items)
-    header = f"# Imported from {path} by `mcp-gateway import`; check it with `mcp-gateway check`.\n"
+    header = f"# Imported from {path} by `{COMMAND} import`; check it with `{COMMAND} check`.\n"
     document = {"backends": [host.backend for host in hosts]}
     body = yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
     if yaml.safe_load(body) != document:
@@ -84,7 +85,7 @@ def gateway_command(config: str) -> tuple[str, list[str]]:
 
     Hosts start servers with their own working directory and often a short
     ``PATH`` (Claude Desktop on macOS), so both the program and the config
-    are absolute. The program is this install's own ``mcp-gateway`` script
+    are absolute. The program is this install's own ``trio-mcp-gateway`` script
     (beside the interpreter, as in a venv, pipx or uv tool install), not
     whichever one ``PATH`` finds first; without one, the interpreter runs
     ``-m gateway``.
@@ -96,7 +97,7 @@ def gateway_command(config: str) -> tuple[str, list[str]]:
         The program and its arguments.
     """
     config_path = str(Path(config).resolve())
-    script = Path(sys.executable).parent / "mcp-gateway"
+    script = Path(sys.executable).parent / COMMAND
     if script.is_file():
         return str(script), ["stdio", "-c", config_path]
     return sys.executable, ["-m", "gateway", "stdio", "-c", config_path]
@@ -108,7 +109,7 @@ def connect_entry(host: str, *, url: str | None, stdio_config: str | None) -> di
     Args:
         host: one of :data:`CONNECT_HOSTS`.
         url: the gateway's URL (HTTP mode).
-        stdio_config: the config file for ``mcp-gateway stdio`` (stdio mode).
+        stdio_config: the config file for ``trio-mcp-gateway stdio`` (stdio mode).
 
     Returns:
         The entry, in the host's own format.

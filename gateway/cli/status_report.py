@@ -1,4 +1,4 @@
-"""``mcp-gateway status``: a running gateway's overview in the terminal.
+"""``trio-mcp-gateway status``: a running gateway's overview in the terminal.
 
 It reads the daemon's ``/readyz`` details (:mod:`gateway.telemetry.overview`) and
 prints every backend and the client sessions as aligned columns, or the
@@ -6,7 +6,7 @@ JSON as it came with ``--json``. Exit codes: 0 ready, 1 not ready, 2 when
 the gateway cannot be asked (unreachable, refused, not a gateway) or the
 config cannot be read.
 
-Which listener, which credential (docs/operations.md, "mcp-gateway status"):
+Which listener, which credential (docs/operations.md, "trio-mcp-gateway status"):
 
 - ``--url`` names the gateway (any path is replaced by ``/readyz``);
 - otherwise the config decides: the separate operations listener
@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Final, TextIO
 
 import msgspec
 
+from gateway import COMMAND
 from gateway.telemetry.overview import BackendStatus, Readyz, sessions_total
 
 if TYPE_CHECKING:
@@ -249,7 +250,7 @@ def run_status(
             target = target_from_config(config, token)
         body, readyz = fetch(target)
     except Unreachable as exc:
-        print(f"mcp-gateway status: {exc}", file=sys.stderr)
+        print(f"{COMMAND} status: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
     if as_json:
         out.write(json.dumps(json.loads(body), indent=2) + "\n")
