@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from gateway.cli.host_files import gateway_command, import_yaml
 from gateway.cli.main import main
 from gateway.config import StdioBackend, load, parse
+from gateway.errors import ConfigError
 from tests.config.test_backends_from import ENV, HOSTS
 
 # Every host file, with the import options its backends_from entry needs.
@@ -89,7 +90,49 @@ def test_import_of_a_broken_file_prints_every_problem_and_exits_2(
         "broken_claude_desktop_config.json: mcpServers.github.command: required field missing "
         "(or `url`, for a remote server)"
     )
-    assert len(err.splitlines()) == 3  # the translation's problems; `check` finds the rest
+    assert len(err.splitlines()) == 4  # three of the translation, one of the decoding
+
+
+@pytest.mark.parametrize(
+    "servers",
+    [
+        {"fetch": {"command": "uvx", "args": ["mcp-server-fetch", 3]}},
+        {"a": {"command": "x", "env": {"N": 1.5}}},
+        {"GitHub": {"command": "x"}, "github": {"command": "y"}},
+        {"w": {"url": "ftp://files.example/mcp"}},
+        {"s": {"command": ""}},
+    ],
+)
+def test_import_refuses_with_the_same_problems_what_backends_from_refuses(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    servers: dict[str, Any],
+) -> None:
+    """Issue 24: `import` never prints a config that `backends_from` would refuse."""
+    monkeypatch.chdir(tmp_path)
+    Path("mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    Path("gateway.yaml").write_text("backends_from: [mcp.json]\n")
+    with pytest.raises(ConfigError) as caught:
+        load("gateway.yaml", env={})
+    code, out, err = run(capsys, "import", "mcp.json")
+    assert (code, out) == (2, "")
+    assert err.splitlines() == caught.value.problems
+    assert err.splitlines()
+
+
+def test_import_leaves_every_variable_to_the_environment_the_gateway_runs_in(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 24: a reference may stand where a URL is due: its value is known only at start."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SEARCH_URL", raising=False)
+    Path("mcp.json").write_text(
+        json.dumps({"mcpServers": {"search": {"url": "${env:SEARCH_URL}"}}})
+    )
+    code, out, err = run(capsys, "import", "mcp.json", "--format", "cursor")
+    assert (code, err) == (0, "")
+    assert "url: ${SEARCH_URL}" in out
 
 
 @pytest.mark.parametrize(

@@ -27,15 +27,16 @@ from typing import TYPE_CHECKING, Any, cast
 import yaml
 
 from gateway import COMMAND
-from gateway.config.backends_from import read_entry
+from gateway.config.backends_from import decode_hosts, read_entry
 from gateway.config.hosts import root_key
 from gateway.config.jsonc import JsoncError, has_comments, loads
 from gateway.config.problems import Problems
-from gateway.config.schema_hosts import CONNECT_HOSTS, BackendsFrom
+from gateway.config.schema_gateway import GatewayConfig
+from gateway.config.schema_hosts import CONNECT_HOSTS, BackendsFrom, host_file
+from gateway.config.source import Unresolved
 from gateway.errors import ConfigError
 
 if TYPE_CHECKING:
-    from gateway.config.schema_gateway import GatewayConfig
     from gateway.config.schema_hosts import HostFormat
 
 __all__ = [
@@ -68,6 +69,9 @@ def import_yaml(path: str, fmt: str, inputs: dict[str, str]) -> str:
     entry = BackendsFrom(path=path, format=cast("HostFormat", fmt), inputs=inputs)
     problems = Problems()
     hosts = read_entry(entry, 0, Path.cwd(), problems)
+    # The decoding backends_from does, so what it would refuse is refused here;
+    # a value holding a reference is left to the environment the gateway runs in.
+    decode_hosts(hosts, GatewayConfig(), Unresolved(), problems)
     if problems.items:
         raise ConfigError(problems.items)
     header = f"# Imported from {path} by `{COMMAND} import`; check it with `{COMMAND} check`.\n"
@@ -212,7 +216,7 @@ def read_by(config: GatewayConfig, config_path: str, target: Path) -> str | None
     """
     base = Path(config_path).parent
     for index, entry in enumerate(config.backends_from):
-        path = Path(os.path.expanduser(entry.path))
+        path = Path(os.path.expanduser(host_file(entry).path))
         if (base / path).resolve() == target.resolve():
             return f"backends_from[{index}]"
     return None
