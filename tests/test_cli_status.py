@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
+import httpx
 import msgspec
 import pytest
 import trio
@@ -147,6 +148,43 @@ async def test_a_required_backend_that_fails_to_start_exits_1_with_its_last_erro
     assert broken["last_error"]["message"]
     assert broken["last_error"]["message"][:40] in row.replace("…", "")
     assert abs(broken["last_error"]["at"] - time.time()) < RUN_TIMEOUT
+
+
+async def test_a_backend_that_exits_at_start_says_why_in_status_and_the_console(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """Issue 24: its last stderr lines are its last error, with the extra that installs a
+    missing module; a real child that fails to import the SDK, as a bare install's demo."""
+    server = tmp_path / "server.py"
+    server.write_text("import mcp\n")
+    # -S: no site-packages, so `mcp` is missing as in an install without [demo].
+    missing = stdio_backend(
+        "demo", [sys.executable, "-I", "-S", str(server)], restart={"initial_delay": 30}
+    )
+    running = await start_gateway(
+        nursery,
+        gateway_config([sdk_backend("alpha"), missing], admin={"enabled": True}),
+        wait_up=["alpha"],
+    )
+    with trio.fail_after(RUN_TIMEOUT):
+        await running.gateway.pool.backends["demo"].settled.wait()
+    code, out, _ = await status("--url", running.base_url, "--json")
+    assert code == 0  # not required: the gateway is ready without it
+    (demo,) = (b for b in json.loads(out)["overview"]["backends"] if b["name"] == "demo")
+    message = demo["last_error"]["message"]
+    assert message.startswith(
+        "process exited with code 1: ModuleNotFoundError: No module named 'mcp' "
+        "(install the demo extra: pip install 'trio-mcp-gateway[demo]'); before it: "
+    )
+    assert message.endswith(", line 1, in <module> | import mcp")
+    code, table, _ = await status("--url", running.base_url)
+    assert code == 0
+    assert f"  demo: {message}" in table.split("why not up:\n")[1].splitlines()
+    async with httpx.AsyncClient(base_url=running.base_url, timeout=RUN_TIMEOUT) as client:
+        page = await client.get("/admin/")
+    assert page.status_code == 200
+    assert "No module named &#39;mcp&#39;" in page.text
+    assert "pip install &#39;trio-mcp-gateway[demo]&#39;" in page.text
 
 
 async def test_off_loopback_details_need_the_admin_token_from_flag_env_or_config(

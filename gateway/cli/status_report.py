@@ -215,6 +215,15 @@ def render(readyz: Readyz, url: str, *, colour: bool, now: float | None = None) 
     parts = [heading, "", _table(header, backends, frozenset({4}) if colour else frozenset())]
     if any(row.required for row in overview.backends):
         parts.append("(* required: the gateway is not ready while it is not up)")
+    # The column above is cut to keep one line per backend; why a backend is
+    # not up (a child's last stderr line, say) is worth its whole line.
+    why = [
+        f"  {row.name}: {' '.join(row.last_error.message.split())}"
+        for row in overview.backends
+        if row.state != "up" and row.last_error is not None
+    ]
+    if why:
+        parts += ["", "why not up:", *why]
     parts.append("")
     parts.append(f"client sessions: {sessions_total(overview)}")
     if overview.sessions:
