@@ -145,7 +145,7 @@ bench-peers: install-dev
 # The whole suite (5 min 49 s on 2 shared cores, 2026-12-03), then the scale
 # rows at three sizes each (benchmarks/scale.py, SCALE_ARGS; 5 min 3 s, same
 # machine and day); bench-quick is the smoke run of both.
-# Byte-compiled first, as an installed wheel is (this machine sets
+# Byte-compiled first, as an installed wheel is (the build machine sets
 # PYTHONDONTWRITEBYTECODE: without it every start compiles the gateway).
 bench: install-dev bench-peers
 	$(BIN)/python -m compileall -q gateway
