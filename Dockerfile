@@ -60,5 +60,5 @@ HEALTHCHECK --interval=15s --timeout=5s --start-period=10s --retries=3 \
 # give `docker stop` more than its default 10 s: --stop-timeout 30 / -t 30).
 # SIGHUP reloads the config: `docker kill -s HUP CONTAINER`.
 STOPSIGNAL SIGTERM
-ENTRYPOINT ["mcp-gateway"]
+ENTRYPOINT ["trio-mcp-gateway"]
 CMD ["serve", "-c", "/etc/mcp-gateway/gateway.yaml", "--host", "0.0.0.0"]

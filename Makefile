@@ -23,21 +23,21 @@ SDK2_VENV := .venv-sdk2
 
 .PHONY: run test install install-dev schema node-deps sdk2-venv haproxy redis chromium conformance-deps conformance conformance-modern conformance-client lint typecheck pytest bench bench-peers bench-quick clean
 
-$(BIN)/mcp-gateway: pyproject.toml
+$(BIN)/trio-mcp-gateway: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e .
 	@touch $@
 
-install: $(BIN)/mcp-gateway
+install: $(BIN)/trio-mcp-gateway
 
 # The demo backends config/gateway.yaml runs (package mcp_gateway_demo, on the
 # official MCP SDK): `make run` needs them, the gateway itself does not.
-$(VENV)/.demo-installed: pyproject.toml $(BIN)/mcp-gateway
+$(VENV)/.demo-installed: pyproject.toml $(BIN)/trio-mcp-gateway
 	$(BIN)/pip install --quiet -e ".[demo]"
 	@touch $@
 
-$(VENV)/.dev-installed: pyproject.toml $(BIN)/mcp-gateway
+$(VENV)/.dev-installed: pyproject.toml $(BIN)/trio-mcp-gateway
 	$(BIN)/pip install --quiet -e ".[dev]"
 	@touch $@
 
@@ -115,11 +115,11 @@ conformance-client: install-dev conformance-deps $(CONFORMANCE_MODERN_DIR)/node_
 # config/gateway.schema.json and packaged beside the default config. A test
 # fails when the Structs change and this was not run.
 schema: install-dev
-	$(BIN)/mcp-gateway schema > config/gateway.schema.json
+	$(BIN)/trio-mcp-gateway schema > config/gateway.schema.json
 	cp config/gateway.schema.json gateway/data/gateway.schema.json
 
 run: $(VENV)/.demo-installed
-	$(BIN)/mcp-gateway serve -c $(CONFIG)
+	$(BIN)/trio-mcp-gateway serve -c $(CONFIG)
 
 lint: install-dev
 	$(BIN)/ruff check gateway mcp_gateway_demo tests benchmarks
@@ -150,7 +150,7 @@ bench-peers: install-dev
 # The whole suite (5 min 49 s on 2 shared cores, 2026-12-03), then the scale
 # rows at three sizes each (benchmarks/scale.py, SCALE_ARGS; 5 min 3 s, same
 # machine and day); bench-quick is the smoke run of both.
-# Byte-compiled first, as an installed wheel is (this machine sets
+# Byte-compiled first, as an installed wheel is (the build machine sets
 # PYTHONDONTWRITEBYTECODE: without it every start compiles the gateway).
 bench: install-dev bench-peers
 	$(BIN)/python -m compileall -q gateway

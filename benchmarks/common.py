@@ -70,7 +70,7 @@ def running_gateway(
     server_options: dict[str, Any] | None = None,
     **sections: Any,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes], float]]:
-    """Run ``mcp-gateway serve`` in a child; yields (url, process, seconds to ready).
+    """Run ``trio-mcp-gateway serve`` in a child; yields (url, process, seconds to ready).
 
     ``engine`` is ``server.engine`` (h11, the default, or hypercorn);
     ``tree`` a folder holding another build of the ``gateway`` package

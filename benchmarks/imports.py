@@ -1,4 +1,4 @@
-"""Start-path imports: what ``mcp-gateway serve`` imports before it is ready, before and after.
+"""Start-path imports: what ``trio-mcp-gateway serve`` imports before it is ready, before and after.
 
 Two builds of the gateway package run in the same session, alternating
 round by round: the working tree and ``--baseline`` (a commit, extracted

@@ -11,7 +11,7 @@ Profiles: ``tenth`` (one backend in ten), ``half`` (half the tools, by a name
 glob), ``search`` (every tool, in search mode) and ``search-pinned`` (search
 mode with five pinned tools).
 
-Then, through a real gateway (``mcp-gateway serve`` in a child, over HTTP
+Then, through a real gateway (``trio-mcp-gateway serve`` in a child, over HTTP
 with one client session): a search-mode profile over one backend that lists
 the same N tools; ``gateway__search_tools`` latency p50/p99 over the
 relevance set's requests, next to a plain ``tools/call`` of ``echo`` and

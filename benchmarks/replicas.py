@@ -7,7 +7,7 @@ the secrets. This run shows it with real parts:
 - one official-SDK 2.x backend over Streamable HTTP (``tests/sdk2/replica_backend.py``),
   shared by every replica as a real HTTP backend is, offering an MRTR tool;
 - the demo toolbox over stdio, one child per replica;
-- three ``mcp-gateway serve`` replicas sharing ``pagination.cursor_secret`` and
+- three ``trio-mcp-gateway serve`` replicas sharing ``pagination.cursor_secret`` and
   ``mrtr.state_secret``, with a small page size so every walk crosses pages;
 - HAProxy (the Debian package) in front, ``balance roundrobin`` per request,
   no stickiness of any kind;

@@ -592,7 +592,7 @@ def section_startup(args: argparse.Namespace) -> dict[str, Any]:
         )
         progress(f"startup {count}x{tools}: {gateway * 1000:.0f} vs {direct * 1000:.0f} ms")
     notes = [
-        "gateway = spawn of `mcp-gateway serve` to /readyz 200 (all backends required), "
+        "gateway = spawn of `trio-mcp-gateway serve` to /readyz 200 (all backends required), "
         "including the gateway's own interpreter start and imports (the '0 backends' row)",
         "direct = spawn the same N servers and complete initialize on each, in parallel "
         "(the 'x 200 tools' row: initialize then tools/list on each, as the gateway does)",

@@ -13,7 +13,7 @@ Rows (full sizes; ``--quick`` divides them for a smoke run):
   arrival on the last stream; the median of ``--fanout-trials`` changes.
   The same gateways give the sessions row: each size is a fresh gateway
   whose sessions are opened, measured idle, then given their streams.
-- ``startup``: ``mcp-gateway serve`` spawn to ``/readyz`` 200 with 50 /
+- ``startup``: ``trio-mcp-gateway serve`` spawn to ``/readyz`` 200 with 50 /
   100 / 200 stdio backends, against spawning the same backends and
   initializing each in parallel, in the same run (``crowd.direct_start``).
 - ``catalog``: ``catalog_scale.measure`` at 10,000 / 30,000 / 100,000

@@ -1,4 +1,4 @@
-"""The ``mcp-gateway`` command, run as a real subprocess.
+"""The ``trio-mcp-gateway`` command, run as a real subprocess.
 
 Exit codes (gateway/cli/main.py): 0 when all is well, 2 for a configuration that
 cannot be used, with every problem printed on stderr, each with its place.
@@ -88,8 +88,8 @@ def test_check_of_a_missing_file_says_so_and_exits_2(tmp_path: Path) -> None:
 
 
 def test_the_console_script_prints_its_version(tmp_path: Path) -> None:
-    """Gateway choice: `mcp-gateway --version` prints the package version and exits 0."""
-    script = Path(sys.executable).parent / "mcp-gateway"
+    """Gateway choice: `trio-mcp-gateway --version` prints the package version and exits 0."""
+    script = Path(sys.executable).parent / "trio-mcp-gateway"
     assert script.is_file(), f"console script not installed next to {sys.executable}"
     result = subprocess.run(
         [str(script), "--version"],
@@ -100,4 +100,4 @@ def test_the_console_script_prints_its_version(tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout == f"mcp-gateway {__version__}\n"
+    assert result.stdout == f"trio-mcp-gateway {__version__}\n"

@@ -1,4 +1,4 @@
-"""Specification of ``mcp-gateway import`` and ``connect`` (issue 19)."""
+"""Specification of ``trio-mcp-gateway import`` and ``connect`` (issue 19)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from gateway.cli.host_files import gateway_command, import_yaml
 from gateway.cli.main import main
 from gateway.config import StdioBackend, load, parse
+from gateway.errors import ConfigError
 from tests.config.test_backends_from import ENV, HOSTS
 
 # Every host file, with the import options its backends_from entry needs.
@@ -89,7 +90,49 @@ def test_import_of_a_broken_file_prints_every_problem_and_exits_2(
         "broken_claude_desktop_config.json: mcpServers.github.command: required field missing "
         "(or `url`, for a remote server)"
     )
-    assert len(err.splitlines()) == 3  # the translation's problems; `check` finds the rest
+    assert len(err.splitlines()) == 4  # three of the translation, one of the decoding
+
+
+@pytest.mark.parametrize(
+    "servers",
+    [
+        {"fetch": {"command": "uvx", "args": ["mcp-server-fetch", 3]}},
+        {"a": {"command": "x", "env": {"N": 1.5}}},
+        {"GitHub": {"command": "x"}, "github": {"command": "y"}},
+        {"w": {"url": "ftp://files.example/mcp"}},
+        {"s": {"command": ""}},
+    ],
+)
+def test_import_refuses_with_the_same_problems_what_backends_from_refuses(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    servers: dict[str, Any],
+) -> None:
+    """Issue 24: `import` never prints a config that `backends_from` would refuse."""
+    monkeypatch.chdir(tmp_path)
+    Path("mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    Path("gateway.yaml").write_text("backends_from: [mcp.json]\n")
+    with pytest.raises(ConfigError) as caught:
+        load("gateway.yaml", env={})
+    code, out, err = run(capsys, "import", "mcp.json")
+    assert (code, out) == (2, "")
+    assert err.splitlines() == caught.value.problems
+    assert err.splitlines()
+
+
+def test_import_leaves_every_variable_to_the_environment_the_gateway_runs_in(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 24: a reference may stand where a URL is due: its value is known only at start."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SEARCH_URL", raising=False)
+    Path("mcp.json").write_text(
+        json.dumps({"mcpServers": {"search": {"url": "${env:SEARCH_URL}"}}})
+    )
+    code, out, err = run(capsys, "import", "mcp.json", "--format", "cursor")
+    assert (code, err) == (0, "")
+    assert "url: ${SEARCH_URL}" in out
 
 
 @pytest.mark.parametrize(
@@ -122,21 +165,23 @@ def test_connect_derives_the_url_from_the_configs_server_section(
     config.write_text("server: {host: 0.0.0.0, port: 8123, path: /gw}\n")
     code, out, _ = run(capsys, "connect", "cursor", "-c", str(config))
     assert code == 0
-    assert json.loads(out) == {"mcpServers": {"mcp-gateway": {"url": "http://127.0.0.1:8123/gw"}}}
+    assert json.loads(out) == {
+        "mcpServers": {"trio-mcp-gateway": {"url": "http://127.0.0.1:8123/gw"}}
+    }
 
 
 def test_connect_claude_desktop_spawns_the_gateway_in_stdio_mode_with_absolute_paths(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Issue 19: Claude Desktop's file starts only local servers: `mcp-gateway stdio -c FILE`."""
+    """Issue 19: Claude Desktop's file starts only local servers: the gateway in stdio mode."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "gateway.yaml").write_text("")
     code, out, _ = run(capsys, "connect", "claude-desktop", "-c", "gateway.yaml")
     assert code == 0
-    entry = json.loads(out)["mcpServers"]["mcp-gateway"]
+    entry = json.loads(out)["mcpServers"]["trio-mcp-gateway"]
     # This install's own script (the venv's), not whichever PATH finds first.
     assert entry == {
-        "command": str(Path(sys.executable).parent / "mcp-gateway"),
+        "command": str(Path(sys.executable).parent / "trio-mcp-gateway"),
         "args": ["stdio", "-c", str(tmp_path.resolve() / "gateway.yaml")],
     }
     code, _, err = run(capsys, "connect", "claude-desktop", "--url", "http://127.0.0.1:9/mcp")
@@ -154,7 +199,7 @@ def test_connect_write_merges_after_a_backup_and_keeps_every_unknown_key(
         "preferences": {"menuBarEnabled": True, "quickEntry": {"enabled": False, "shortcut": None}},
         "mcpServers": {
             "notes": {"command": "python", "args": ["-m", "notes"], "x-vendor": {"k": [1, 2.5]}},
-            "mcp-gateway": {"command": "old"},
+            "trio-mcp-gateway": {"command": "old"},
         },
         "zFutureKey": ["é", 1e100, None, True],
     }
@@ -166,19 +211,19 @@ def test_connect_write_merges_after_a_backup_and_keeps_every_unknown_key(
         capsys, "connect", "claude-desktop", "--stdio", "-c", str(config), "--write", str(host_file)
     )
     assert code == 0
-    assert out == f"wrote mcp-gateway into {host_file}\n"
+    assert out == f"wrote trio-mcp-gateway into {host_file}\n"
     written = json.loads(host_file.read_text())
-    entry = written["mcpServers"].pop("mcp-gateway")
+    entry = written["mcpServers"].pop("trio-mcp-gateway")
     assert entry["args"][-3:] == ["stdio", "-c", str(config.resolve())]
     expected = json.loads(text)
-    expected["mcpServers"].pop("mcp-gateway")
+    expected["mcpServers"].pop("trio-mcp-gateway")
     assert written == expected
     assert list(written) == list(original)
     (backup,) = tmp_path.glob("claude_desktop_config.json.bak-*")
     assert sorted(tmp_path.iterdir()) == sorted([host_file, backup, config])
     assert backup.read_text() == text
     assert f"backup: {backup}" in err
-    assert "replaced the existing entry mcpServers.mcp-gateway" in err
+    assert "replaced the existing entry mcpServers.trio-mcp-gateway" in err
 
 
 def test_connect_write_refuses_a_file_that_is_not_json_and_touches_nothing(
@@ -192,7 +237,7 @@ def test_connect_write_refuses_a_file_that_is_not_json_and_touches_nothing(
     )
     assert code == 2
     assert err == (
-        f"mcp-gateway connect: {host_file} is not valid JSON (line 1, column 22: Expecting "
+        f"trio-mcp-gateway connect: {host_file} is not valid JSON (line 1, column 22: Expecting "
         "value); nothing written\n"
     )
     assert host_file.read_text() == '{"mcpServers": {"a": }'
@@ -210,7 +255,7 @@ def test_connect_write_reads_vscode_jsonc_and_says_the_comments_stay_in_the_back
     )
     assert code == 0
     written = json.loads(host_file.read_text())
-    assert list(written["servers"]) == ["github", "perplexity", "events", "mcp-gateway"]
+    assert list(written["servers"]) == ["github", "perplexity", "events", "trio-mcp-gateway"]
     assert written["inputs"][0]["id"] == "github-token"
     assert "had comments or trailing commas" in err
 
@@ -225,7 +270,7 @@ def test_connect_write_creates_a_missing_file_without_a_backup(
     )
     assert code == 0
     assert json.loads(host_file.read_text()) == {
-        "servers": {"mcp-gateway": {"type": "http", "url": "http://h/mcp"}}
+        "servers": {"trio-mcp-gateway": {"type": "http", "url": "http://h/mcp"}}
     }
     assert err == ""
     assert list(host_file.parent.iterdir()) == [host_file]
@@ -258,8 +303,9 @@ def test_connect_write_refuses_the_file_the_gateway_reads_its_backends_from(
     )
     assert code == 2
     assert err == (
-        f"mcp-gateway connect: {host_file} is read by backends_from[0] of {config}: the gateway "
-        "would start itself; write to the host's file, and let the gateway read a copy\n"
+        f"trio-mcp-gateway connect: {host_file} is read by backends_from[0] of {config}: "
+        "the gateway would start itself; write to the host's file, and let the gateway read "
+        "a copy\n"
     )
     assert host_file.read_text() == '{"mcpServers": {}}'
 
@@ -306,7 +352,7 @@ def test_connect_write_through_a_symlink_writes_the_file_it_points_to(
     assert code == 0
     assert link.is_symlink()
     assert json.loads(real.read_text()) == {
-        "mcpServers": {"a": {"command": "x"}, "mcp-gateway": {"url": "http://h/mcp"}}
+        "mcpServers": {"a": {"command": "x"}, "trio-mcp-gateway": {"url": "http://h/mcp"}}
     }
     assert len(list(real.parent.glob("mcp.json.bak-*"))) == 1
 
@@ -326,7 +372,8 @@ def test_connect_write_twice_in_one_second_keeps_both_backups(
     assert contents == sorted(
         [
             '{"mcpServers": {}}',
-            json.dumps({"mcpServers": {"mcp-gateway": {"url": "http://one/mcp"}}}, indent=2) + "\n",
+            json.dumps({"mcpServers": {"trio-mcp-gateway": {"url": "http://one/mcp"}}}, indent=2)
+            + "\n",
         ]
     )
 
@@ -340,7 +387,7 @@ def test_connect_write_refuses_a_file_whose_top_level_is_not_an_object(
     code, _, err = run(capsys, "connect", "cursor", "--url", "http://h", "--write", str(host_file))
     assert code == 2
     assert err == (
-        f"mcp-gateway connect: {host_file}: expected a JSON object at the top level; "
+        f"trio-mcp-gateway connect: {host_file}: expected a JSON object at the top level; "
         "nothing written\n"
     )
 
@@ -362,7 +409,7 @@ def test_import_refuses_a_malformed_input_option(capsys: pytest.CaptureFixture[s
     """Issue 19: --input is ID=VAR."""
     code, _, err = run(capsys, "import", str(HOSTS / "project/.vscode/mcp.json"), "--input", "x")
     assert code == 2
-    assert err == "mcp-gateway import: --input 'x': expected ID=VAR\n"
+    assert err == "trio-mcp-gateway import: --input 'x': expected ID=VAR\n"
 
 
 @settings(max_examples=40, deadline=None)

@@ -61,7 +61,7 @@ def test_the_schema_refuses_what_check_refuses_where_it_can() -> None:
 
 
 def test_schema_prints_the_schema(capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 19: `mcp-gateway schema` is the one command that regenerates the file."""
+    """Issue 19: `trio-mcp-gateway schema` is the one command that regenerates the file."""
     code, out, _ = run(capsys, "schema")
     assert code == 0
     assert out == schema_text()
@@ -87,7 +87,7 @@ def test_init_writes_a_starter_that_check_accepts_and_refuses_to_overwrite(
     starter.write_text("# mine\n")
     code, _, err = run(capsys, "init", "conf/gw.yaml")
     assert code == 2
-    assert err == "mcp-gateway init: conf/gw.yaml exists (use --force to overwrite it)\n"
+    assert err == "trio-mcp-gateway init: conf/gw.yaml exists (use --force to overwrite it)\n"
     assert starter.read_text() == "# mine\n"
     code, _, _ = run(capsys, "init", "conf/gw.yaml", "--force")
     assert code == 0

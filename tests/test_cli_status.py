@@ -1,4 +1,4 @@
-"""``mcp-gateway status`` against a real running gateway (issue 18 item 3).
+"""``trio-mcp-gateway status`` against a real running gateway (issue 18 item 3).
 
 The gateway runs in-process (tests/harness.py) with real backend processes;
 the command runs as a real subprocess, as an operator runs it, and reads the
@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
+import httpx
 import msgspec
 import pytest
 import trio
@@ -149,6 +150,43 @@ async def test_a_required_backend_that_fails_to_start_exits_1_with_its_last_erro
     assert abs(broken["last_error"]["at"] - time.time()) < RUN_TIMEOUT
 
 
+async def test_a_backend_that_exits_at_start_says_why_in_status_and_the_console(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """Issue 24: its last stderr lines are its last error, with the extra that installs a
+    missing module; a real child that fails to import the SDK, as a bare install's demo."""
+    server = tmp_path / "server.py"
+    server.write_text("import mcp\n")
+    # -S: no site-packages, so `mcp` is missing as in an install without [demo].
+    missing = stdio_backend(
+        "demo", [sys.executable, "-I", "-S", str(server)], restart={"initial_delay": 30}
+    )
+    running = await start_gateway(
+        nursery,
+        gateway_config([sdk_backend("alpha"), missing], admin={"enabled": True}),
+        wait_up=["alpha"],
+    )
+    with trio.fail_after(RUN_TIMEOUT):
+        await running.gateway.pool.backends["demo"].settled.wait()
+    code, out, _ = await status("--url", running.base_url, "--json")
+    assert code == 0  # not required: the gateway is ready without it
+    (demo,) = (b for b in json.loads(out)["overview"]["backends"] if b["name"] == "demo")
+    message = demo["last_error"]["message"]
+    assert message.startswith(
+        "process exited with code 1: ModuleNotFoundError: No module named 'mcp' "
+        "(install the demo extra: pip install 'trio-mcp-gateway[demo]'); before it: "
+    )
+    assert message.endswith(", line 1, in <module> | import mcp")
+    code, table, _ = await status("--url", running.base_url)
+    assert code == 0
+    assert f"  demo: {message}" in table.split("why not up:\n")[1].splitlines()
+    async with httpx.AsyncClient(base_url=running.base_url, timeout=RUN_TIMEOUT) as client:
+        page = await client.get("/admin/")
+    assert page.status_code == 200
+    assert "No module named &#39;mcp&#39;" in page.text
+    assert "pip install &#39;trio-mcp-gateway[demo]&#39;" in page.text
+
+
 async def test_off_loopback_details_need_the_admin_token_from_flag_env_or_config(
     nursery: trio.Nursery, tmp_path: Path
 ) -> None:
@@ -203,7 +241,7 @@ async def test_an_unreachable_gateway_exits_2_with_a_clear_message() -> None:
     port = _free_port()
     code, out, err = await status("--url", f"http://127.0.0.1:{port}")
     assert (code, out) == (2, "")
-    assert err.startswith(f"mcp-gateway status: cannot reach http://127.0.0.1:{port}/readyz")
+    assert err.startswith(f"trio-mcp-gateway status: cannot reach http://127.0.0.1:{port}/readyz")
     code, _, err = await status("--url", "ftp://example.invalid")
     assert code == 2 and "expected http://HOST:PORT" in err
 
@@ -236,7 +274,7 @@ async def test_something_that_is_not_a_gateway_exits_2(
     url = await _serve_fixed(nursery, response)
     code, out, err = await status("--url", url)
     assert (code, out) == (2, "")
-    assert err.startswith("mcp-gateway status: ") and said in err
+    assert err.startswith("trio-mcp-gateway status: ") and said in err
 
 
 @pytest.mark.parametrize(

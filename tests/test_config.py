@@ -157,7 +157,7 @@ def test_a_loaded_config_is_immutable() -> None:
 
 
 def test_the_config_round_trips_through_msgspec_with_its_tag() -> None:
-    """Gateway choice: `mcp-gateway check` can print the effective config."""
+    """Gateway choice: `trio-mcp-gateway check` can print the effective config."""
     config = parse(DESIGN_EXAMPLE, env={"SEARCH_TOKEN": "t"})
     assert msgspec.convert(msgspec.to_builtins(config), GatewayConfig) == config
 

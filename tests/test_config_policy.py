@@ -95,7 +95,7 @@ def test_a_full_rule_parses_with_its_defaults() -> None:
 def test_check_refuses_a_bad_rule_and_says_where(rule: str, place: str, says: str) -> None:
     """Gateway choice (issue 16 item 3).
 
-    ``mcp-gateway check``: each problem at its place, with what is wrong.
+    ``trio-mcp-gateway check``: each problem at its place, with what is wrong.
     """
     problems = problems_of(f"policy:\n  - {rule}\n")
     assert any(p.startswith(place) and says in p for p in problems), problems

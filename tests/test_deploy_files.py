@@ -373,7 +373,7 @@ def test_dockerfile_healthcheck_user_and_exec_form() -> None:
     assert "http://127.0.0.1:8000/healthz" in healthcheck
     assert "urllib" in healthcheck
     (entrypoint,) = [args for word, args in final if word == "ENTRYPOINT"]
-    assert json.loads(entrypoint) == ["mcp-gateway"]
+    assert json.loads(entrypoint) == ["trio-mcp-gateway"]
     (cmd,) = [args for word, args in final if word == "CMD"]
     assert json.loads(cmd) == ["serve", "-c", CONFIG_PATH, "--host", "0.0.0.0"]
     assert "EXPOSE" in words and ("EXPOSE", "8000") in final

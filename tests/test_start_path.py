@@ -1,6 +1,6 @@
 """The start path loads no module only rare paths use (issue 17, "Ready sooner").
 
-A fresh interpreter, as ``mcp-gateway serve`` starts: the command line
+A fresh interpreter, as ``trio-mcp-gateway serve`` starts: the command line
 parsed, the process and app modules imported, a config of one stdio backend
 loaded (what runs after that, the backends' start, is measured by
 ``benchmarks/imports.py`` on a real ``serve``). PyJWT and cryptography

@@ -1,1 +1,1 @@
-"""The ``mcp-gateway`` command line: argument parsing, the commands, and the process that serves."""
+"""The ``trio-mcp-gateway`` command line: parsing, the commands, and the process that serves."""

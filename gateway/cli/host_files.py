@@ -6,7 +6,7 @@ uses, so the printed YAML loads to the same backends.
 
 ``connect HOST`` prints the entry that points a host at the gateway: the
 gateway's URL for hosts that speak Streamable HTTP (Claude Code, Cursor, VS
-Code), ``mcp-gateway stdio -c FILE`` for Claude Desktop, whose config file
+Code), ``trio-mcp-gateway stdio -c FILE`` for Claude Desktop, whose config file
 starts only local servers. ``--write PATH`` merges it into the host's file:
 the file is read as JSON with comments, a backup ``PATH.bak-<UTC time>`` is
 written first, and every key the gateway does not know is kept as it was.
@@ -26,15 +26,17 @@ from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 
-from gateway.config.backends_from import read_entry
+from gateway import COMMAND
+from gateway.config.backends_from import decode_hosts, read_entry
 from gateway.config.hosts import root_key
 from gateway.config.jsonc import JsoncError, has_comments, loads
 from gateway.config.problems import Problems
-from gateway.config.schema_hosts import CONNECT_HOSTS, BackendsFrom
+from gateway.config.schema_gateway import GatewayConfig
+from gateway.config.schema_hosts import CONNECT_HOSTS, BackendsFrom, host_file
+from gateway.config.source import Unresolved
 from gateway.errors import ConfigError
 
 if TYPE_CHECKING:
-    from gateway.config.schema_gateway import GatewayConfig
     from gateway.config.schema_hosts import HostFormat
 
 __all__ = [
@@ -67,9 +69,12 @@ def import_yaml(path: str, fmt: str, inputs: dict[str, str]) -> str:
     entry = BackendsFrom(path=path, format=cast("HostFormat", fmt), inputs=inputs)
     problems = Problems()
     hosts = read_entry(entry, 0, Path.cwd(), problems)
+    # The decoding backends_from does, so what it would refuse is refused here;
+    # a value holding a reference is left to the environment the gateway runs in.
+    decode_hosts(hosts, GatewayConfig(), Unresolved(), problems)
     if problems.items:
         raise ConfigError(problems.items)
-    header = f"# Imported from {path} by `mcp-gateway import`; check it with `mcp-gateway check`.\n"
+    header = f"# Imported from {path} by `{COMMAND} import`; check it with `{COMMAND} check`.\n"
     document = {"backends": [host.backend for host in hosts]}
     body = yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
     if yaml.safe_load(body) != document:
@@ -84,7 +89,7 @@ def gateway_command(config: str) -> tuple[str, list[str]]:
 
     Hosts start servers with their own working directory and often a short
     ``PATH`` (Claude Desktop on macOS), so both the program and the config
-    are absolute. The program is this install's own ``mcp-gateway`` script
+    are absolute. The program is this install's own ``trio-mcp-gateway`` script
     (beside the interpreter, as in a venv, pipx or uv tool install), not
     whichever one ``PATH`` finds first; without one, the interpreter runs
     ``-m gateway``.
@@ -96,7 +101,7 @@ def gateway_command(config: str) -> tuple[str, list[str]]:
         The program and its arguments.
     """
     config_path = str(Path(config).resolve())
-    script = Path(sys.executable).parent / "mcp-gateway"
+    script = Path(sys.executable).parent / COMMAND
     if script.is_file():
         return str(script), ["stdio", "-c", config_path]
     return sys.executable, ["-m", "gateway", "stdio", "-c", config_path]
@@ -108,7 +113,7 @@ def connect_entry(host: str, *, url: str | None, stdio_config: str | None) -> di
     Args:
         host: one of :data:`CONNECT_HOSTS`.
         url: the gateway's URL (HTTP mode).
-        stdio_config: the config file for ``mcp-gateway stdio`` (stdio mode).
+        stdio_config: the config file for ``trio-mcp-gateway stdio`` (stdio mode).
 
     Returns:
         The entry, in the host's own format.
@@ -211,7 +216,7 @@ def read_by(config: GatewayConfig, config_path: str, target: Path) -> str | None
     """
     base = Path(config_path).parent
     for index, entry in enumerate(config.backends_from):
-        path = Path(os.path.expanduser(entry.path))
+        path = Path(os.path.expanduser(host_file(entry).path))
         if (base / path).resolve() == target.resolve():
             return f"backends_from[{index}]"
     return None

@@ -1,4 +1,4 @@
-"""The ``mcp-gateway`` command: parses the command line and dispatches.
+"""The ``trio-mcp-gateway`` command: parses the command line and dispatches.
 
 Exit codes: 0 on a clean stop, 2 for a configuration that cannot be used
 (every problem is printed, each with its place) or a file a command
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 
-from gateway import __version__
+from gateway import COMMAND, __version__
 from gateway.cli.config_files import ConfigChoice, choose_config, init, schema_text, set_python_env
 from gateway.config import GatewayConfig, format_problems, load
 from gateway.config.schema_hosts import CONNECT_HOSTS, HOST_FORMATS
@@ -41,9 +41,9 @@ CONFIG_HELP: Final = (
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="mcp-gateway", description="One MCP endpoint in front of many MCP servers."
+        prog=COMMAND, description="One MCP endpoint in front of many MCP servers."
     )
-    parser.add_argument("--version", action="version", version=f"mcp-gateway {__version__}")
+    parser.add_argument("--version", action="version", version=f"{COMMAND} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve Streamable HTTP at server.path")
     serve.add_argument("-c", "--config", help=CONFIG_HELP)
@@ -78,9 +78,9 @@ def _parser() -> argparse.ArgumentParser:
     connect.add_argument("host", choices=tuple(CONNECT_HOSTS))
     mode = connect.add_mutually_exclusive_group()
     mode.add_argument("--url", help="the gateway's URL (default: from the config's server)")
-    mode.add_argument("--stdio", action="store_true", help="the host starts `mcp-gateway stdio`")
+    mode.add_argument("--stdio", action="store_true", help=f"the host starts `{COMMAND} stdio`")
     connect.add_argument("-c", "--config", help=CONFIG_HELP)
-    connect.add_argument("--name", default="mcp-gateway", help="the server's key in the host")
+    connect.add_argument("--name", default=COMMAND, help="the server's key in the host")
     connect.add_argument("--write", metavar="PATH", help="merge into this host file (backed up)")
     init_ = commands.add_parser("init", help="write a commented starter config")
     init_.add_argument("path", nargs="?", default="gateway.yaml")
@@ -103,7 +103,7 @@ def _reload(config: GatewayConfig, pid: int | None) -> None:
     if pid is None:
         if not config.shutdown.pid_file:
             print(
-                "mcp-gateway reload: set shutdown.pid_file in the config, or pass --pid",
+                f"{COMMAND} reload: set shutdown.pid_file in the config, or pass --pid",
                 file=sys.stderr,
             )
             raise SystemExit(1)
@@ -111,14 +111,14 @@ def _reload(config: GatewayConfig, pid: int | None) -> None:
             pid = int(Path(config.shutdown.pid_file).read_text().strip())
         except (OSError, ValueError) as exc:
             print(
-                f"mcp-gateway reload: cannot read {config.shutdown.pid_file}: {exc}",
+                f"{COMMAND} reload: cannot read {config.shutdown.pid_file}: {exc}",
                 file=sys.stderr,
             )
             raise SystemExit(1) from None
     try:
         os.kill(pid, signal.SIGHUP)
     except ProcessLookupError:
-        print(f"mcp-gateway reload: no process {pid}", file=sys.stderr)
+        print(f"{COMMAND} reload: no process {pid}", file=sys.stderr)
         raise SystemExit(1) from None
     print(f"sent SIGHUP to {pid}")
 
@@ -136,7 +136,7 @@ def _check_profile(config: GatewayConfig, profile: str | None) -> None:
     names = {"default", *(p.name for p in config.profiles)}
     if profile is not None and profile not in names:
         print(
-            f"mcp-gateway: no profile named {profile!r} (configured: {', '.join(sorted(names))})",
+            f"{COMMAND}: no profile named {profile!r} (configured: {', '.join(sorted(names))})",
             file=sys.stderr,
         )
         raise SystemExit(2)
@@ -155,7 +155,7 @@ def _check_anonymous_access(config: GatewayConfig, profile: str | None) -> None:
     name = profile or "default"
     if policy is not None and not policy.decide(None).opens(name):
         print(
-            f"mcp-gateway: the access policy lets no anonymous caller open the profile {name!r}"
+            f"{COMMAND}: the access policy lets no anonymous caller open the profile {name!r}"
             " (stdio mode has no principal: add a rule with anonymous: true)",
             file=sys.stderr,
         )
@@ -163,7 +163,7 @@ def _check_anonymous_access(config: GatewayConfig, profile: str | None) -> None:
 
 
 def _fail(command: str, message: str) -> None:
-    print(f"mcp-gateway {command}: {message}", file=sys.stderr)
+    print(f"{COMMAND} {command}: {message}", file=sys.stderr)
     raise SystemExit(EXIT_CONFIG)
 
 
@@ -220,7 +220,7 @@ def _connect(args: argparse.Namespace) -> None:
         _fail("connect", str(exc))
         return
     for note in notes:
-        print(f"mcp-gateway connect: {note}", file=sys.stderr)
+        print(f"{COMMAND} connect: {note}", file=sys.stderr)
     print(f"wrote {args.name} into {args.write}")
 
 

@@ -110,7 +110,7 @@ async def catalog_report(config: GatewayConfig, profile: str | None = None) -> s
     """Start the backends, wait for their first listing, and measure each profile.
 
     Returns:
-        The report ``mcp-gateway catalog`` prints (``router.profiles.report``).
+        The report ``trio-mcp-gateway catalog`` prints (``router.profiles.report``).
     """
     from prometheus_client import CollectorRegistry as Registry  # only here: serve needs none
 

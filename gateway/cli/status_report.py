@@ -1,4 +1,4 @@
-"""``mcp-gateway status``: a running gateway's overview in the terminal.
+"""``trio-mcp-gateway status``: a running gateway's overview in the terminal.
 
 It reads the daemon's ``/readyz`` details (:mod:`gateway.telemetry.overview`) and
 prints every backend and the client sessions as aligned columns, or the
@@ -6,7 +6,7 @@ JSON as it came with ``--json``. Exit codes: 0 ready, 1 not ready, 2 when
 the gateway cannot be asked (unreachable, refused, not a gateway) or the
 config cannot be read.
 
-Which listener, which credential (docs/operations.md, "mcp-gateway status"):
+Which listener, which credential (docs/operations.md, "trio-mcp-gateway status"):
 
 - ``--url`` names the gateway (any path is replaced by ``/readyz``);
 - otherwise the config decides: the separate operations listener
@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Final, TextIO
 
 import msgspec
 
+from gateway import COMMAND
 from gateway.errors import GatewayError
 from gateway.telemetry.overview import BackendStatus, Readyz, sessions_total
 
@@ -215,6 +216,15 @@ def render(readyz: Readyz, url: str, *, colour: bool, now: float | None = None) 
     parts = [heading, "", _table(header, backends, frozenset({4}) if colour else frozenset())]
     if any(row.required for row in overview.backends):
         parts.append("(* required: the gateway is not ready while it is not up)")
+    # The column above is cut to keep one line per backend; why a backend is
+    # not up (a child's last stderr line, say) is worth its whole line.
+    why = [
+        f"  {row.name}: {' '.join(row.last_error.message.split())}"
+        for row in overview.backends
+        if row.state != "up" and row.last_error is not None
+    ]
+    if why:
+        parts += ["", "why not up:", *why]
     parts.append("")
     parts.append(f"client sessions: {sessions_total(overview)}")
     if overview.sessions:
@@ -250,7 +260,7 @@ def run_status(
             target = target_from_config(config, token)
         body, readyz = fetch(target)
     except Unreachable as exc:
-        print(f"mcp-gateway status: {exc}", file=sys.stderr)
+        print(f"{COMMAND} status: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
     if as_json:
         out.write(json.dumps(json.loads(body), indent=2) + "\n")

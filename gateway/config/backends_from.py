@@ -32,15 +32,16 @@ from gateway.config.jsonc import JsoncError, loads
 from gateway.config.problems import Problems, join
 from gateway.config.schema_backends import BackendBase
 from gateway.config.schema_gateway import BackendIdentity, GatewayConfig, backend_problems
+from gateway.config.schema_hosts import host_file
 from gateway.config.source import expand
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from gateway.config.schema_backends import BackendConfig
     from gateway.config.schema_hosts import BackendsFrom
 
-__all__ = ["HostBackend", "DEFAULT_KEYS", "read_entry", "resolve"]
+__all__ = ["HostBackend", "DEFAULT_KEYS", "read_entry", "decode_hosts", "resolve"]
 
 # What `defaults` may set: what every backend has, but its identity.
 DEFAULT_KEYS: Final = tuple(
@@ -168,6 +169,52 @@ class _Relocated(Problems):
         self.outer.mute(self.host.place(place))
 
 
+def decode_hosts(
+    hosts: Sequence[HostBackend],
+    config: GatewayConfig,
+    env: Mapping[str, str],
+    problems: Problems,
+) -> list[BackendConfig] | None:
+    """Decode host backends as ``backends:`` items and check them beside the native ones.
+
+    The one decoding path of host servers: :func:`resolve` takes it when the
+    gateway loads its file, ``import`` when it prints a host file's servers,
+    so ``import`` refuses exactly what ``backends_from`` would.
+
+    Args:
+        hosts: what :func:`read_entry` found.
+        config: the gateway file (its native backends and naming).
+        env: variables for ``${VAR}`` expansion (``import`` passes
+            :class:`~gateway.config.source.Unresolved`).
+        problems: where problems are recorded, at their places.
+
+    Returns:
+        The native backends, then the decoded host backends; None when a
+        problem was found, or a value muted by its expansion did not decode
+        (``import``'s references: only where the gateway runs is it known).
+    """
+    decoded: list[tuple[HostBackend, BackendConfig]] = []
+    for host in hosts:
+        relocated = _Relocated(problems, host)
+        backend = decode_backend(expand(host.backend, env, relocated), "", relocated)
+        if backend is not None:
+            decoded.append((host, backend))
+    # The rules across backends see those that decoded: a duplicate name is
+    # worth knowing about beside a broken server.
+    native = len(config.backends)
+    every = [*config.backends, *(backend for _, backend in decoded)]
+
+    def where(position: int) -> str:
+        return f"backends[{position}]" if position < native else decoded[position - native][0].label
+
+    identities = [BackendIdentity(i, b.name, b.prefix) for i, b in enumerate(every)]
+    for place, message in backend_problems(identities, config.naming, where):
+        problems.add(place, message)
+    if len(decoded) != len(hosts):
+        return None
+    return None if problems.items else every
+
+
 def resolve(
     config: GatewayConfig, base_dir: Path, env: Mapping[str, str], problems: Problems
 ) -> GatewayConfig | None:
@@ -188,26 +235,10 @@ def resolve(
     hosts = [
         host
         for index, entry in enumerate(config.backends_from)
-        for host in read_entry(entry, index, base_dir, problems)
+        for host in read_entry(host_file(entry), index, base_dir, problems)
     ]
-    decoded: list[BackendConfig] = []
-    for host in hosts:
-        relocated = _Relocated(problems, host)
-        backend = decode_backend(expand(host.backend, env, relocated), "", relocated)
-        if backend is not None:
-            decoded.append(backend)
-    if problems.items or len(decoded) != len(hosts):
-        return None
-    native = len(config.backends)
-    every = [*config.backends, *decoded]
-
-    def where(position: int) -> str:
-        return f"backends[{position}]" if position < native else hosts[position - native].label
-
-    identities = [BackendIdentity(i, b.name, b.prefix) for i, b in enumerate(every)]
-    for place, message in backend_problems(identities, config.naming, where):
-        problems.add(place, message)
-    if problems.items:
+    every = decode_hosts(hosts, config, env, problems)
+    if every is None:
         return None
     merged = msgspec.structs.replace(config, backends=every)
     for place, message in merged.profile_problems():

@@ -131,6 +131,10 @@ def _decode(tp: Any, value: object, place: str, problems: Problems) -> object:
     optional = _optional_struct(tp)
     if optional is not None:  # ``auth: BackendAuth | None``: the null decoded above
         return _decode_struct(optional, value, place, problems)
+    mapping = _struct_or_scalar(tp)
+    if mapping is not None and isinstance(value, dict):
+        # ``BackendsFrom | HostFilePath``: a mapping is the Struct, field by field.
+        return _decode_struct(mapping, value, place, problems)
     tagged = _tagged_union(tp)
     if tagged is not None:
         return _decode_tagged(tagged, value, place, problems)
@@ -217,7 +221,7 @@ def _empty_section(tp: Any) -> object:
         return {}
     if get_origin(tp) is list:
         (item,) = get_args(tp)
-        if _is_struct(item) or _tagged_union(item) is not None:
+        if _is_struct(item) or _tagged_union(item) or _struct_or_scalar(item):
             return []
     return None
 
@@ -243,6 +247,14 @@ def _optional_struct(tp: Any) -> type[Base] | None:
     if len(args) == 1 and len(get_args(tp)) == 2 and _is_struct(args[0]):
         return args[0]
     return None
+
+
+def _struct_or_scalar(tp: Any) -> type[Base] | None:
+    """``S`` of a union of one Struct and scalars (a shorthand), so a mapping is read as ``S``."""
+    if not (isinstance(tp, types.UnionType) or get_origin(tp) is Union):
+        return None
+    structs = [m for m in get_args(tp) if _is_struct(m)]
+    return structs[0] if len(structs) == 1 else None
 
 
 def _tagged_union(tp: Any) -> tuple[str, dict[str, type[Base]]] | None:

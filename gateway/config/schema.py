@@ -323,7 +323,7 @@ class ShutdownConfig(Base, frozen=True, kw_only=True):
         drain_timeout: seconds calls in flight may take to finish before the
             rest are cancelled; also how long a removed backend is drained on
             reload.
-        pid_file: where ``serve`` writes its pid for ``mcp-gateway reload``
+        pid_file: where ``serve`` writes its pid for ``trio-mcp-gateway reload``
             (empty: none).
     """
 

@@ -34,7 +34,7 @@ from gateway.config.schema import (
 from gateway.config.schema_admin import AdminConfig, admin_problems
 from gateway.config.schema_auth import AuthConfig
 from gateway.config.schema_backends import BackendConfig
-from gateway.config.schema_hosts import BackendsFrom
+from gateway.config.schema_hosts import BackendsFrom, HostFilePath
 from gateway.config.schema_policy import PolicyAudit, PolicyRule, policy_problems
 from gateway.config.schema_profiles import RESERVED_PREFIX, ProfileConfig, profile_problems
 from gateway.config.schema_store import StoreConfig
@@ -142,7 +142,8 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
         profiles: named subsets of the catalog, each on its own path
             (``gateway.config.schema_profiles``).
         backends_from: host config files whose servers are backends too,
-            after ``backends`` (:mod:`gateway.config.backends_from`).
+            after ``backends`` (:mod:`gateway.config.backends_from`); a
+            bare path stands for ``{path: PATH}``.
         policy: who may open which profile and see which items
             (``gateway.config.schema_policy``); None (the key absent): every
             caller sees everything its profile shows.
@@ -166,7 +167,7 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
     admin: AdminConfig = msgspec.field(default_factory=AdminConfig)
     backends: list[BackendConfig] = msgspec.field(default_factory=list)
     profiles: list[ProfileConfig] = msgspec.field(default_factory=list)
-    backends_from: list[BackendsFrom] = msgspec.field(default_factory=list)
+    backends_from: list[BackendsFrom | HostFilePath] = msgspec.field(default_factory=list)
     policy: list[PolicyRule] | None = None
     policy_audit: PolicyAudit = "denials"
 

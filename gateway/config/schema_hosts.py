@@ -15,7 +15,7 @@ from msgspec import Meta
 
 from gateway.config.schema import Base
 
-__all__ = ["HostFormat", "HOST_FORMATS", "BackendsFrom"]
+__all__ = ["HostFormat", "HOST_FORMATS", "BackendsFrom", "HostFilePath", "host_file"]
 
 HostFormat: TypeAlias = Literal[
     "auto", "claude-desktop", "cursor", "windsurf", "claude-code", "vscode"
@@ -71,3 +71,22 @@ class BackendsFrom(Base, frozen=True, kw_only=True):
     prefix_template: str | None = None
     defaults: dict[str, Any] = msgspec.field(default_factory=dict)
     inputs: dict[str, EnvName] = msgspec.field(default_factory=dict)
+
+
+# An entry may be just the file: `backends_from: [~/.cursor/mcp.json]`.
+HostFilePath: TypeAlias = Annotated[
+    str,
+    Meta(min_length=1, description="A host config file: shorthand for `{path: FILE}`."),
+]
+
+
+def host_file(entry: BackendsFrom | str) -> BackendsFrom:
+    """A ``backends_from`` item as the full entry (a bare path is ``{path: PATH}``).
+
+    Args:
+        entry: the item as written.
+
+    Returns:
+        The entry, every option at its default for a bare path.
+    """
+    return entry if isinstance(entry, BackendsFrom) else BackendsFrom(path=entry)

@@ -27,7 +27,7 @@ from gateway.errors import ConfigError
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["NOT_YAML", "read_text", "read_yaml", "expand"]
+__all__ = ["NOT_YAML", "read_text", "read_yaml", "Unresolved", "expand"]
 
 
 class _NotYaml:
@@ -130,6 +130,17 @@ _REFERENCE: Final = re.compile(
 )
 
 
+class Unresolved(dict[str, str]):
+    """An environment that leaves every ``${VAR}`` to the one the gateway will run in.
+
+    ``import`` checks a host file's servers on the decoding path
+    ``backends_from`` takes, but prints the references, not their values:
+    under this environment a reference to a variable is no problem, and its
+    place is muted, since what stands there is only known where the gateway
+    runs (an unset variable is reported there, by ``check`` or at start).
+    """
+
+
 def expand(data: object, env: Mapping[str, str], problems: Problems) -> object:
     """Expand ``${...}`` references in every string value (not key) of a YAML tree.
 
@@ -172,6 +183,7 @@ def _expand(
 
 def _expand_string(text: str, place: str, env: Mapping[str, str], problems: Problems) -> str:
     failures: list[str] = []
+    unresolved = False
 
     def substitute(match: re.Match[str]) -> str:
         whole = match.group(0)
@@ -183,6 +195,10 @@ def _expand_string(text: str, place: str, env: Mapping[str, str], problems: Prob
                 "malformed ${...} reference (use ${NAME} or ${NAME:-default}; $${ for a literal ${)"
             )
             return whole
+        if isinstance(env, Unresolved):
+            nonlocal unresolved
+            unresolved = True
+            return ""
         value = env.get(name)
         default = match.group("default")
         if default is not None:
@@ -196,6 +212,6 @@ def _expand_string(text: str, place: str, env: Mapping[str, str], problems: Prob
     result = _REFERENCE.sub(substitute, text)
     for failure in failures:
         problems.add(place, failure)
-    if failures:
+    if failures or unresolved:
         problems.mute(place)
     return result

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 #: The trace-context keys read from ``_meta`` and headers (W3C Trace Context, Baggage).
 TRACE_HEADERS: Final = ("traceparent", "tracestate")
 _HEADER_BYTES: Final = {name.encode(): name for name in TRACE_HEADERS}
-OTEL_EXTRA_HINT: Final = "pip install 'mcp-gateway[otel]'"
+OTEL_EXTRA_HINT: Final = "pip install 'trio-mcp-gateway[otel]'"
 
 
 class ServerSpan(Protocol):

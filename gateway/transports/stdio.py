@@ -5,12 +5,16 @@ gateway can signal everything it spawned, grandchildren included (``npx``
 starts ``node``, shells start tools). Shutdown follows the spec: close
 stdin and wait; then SIGTERM to the group; then SIGKILL. stderr is drained
 continuously into the log, a line at a time and truncated, so a chatty child
-can never fill the pipe and stall its own stdout (robustness D3).
+can never fill the pipe and stall its own stdout (robustness D3). Its last
+few lines are kept, bounded, so that a child that exits says why in the
+backend's last error (``status``, the console), with a hint when it is a
+module of one of this package's extras that is missing.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 from collections import deque
@@ -21,6 +25,7 @@ import structlog
 import trio
 from trio.lowlevel import FdStream
 
+from gateway import COMMAND
 from gateway.errors import ConnectError, TransportBroken, TransportClosed, TransportError
 from gateway.transports import fd_io
 from gateway.transports.base import map_exceptions
@@ -38,6 +43,14 @@ READ_CHUNK_BYTES: Final = 256 * 1024
 # stderr is for humans: keep a log line readable and bounded.
 STDERR_LINE_LIMIT: Final = 2000
 STDERR_BUFFER_LIMIT: Final = 64 * 1024
+# The last stderr lines a child's exit is explained with, each cut to a
+# length that keeps the reason one readable line in `status`.
+STDERR_TAIL_LINES: Final = 3
+STDERR_TAIL_LINE_LIMIT: Final = 160
+# A Python child that cannot import a module of one of our extras: the
+# demo servers need `mcp` (the `demo` extra), which a bare install lacks.
+_MISSING_MODULE: Final = re.compile(r"No module named '(?P<module>[\w]+)")
+EXTRA_OF_MODULE: Final = {"mcp": "demo"}
 
 logger = structlog.get_logger("gateway.transports.stdio")
 
@@ -56,10 +69,50 @@ _RECEIVE_ERRORS: Final[dict[type[BaseException], type[TransportError]]] = {
 """How a failed read of the child's stdout maps (EOF is not an error: it is b"")."""
 
 
+class StderrTail:
+    """The last lines a child wrote to stderr, bounded, and whether its stderr has ended.
+
+    Attributes:
+        lines: at most ``STDERR_TAIL_LINES`` lines, each cut to
+            ``STDERR_TAIL_LINE_LIMIT`` characters.
+        ended: set when the drain has read the child's stderr to its end.
+    """
+
+    def __init__(self) -> None:
+        self.lines: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+        self.ended = trio.Event()
+
+    def add(self, line: str) -> None:
+        """Keep ``line`` as the latest (the oldest kept one goes)."""
+        if len(line) > STDERR_TAIL_LINE_LIMIT:
+            line = line[: STDERR_TAIL_LINE_LIMIT - 1] + "…"
+        self.lines.append(line)
+
+    def explain(self) -> str:
+        """The tail as a suffix of an exit's description; "" when the child wrote nothing.
+
+        The last line first (a traceback's last line is the error), then a
+        hint for a missing module of an extra, then the lines before it.
+        """
+        if not self.lines:
+            return ""
+        *before, last = (line.strip() for line in self.lines)
+        text = f": {last}"
+        found = _MISSING_MODULE.search(last)
+        extra = EXTRA_OF_MODULE.get(found.group("module")) if found else None
+        if extra is not None:
+            text += f" (install the {extra} extra: pip install '{COMMAND}[{extra}]')"
+        if before:
+            text += "; before it: " + " | ".join(before)
+        return text
+
+
 class StdioChannel:
     """The MessageChannel of one child process."""
 
-    def __init__(self, process: trio.Process, max_line_bytes: int) -> None:
+    def __init__(
+        self, process: trio.Process, max_line_bytes: int, tail: StderrTail | None = None
+    ) -> None:
         assert process.stdin is not None
         assert process.stdout is not None
         self._process = process
@@ -71,6 +124,8 @@ class StdioChannel:
         stdout_fd = process.stdout.fileno() if isinstance(process.stdout, FdStream) else -1
         self._sizer = PipeSizer(stdout_fd, READ_CHUNK_BYTES)
         self._lines: deque[bytes] = deque()
+        # None for a stand-in without stderr (tests): no last words to wait for.
+        self._tail = tail
         self._send_lock = trio.Lock()
         self._closed = False
         # A real child's pipes: ask the kernel first (fd_io); a stand-in's
@@ -100,6 +155,11 @@ class StdioChannel:
                     await fd_io.write_all(_fileno(self._stdin), message + b"\n")
                 else:
                     await self._stdin.send_all(message + b"\n")
+        except TransportBroken as exc:
+            if self._tail is None:  # a stand-in (tests): no child to ask
+                raise
+            # A child that died before reading (EPIPE): say how it ended.
+            raise TransportBroken(await self._exit_description() or str(exc)) from exc
         finally:
             lock.release()
 
@@ -114,22 +174,30 @@ class StdioChannel:
                 else:
                     chunk = bytes(await self._stdout.receive_some(self._sizer.read_bytes))
             if not chunk:
-                raise TransportBroken(await self._exit_description())
+                raise TransportBroken(await self._exit_description() or "process closed its stdout")
             self._lines.extend(self._framer.feed(chunk))
             self._sizer.after_read(self._framer.pending)
         return self._lines.popleft()
 
-    async def _exit_description(self) -> str:
+    async def _exit_description(self) -> str | None:
+        """How the child ended, with its last stderr lines; None while it runs on."""
         # EOF usually means the process is exiting: give it a moment so the
         # message can say how it ended, which is what an operator wants.
         with trio.move_on_after(0.5):
             await self._process.wait()
         code = self._process.returncode
         if code is None:
-            return "process closed its stdout"
+            return None
+        said = ""
+        if self._tail is not None:
+            # Its last words may still be in the stderr pipe (a grandchild
+            # may hold it open: the wait is bounded).
+            with trio.move_on_after(0.5):
+                await self._tail.ended.wait()
+            said = self._tail.explain()
         if code < 0:
-            return f"process killed by signal {-code}"
-        return f"process exited with code {code}"
+            return f"process killed by signal {-code}{said}"
+        return f"process exited with code {code}{said}"
 
     async def aclose(self) -> None:
         """Mark closed; the owning ``open_stdio`` ends the process."""
@@ -170,27 +238,35 @@ async def terminate(process: trio.Process, stdin_grace: float, term_grace: float
 
 
 async def _drain_stderr(
-    stream: trio.abc.ReceiveStream, log: structlog.typing.FilteringBoundLogger
+    stream: trio.abc.ReceiveStream, log: structlog.typing.FilteringBoundLogger, tail: StderrTail
 ) -> None:
+    def line_out(raw: bytes, **extra: bool) -> None:
+        line = _printable(raw)
+        log.info("backend.stderr", line=line, **extra)
+        tail.add(line)
+
     buffer = bytearray()
-    while True:
-        try:
-            chunk = await stream.receive_some(READ_CHUNK_BYTES)
-        except (trio.ClosedResourceError, trio.BrokenResourceError, OSError):
-            return
-        if not chunk:
-            if buffer.strip():
-                log.info("backend.stderr", line=_printable(bytes(buffer)))
-            return
-        buffer += chunk
-        *lines, rest = buffer.split(b"\n")
-        for line in lines:
-            if line.strip():
-                log.info("backend.stderr", line=_printable(bytes(line)))
-        buffer = bytearray(rest)
-        if len(buffer) > STDERR_BUFFER_LIMIT:
-            log.info("backend.stderr", line=_printable(bytes(buffer)), truncated=True)
-            buffer.clear()
+    try:
+        while True:
+            try:
+                chunk = await stream.receive_some(READ_CHUNK_BYTES)
+            except (trio.ClosedResourceError, trio.BrokenResourceError, OSError):
+                return
+            if not chunk:
+                if buffer.strip():
+                    line_out(bytes(buffer))
+                return
+            buffer += chunk
+            *lines, rest = buffer.split(b"\n")
+            for line in lines:
+                if line.strip():
+                    line_out(bytes(line))
+            buffer = bytearray(rest)
+            if len(buffer) > STDERR_BUFFER_LIMIT:
+                line_out(bytes(buffer), truncated=True)
+                buffer.clear()
+    finally:
+        tail.ended.set()
 
 
 def _printable(line: bytes) -> str:
@@ -240,8 +316,9 @@ async def open_stdio(
     try:
         async with trio.open_nursery() as nursery:
             assert process.stderr is not None
-            nursery.start_soon(_drain_stderr, process.stderr, log)
-            channel = StdioChannel(process, max_line_bytes)
+            tail = StderrTail()
+            nursery.start_soon(_drain_stderr, process.stderr, log, tail)
+            channel = StdioChannel(process, max_line_bytes, tail)
             try:
                 yield channel
             finally:

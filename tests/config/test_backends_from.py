@@ -37,7 +37,9 @@ ENV: Final = {
 }
 
 
-def load_from(tmp_path: Path, *entries: dict[str, Any], env: dict[str, str] = ENV) -> GatewayConfig:
+def load_from(
+    tmp_path: Path, *entries: dict[str, Any] | str, env: dict[str, str] = ENV
+) -> GatewayConfig:
     """Load a gateway file (next to a copy of tests/config/hosts) with these backends_from."""
     shutil.copytree(HOSTS, tmp_path / "hosts", dirs_exist_ok=True)
     path = tmp_path / "gateway.yaml"
@@ -45,7 +47,9 @@ def load_from(tmp_path: Path, *entries: dict[str, Any], env: dict[str, str] = EN
     return load(path, env=env)
 
 
-def problems_of(tmp_path: Path, *entries: dict[str, Any], env: dict[str, str] = ENV) -> list[str]:
+def problems_of(
+    tmp_path: Path, *entries: dict[str, Any] | str, env: dict[str, str] = ENV
+) -> list[str]:
     """The problems loading such a file reports."""
     with pytest.raises(ConfigError) as caught:
         load_from(tmp_path, *entries, env=env)
@@ -299,6 +303,44 @@ def test_a_missing_or_malformed_host_file_is_a_clear_error(tmp_path: Path) -> No
     assert problems_of(tmp_path, {"path": "bad.json"}) == [
         "bad.json: not JSON: line 3, column 3: Expecting ',' delimiter"
     ]
+
+
+def test_a_bare_path_is_shorthand_for_an_entry_with_only_its_path(tmp_path: Path) -> None:
+    """Issue 24: `backends_from: [FILE]` reads FILE as `{path: FILE}` does, beside full entries."""
+    shorthand = load_from(
+        tmp_path,
+        "hosts/claude_desktop_config.json",
+        {"path": "hosts/project/.cursor/mcp.json", "prefix_template": "c-{name}"},
+    )
+    full = load_from(
+        tmp_path,
+        {"path": "hosts/claude_desktop_config.json"},
+        {"path": "hosts/project/.cursor/mcp.json", "prefix_template": "c-{name}"},
+    )
+    assert shorthand.backends == full.backends
+    assert [b.name for b in shorthand.backends][:2] == ["notes", "github-tools"]
+    assert problems_of(tmp_path, "hosts/nowhere.json") == [
+        "backends_from[0].path: cannot read hosts/nowhere.json: No such file or directory"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("item", "problem"),
+    [
+        ("", "backends_from[0]: must not be empty"),
+        (3, "backends_from[0]: expected a mapping or str, got int 3"),
+        ({"path": "x", "paths": "y"}, "backends_from[0].paths: unknown field"),
+    ],
+)
+def test_an_item_that_is_neither_a_path_nor_an_entry_is_refused_at_its_place(
+    tmp_path: Path, item: object, problem: str
+) -> None:
+    """Issue 24: the shorthand keeps an entry's problems at their own places."""
+    path = tmp_path / "gateway.yaml"
+    path.write_text(json.dumps({"backends_from": [item]}))
+    with pytest.raises(ConfigError) as caught:
+        load(path, env=ENV)
+    assert caught.value.problems[0].startswith(problem)
 
 
 def test_a_host_file_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:

@@ -67,5 +67,5 @@ def test_connect_prints_the_url_the_gateway_file_serves(
     gateway_file.write_text("backends_from:\n  - path: claude_desktop_config.json\n")
     main(["connect", "claude-code", "-c", str(gateway_file)])
     assert json.loads(capsys.readouterr().out) == {
-        "mcpServers": {"mcp-gateway": {"type": "http", "url": "http://127.0.0.1:8000/mcp"}}
+        "mcpServers": {"trio-mcp-gateway": {"type": "http", "url": "http://127.0.0.1:8000/mcp"}}
     }

@@ -1,4 +1,4 @@
-"""`mcp-gateway stdio` under an access policy: the anonymous rules decide (issue 16 item 3)."""
+"""`trio-mcp-gateway stdio` under an access policy: the anonymous rules decide (issue 16 item 3)."""
 
 from __future__ import annotations
 

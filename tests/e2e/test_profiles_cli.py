@@ -1,4 +1,4 @@
-"""`mcp-gateway stdio --profile` and `mcp-gateway catalog` on real peers (issue 15, steps 3, 5)."""
+"""`trio-mcp-gateway stdio --profile` and `catalog` on real peers (issue 15, steps 3, 5)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def _config(tmp_path: Path) -> Path:
 
 
 async def test_stdio_mode_serves_the_profile_it_is_given(tmp_path: Path) -> None:
-    """Issue 15: `mcp-gateway stdio --profile NAME` serves that profile only."""
+    """Issue 15: `trio-mcp-gateway stdio --profile NAME` serves that profile only."""
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "gateway", "stdio", "-c", str(_config(tmp_path)), "--profile", "math"],
@@ -74,7 +74,7 @@ async def test_stdio_mode_refuses_a_profile_that_is_not_configured(tmp_path: Pat
 async def test_the_catalog_command_prints_each_profiles_items_and_tools_list_size(
     tmp_path: Path,
 ) -> None:
-    """Issue 15: `mcp-gateway catalog` starts the backends, prints per profile, exits."""
+    """Issue 15: `trio-mcp-gateway catalog` starts the backends, prints per profile, exits."""
     with trio.fail_after(60):
         done = await trio.run_process(
             [sys.executable, "-m", "gateway", "catalog", "-c", str(_config(tmp_path))],

@@ -1,4 +1,4 @@
-"""The official Python SDK 2.x as a desktop host that spawns ``mcp-gateway stdio``.
+"""The official Python SDK 2.x as a desktop host that spawns ``trio-mcp-gateway stdio``.
 
 mcp 2.x in its default mode probes ``server/discover`` at 2026-07-28 and falls
 back to ``initialize`` only when refused; over stdio the gateway must answer

@@ -36,7 +36,7 @@ def _config(tmp_path: Path) -> Path:
 async def test_a_host_that_spawns_the_gateway_over_stdio_sees_every_backend(
     tmp_path: Path,
 ) -> None:
-    """Spec (issue 6): `mcp-gateway stdio` serves one host; tools are there at once."""
+    """Spec (issue 6): `trio-mcp-gateway stdio` serves one host; tools are there at once."""
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "gateway", "stdio", "-c", str(_config(tmp_path))]
     )

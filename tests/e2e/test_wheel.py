@@ -2,7 +2,7 @@
 
 Builds the sdist and wheel with ``python -m build`` from a copy of the sources,
 installs it with its ``demo`` extra into a fresh venv, and runs
-``mcp-gateway serve`` without ``-c`` from an empty folder outside the
+``trio-mcp-gateway serve`` without ``-c`` from an empty folder outside the
 repository: the packaged default config must serve the demo backends, say
 which config it used, and answer the official MCP client (SDK 1.x).
 
@@ -81,8 +81,8 @@ async def test_the_installed_wheel_serves_the_packaged_default_config_outside_th
         # Plain `python -m build`: the sdist, then the wheel built from it, so a
         # file the sdist leaves out is missing from the wheel too.
         await _run([sys.executable, "-m", "build", "--outdir", str(dist)], src)
-    (wheel,) = dist.glob("mcp_gateway-*.whl")
-    assert wheel.name == f"mcp_gateway-{__version__}-py3-none-any.whl"
+    (wheel,) = dist.glob("trio_mcp_gateway-*.whl")
+    assert wheel.name == f"trio_mcp_gateway-{__version__}-py3-none-any.whl"
     venv = tmp_path / "venv"
     base_python = getattr(sys, "_base_executable", sys.executable)
     with trio.fail_after(BUILD_TIMEOUT):
@@ -91,9 +91,9 @@ async def test_the_installed_wheel_serves_the_packaged_default_config_outside_th
         await _run([str(venv / "bin" / "pip"), "install", "--quiet", f"{wheel}[demo]"], tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    script = str(venv / "bin" / "mcp-gateway")
+    script = str(venv / "bin" / "trio-mcp-gateway")
     with trio.fail_after(READY_TIMEOUT):
-        assert await _run([script, "--version"], elsewhere) == f"mcp-gateway {__version__}\n"
+        assert await _run([script, "--version"], elsewhere) == f"trio-mcp-gateway {__version__}\n"
         # init's starter and its schema are in the wheel, and check accepts the starter.
         await _run([script, "init", "starter.yaml"], elsewhere)
         assert (elsewhere / "gateway.schema.json").is_file()
@@ -110,7 +110,7 @@ async def test_the_installed_wheel_serves_the_packaged_default_config_outside_th
         # A host spawning the gateway gets this install's script and the packaged config.
         (elsewhere / "starter.yaml").unlink()
         entry = json.loads(await _run([script, "connect", "claude-desktop"], elsewhere))
-        command = entry["mcpServers"]["mcp-gateway"]
+        command = entry["mcpServers"]["trio-mcp-gateway"]
         assert command["command"] == script
         assert command["args"][:2] == ["stdio", "-c"]
         assert command["args"][2].endswith("gateway/data/default.yaml")
