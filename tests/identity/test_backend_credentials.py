@@ -98,6 +98,27 @@ async def _echo(session: ClientSession, text: str) -> tuple[bool, str]:
     return result.isError, content.text
 
 
+def _client_credentials(
+    url: str, idp: str, *, transport: str = "http", session: str | None = None, **auth: Any
+) -> dict[str, Any]:
+    """The bearer backend at ``url``, with a client_credentials grant from ``idp``'s endpoint."""
+    entry: dict[str, Any] = {
+        "name": "bearer",
+        "transport": transport,
+        "url": url,
+        "auth": {
+            "type": "client_credentials",
+            "token_url": f"{idp}/token",
+            "client_id": "gateway",
+            "resource": url,
+            **auth,
+        },
+    }
+    if session is not None:
+        entry["session"] = session
+    return entry
+
+
 def _token_requests(running: Running, grant: str, outcome: str) -> float:
     value = running.gateway.metrics.registry.get_sample_value(
         "mcp_gateway_backend_token_requests_total",
@@ -121,20 +142,9 @@ async def test_client_credentials_reach_the_backend_and_the_callers_token_never_
         async with _oidc_provider(idp_port, RESOURCE, "RS256", url):
             config = _config(
                 idp,
-                {
-                    "name": "bearer",
-                    "transport": "http",
-                    "url": url,
-                    "session": "shared",
-                    "auth": {
-                        "type": "client_credentials",
-                        "token_url": f"{idp}/token",
-                        "client_id": "gateway",
-                        "client_secret_file": str(secret),
-                        "resource": url,
-                        "scopes": ["mcp:tools"],
-                    },
-                },
+                _client_credentials(
+                    url, idp, session="shared", client_secret_file=str(secret), scopes=["mcp:tools"]
+                ),
             )
             running = await start_gateway(nursery, config)
             caller = await _token(idp_port, "mcp:tools")
@@ -183,20 +193,13 @@ async def test_token_endpoint_refusal_is_a_clear_error_and_a_fixed_secret_file_i
         async with _oidc_provider(idp_port, RESOURCE, "RS256", url):
             config = _config(
                 idp,
-                {
-                    "name": "bearer",
-                    "transport": "http",
-                    "url": url,
-                    "session": "shared",
-                    "auth": {
-                        "type": "client_credentials",
-                        "token_url": f"{idp}/token",
-                        "client_id": "gateway",
-                        "client_secret_file": str(secret),
-                        "client_auth": "client_secret_post",
-                        "resource": url,
-                    },
-                },
+                _client_credentials(
+                    url,
+                    idp,
+                    session="shared",
+                    client_secret_file=str(secret),
+                    client_auth="client_secret_post",
+                ),
             )
             running = await start_gateway(nursery, config)
             restarts = running.gateway.pool.backends["bearer"].restarts
@@ -348,19 +351,7 @@ async def test_a_legacy_sse_backend_gets_the_token_on_its_stream_and_posts_and_r
         url = backend.url("/sse")
         async with _oidc_provider(idp_port, RESOURCE, "RS256", url):
             config = _config(
-                idp,
-                {
-                    "name": "bearer",
-                    "transport": "sse",
-                    "url": url,
-                    "auth": {
-                        "type": "client_credentials",
-                        "token_url": f"{idp}/token",
-                        "client_id": "gateway",
-                        "client_secret": "gateway-secret",
-                        "resource": url,
-                    },
-                },
+                idp, _client_credentials(url, idp, transport="sse", client_secret="gateway-secret")
             )
             running = await start_gateway(nursery, config)
             caller = await _token(idp_port, "mcp:tools")
