@@ -110,3 +110,23 @@ async def open_client(url: str, **session_kwargs: Any) -> AsyncIterator[ClientSe
     ):
         await session.initialize()
         yield session
+
+
+# A host speaking raw HTTP, for the tests that check the wire rather than a client.
+MCP_POST_HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "content-type": "application/json",
+}
+
+
+def initialize_message(
+    client: str = "t", version: str | None = "1", *, msg_id: int = 1, revision: str = "2025-11-25"
+) -> dict[str, Any]:
+    """A host's `initialize` request as a JSON-RPC object (version None: no clientInfo version)."""
+    client_info = {"name": client} if version is None else {"name": client, "version": version}
+    return {
+        "jsonrpc": "2.0",
+        "id": msg_id,
+        "method": "initialize",
+        "params": {"protocolVersion": revision, "capabilities": {}, "clientInfo": client_info},
+    }

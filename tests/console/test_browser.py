@@ -31,6 +31,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.harness import initialize_message
 from tests.subprocess_servers import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -107,16 +108,7 @@ def gateway(tmp_path: Path) -> Iterator[str]:
 
 def initialize(client: httpx.Client) -> str:
     """A client session opened with a raw HTTP initialize; returns its id."""
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "curious-host", "version": "1.0"},
-        },
-    }
+    init = initialize_message("curious-host", "1.0")
     response = client.post("/mcp", json=init, headers=MCP_HEADERS)
     session_id = response.headers["mcp-session-id"]
     note = {"jsonrpc": "2.0", "method": "notifications/initialized"}

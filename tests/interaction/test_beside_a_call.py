@@ -35,6 +35,7 @@ from tests.harness import (
     Running,
     everything_backend,
     gateway_config,
+    initialize_message,
     open_client,
     sdk_backend,
     start_gateway,
@@ -187,16 +188,7 @@ async def open_raw(url: str) -> AsyncIterator[RawClient]:
     async with httpx.AsyncClient(timeout=30.0) as http:
         raw = RawClient(http, url)
         response = await raw.post(
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": PROTOCOL_VERSION,
-                    "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "0"},
-                },
-            }
+            initialize_message("raw", "0", msg_id=0, revision=PROTOCOL_VERSION)
         )
         assert response.status_code == 200, response.text
         raw.session_id = response.headers["mcp-session-id"]

@@ -28,7 +28,13 @@ from gateway.config import parse
 from gateway.frontend.streamable.endpoint import KEEPALIVE_INTERVAL
 from gateway.runtime.app import KEEP_ALIVE_TIMEOUT, open_gateway
 from tests.fakes import FakeConnector, FakeMcpServer
-from tests.harness import Running, gateway_config, start_gateway, wait_for_states
+from tests.harness import (
+    Running,
+    gateway_config,
+    initialize_message,
+    start_gateway,
+    wait_for_states,
+)
 from tests.robustness.support import (
     ACCEPT_BOTH,
     LATEST,
@@ -450,18 +456,7 @@ async def test_a_host_that_half_closes_after_its_request_still_gets_the_answer(
 ) -> None:
     """A52: a host that shuts its sending side right after an initialize still reads the
     answer (and its session id), on both engines."""
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "half", "version": "1"},
-            },
-        }
-    ).encode()
+    body = json.dumps(initialize_message("half", revision="2025-06-18")).encode()
     head = (
         b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         b"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n"
