@@ -161,6 +161,15 @@ async def test_invalid_utf8_inside_tool_arguments_is_refused_and_not_forwarded(
         utf8(line)
 
 
+def assert_a_parse_error_no_backend_saw(response: Any, tmp_path: Path, marker: bytes) -> None:
+    """The host got 400 -32700, and no line the backend received holds ``marker``."""
+    forwarded = [line for line in received_lines(tmp_path / "received") if marker in line]
+    assert forwarded == [], f"the backend received {forwarded!r}"
+    assert response.status_code == 400, response.status_code
+    [answer] = messages_of(response)
+    assert answer["error"]["code"] == PARSE_ERROR
+
+
 async def test_invalid_utf8_in_a_hosts_answer_to_a_backend_request_is_not_forwarded(
     plain: Running, tmp_path: Path
 ) -> None:
@@ -196,11 +205,7 @@ async def test_invalid_utf8_in_a_hosts_answer_to_a_backend_request_is_not_forwar
                 # The backend answering a later message has read (and logged)
                 # everything the gateway wrote to it before: a barrier, not a delay.
                 assert (await host.call("m__echo", {"text": "barrier"})).text == "barrier"
-    forwarded = [line for line in received_lines(tmp_path / "received") if b"assistant" in line]
-    assert forwarded == [], f"the backend received {forwarded!r}"
-    assert response.status_code == 400, response.status_code
-    [answer] = messages_of(response)
-    assert answer["error"]["code"] == PARSE_ERROR
+    assert_a_parse_error_no_backend_saw(response, tmp_path, b"assistant")
 
 
 async def test_invalid_utf8_in_a_roots_list_changed_notification_is_not_forwarded(
@@ -215,11 +220,7 @@ async def test_invalid_utf8_in_a_roots_list_changed_notification_is_not_forwarde
     async with open_host(plain) as host:
         response = await host.post(body)
         assert (await host.call("m__echo", {"text": "after"})).text == "after"
-    forwarded = [line for line in received_lines(tmp_path / "received") if b"list_changed" in line]
-    assert forwarded == [], f"the backend received {forwarded!r}"
-    assert response.status_code == 400, response.status_code
-    [answer] = messages_of(response)
-    assert answer["error"]["code"] == PARSE_ERROR
+    assert_a_parse_error_no_backend_saw(response, tmp_path, b"list_changed")
 
 
 # -- A34: cancelling initialize -----------------------------------------------------------
