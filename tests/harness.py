@@ -130,3 +130,8 @@ def initialize_message(
         "method": "initialize",
         "params": {"protocolVersion": revision, "capabilities": {}, "clientInfo": client_info},
     }
+
+
+def unspawned_backend(name: str) -> dict[str, Any]:
+    """A stdio backend entry whose command never runs: a fake connector stands in for it."""
+    return {"name": name, "transport": "stdio", "command": "x", "health": {"ping_interval": 0}}

@@ -33,6 +33,7 @@ from tests.harness import (
     gateway_config,
     initialize_message,
     start_gateway,
+    unspawned_backend,
     wait_for_states,
 )
 from tests.robustness.support import (
@@ -579,18 +580,7 @@ async def test_an_idle_get_stream_gets_a_keep_alive_at_least_every_15_seconds_fo
     """B14 (gateway side, virtual time): an idle GET stream stays open for 10 minutes and
     carries an SSE comment at least every 15 s, so a proxy's 60 s idle timeout never fires."""
     config = parse(
-        json.dumps(
-            {
-                "backends": [
-                    {
-                        "name": "fake",
-                        "transport": "stdio",
-                        "command": "x",
-                        "health": {"ping_interval": 0},
-                    }
-                ]
-            }
-        ),
+        json.dumps({"backends": [unspawned_backend("fake")]}),
         env={},
     )
     connector = FakeConnector({"fake": FakeMcpServer("fake")})
