@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import structlog
@@ -34,3 +35,18 @@ def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
     engine: str = request.param
     monkeypatch.setattr(harness, "ENGINE", engine)
     return engine
+
+
+@pytest.fixture(name="spans")
+def _spans() -> Iterator[Any]:
+    """Tracing on, exporting to memory (an ``InMemorySpanExporter``), for this test only:
+    the tracer is process-wide. Imported here, so a test without spans never loads the SDK."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from gateway.config import TracingConfig
+    from gateway.telemetry import tracing
+
+    exporter = InMemorySpanExporter()
+    tracing.configure(TracingConfig(enabled=True), exporter)
+    yield exporter
+    tracing.shutdown()

@@ -15,8 +15,6 @@ import trio
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from gateway.config import TracingConfig
-from gateway.telemetry import tracing
 from tests.e2e.test_modern_backend import SDK2_PYTHON, SERVER, sdk2_stdio
 from tests.harness import gateway_config, open_client, start_gateway
 from tests.subprocess_servers import free_port, run_server
@@ -30,14 +28,6 @@ pytestmark = [
         reason=".venv-sdk2 is missing: run `make sdk2-venv` (make test always creates it)",
     ),
 ]
-
-
-@pytest.fixture(name="spans")
-def _spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    tracing.configure(TracingConfig(enabled=True), exporter)
-    yield exporter
-    tracing.shutdown()
 
 
 def _traceparent(span: object) -> str:
