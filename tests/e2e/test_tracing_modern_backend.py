@@ -16,18 +16,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 from tests.e2e.test_modern_backend import SDK2_PYTHON, SERVER, sdk2_stdio
-from tests.harness import gateway_config, open_client, start_gateway
+from tests.harness import NEEDS_SDK2, gateway_config, open_client, start_gateway
 from tests.subprocess_servers import free_port, run_server
 
 MODERN: Final = "2026-07-28"
 
-pytestmark = [
-    pytest.mark.sdk2,
-    pytest.mark.skipif(
-        not SDK2_PYTHON.exists(),
-        reason=".venv-sdk2 is missing: run `make sdk2-venv` (make test always creates it)",
-    ),
-]
+pytestmark = NEEDS_SDK2
 
 
 def _traceparent(span: object) -> str:
