@@ -118,7 +118,7 @@ async def _listening(
         open_session(backend, on_notification=_acking(listen)) as peer,
         trio.open_nursery() as nursery,
     ):
-        nursery.start_soon(listen.run, peer)
+        nursery.start_soon(listen.run, peer)  # noqa: ASYNC113 - the tests wait on listen.ready
         yield nursery
 
 
