@@ -21,7 +21,7 @@ FLAKE8_ASYNC_ARGS := \
 
 SDK2_VENV := .venv-sdk2
 
-.PHONY: run test install install-dev schema node-deps sdk2-venv haproxy redis chromium conformance-deps conformance conformance-modern conformance-client lint typecheck pytest bench bench-peers bench-quick clean
+.PHONY: run test install install-dev schema node-deps sdk2-venv haproxy redis chromium conformance-deps conformance conformance-modern conformance-client lint typecheck pytest screenshots bench bench-peers bench-quick clean
 
 $(BIN)/trio-mcp-gateway: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -141,6 +141,11 @@ pytest: install-dev node-deps sdk2-venv haproxy redis chromium
 	$(BIN)/coverage report $(if $(PYTEST_ARGS),--fail-under=0)
 
 test: lint typecheck pytest conformance conformance-modern conformance-client
+
+# The console's screenshots that the README shows (tests/artifacts/console-*.png):
+# the browser test saves them there only when asked; `make test` never rewrites them.
+screenshots: install-dev chromium
+	MCP_GATEWAY_WRITE_SCREENSHOTS=1 $(BIN)/pytest -q tests/console/test_browser.py
 
 # The peers (FastMCP's proxy, sparfenyuk's mcp-proxy) and py-spy, pinned, each
 # in a venv of its own under benchmarks/.peers/ (ignored); not part of make test.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
@@ -64,3 +65,18 @@ async def _store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
         server.flush()
         async with open_redis_store(StoreConfig(url=server.url, key_prefix="t:")) as shared:
             yield shared
+
+
+@pytest.fixture(name="spans")
+def _spans() -> Iterator[Any]:
+    """Tracing on, exporting to memory (an ``InMemorySpanExporter``), for this test only:
+    the tracer is process-wide. Imported here, so a test without spans never loads the SDK."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from gateway.config import TracingConfig
+    from gateway.telemetry import tracing
+
+    exporter = InMemorySpanExporter()
+    tracing.configure(TracingConfig(enabled=True), exporter)
+    yield exporter
+    tracing.shutdown()

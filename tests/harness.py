@@ -13,8 +13,10 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -26,6 +28,17 @@ from gateway.runtime.app import Gateway, serve
 from tests.servers.paths import EVERYTHING_INSTALL_HINT, everything_command, python_server_command
 
 READY_TIMEOUT = 30.0
+SDK2_PYTHON = Path(__file__).resolve().parent.parent / ".venv-sdk2" / "bin" / "python"
+"""The official SDK 2.x, in a virtualenv of its own (``make sdk2-venv``): it cannot sit
+beside the 1.x test peers."""
+# The marks of a module that runs the SDK 2.x: skipped, saying why, without its virtualenv.
+NEEDS_SDK2 = [
+    pytest.mark.sdk2,
+    pytest.mark.skipif(
+        not SDK2_PYTHON.exists(),
+        reason=".venv-sdk2 is missing: run `make sdk2-venv` (make test always creates it)",
+    ),
+]
 # The HTTP engine ``gateway_config`` puts in ``server.engine``; the ``engine``
 # fixture (tests/conftest.py) runs a module on each.
 ENGINES = ("h11", "hypercorn")
@@ -110,3 +123,43 @@ async def open_client(url: str, **session_kwargs: Any) -> AsyncIterator[ClientSe
     ):
         await session.initialize()
         yield session
+
+
+# A host speaking raw HTTP, for the tests that check the wire rather than a client.
+MCP_POST_HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "content-type": "application/json",
+}
+
+
+def initialize_message(
+    client: str = "t", version: str | None = "1", *, msg_id: int = 1, revision: str = "2025-11-25"
+) -> dict[str, Any]:
+    """A host's `initialize` request as a JSON-RPC object (version None: no clientInfo version)."""
+    client_info = {"name": client} if version is None else {"name": client, "version": version}
+    return {
+        "jsonrpc": "2.0",
+        "id": msg_id,
+        "method": "initialize",
+        "params": {"protocolVersion": revision, "capabilities": {}, "clientInfo": client_info},
+    }
+
+
+def unspawned_backend(name: str) -> dict[str, Any]:
+    """A stdio backend entry whose command never runs: a fake connector stands in for it."""
+    return {"name": name, "transport": "stdio", "command": "x", "health": {"ping_interval": 0}}
+
+
+async def run_sdk2_host(script: Path, *args: str, limit: float) -> dict[str, Any]:
+    """Run an SDK 2.x host script to its end (exit 0, or its stderr's tail is the failure);
+    what it printed last, as JSON."""
+    with trio.fail_after(limit):
+        done = await trio.run_process(
+            [str(SDK2_PYTHON), str(script), *args],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-4000:]
+    seen: dict[str, Any] = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    return seen

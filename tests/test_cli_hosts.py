@@ -46,6 +46,13 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def connect_write(
+    capsys: pytest.CaptureFixture[str], host: str, host_file: Path
+) -> tuple[int, str, str]:
+    """``connect HOST --url http://h/mcp --write HOST_FILE``: exit code, stdout, stderr."""
+    return run(capsys, "connect", host, "--url", "http://h/mcp", "--write", str(host_file))
+
+
 @pytest.mark.parametrize(("file", "inputs"), HOST_FILES)
 def test_imports_output_loads_to_the_same_backends_as_backends_from(
     capsys: pytest.CaptureFixture[str],
@@ -232,9 +239,7 @@ def test_connect_write_refuses_a_file_that_is_not_json_and_touches_nothing(
     """Issue 19: a clear error; no backup, no change."""
     host_file = tmp_path / "mcp.json"
     host_file.write_text('{"mcpServers": {"a": }')
-    code, _, err = run(
-        capsys, "connect", "cursor", "--url", "http://h/mcp", "--write", str(host_file)
-    )
+    code, _, err = connect_write(capsys, "cursor", host_file)
     assert code == 2
     assert err == (
         f"trio-mcp-gateway connect: {host_file} is not valid JSON (line 1, column 22: Expecting "
@@ -250,9 +255,7 @@ def test_connect_write_reads_vscode_jsonc_and_says_the_comments_stay_in_the_back
     """Issue 19: VS Code allows comments; a JSON rewrite cannot keep them, the backup does."""
     host_file = tmp_path / "mcp.json"
     shutil.copy(HOSTS / "project/.vscode/mcp.json", host_file)
-    code, _, err = run(
-        capsys, "connect", "vscode", "--url", "http://h/mcp", "--write", str(host_file)
-    )
+    code, _, err = connect_write(capsys, "vscode", host_file)
     assert code == 0
     written = json.loads(host_file.read_text())
     assert list(written["servers"]) == ["github", "perplexity", "events", "trio-mcp-gateway"]
@@ -265,9 +268,7 @@ def test_connect_write_creates_a_missing_file_without_a_backup(
 ) -> None:
     """Issue 19: a project without .vscode/mcp.json yet gets one."""
     host_file = tmp_path / ".vscode" / "mcp.json"
-    code, _, err = run(
-        capsys, "connect", "vscode", "--url", "http://h/mcp", "--write", str(host_file)
-    )
+    code, _, err = connect_write(capsys, "vscode", host_file)
     assert code == 0
     assert json.loads(host_file.read_text()) == {
         "servers": {"trio-mcp-gateway": {"type": "http", "url": "http://h/mcp"}}
@@ -282,9 +283,7 @@ def test_connect_write_refuses_a_file_whose_servers_key_is_not_an_object(
     """Issue 19: a shape that is not the host's is not guessed at."""
     host_file = tmp_path / ".mcp.json"
     host_file.write_text('{"mcpServers": []}')
-    code, _, err = run(
-        capsys, "connect", "claude-code", "--url", "http://h/mcp", "--write", str(host_file)
-    )
+    code, _, err = connect_write(capsys, "claude-code", host_file)
     assert code == 2
     assert "`mcpServers` is not an object; nothing written" in err
     assert host_file.read_text() == '{"mcpServers": []}'
@@ -348,7 +347,7 @@ def test_connect_write_through_a_symlink_writes_the_file_it_points_to(
     real.write_bytes(b'\xef\xbb\xbf{"mcpServers": {"a": {"command": "x"}}}')  # with a BOM
     link = tmp_path / "mcp.json"
     link.symlink_to(real)
-    code, _, _ = run(capsys, "connect", "cursor", "--url", "http://h/mcp", "--write", str(link))
+    code, _, _ = connect_write(capsys, "cursor", link)
     assert code == 0
     assert link.is_symlink()
     assert json.loads(real.read_text()) == {

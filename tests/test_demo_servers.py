@@ -28,6 +28,8 @@ from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.shared.exceptions import McpError
 from pydantic import AnyUrl
 
+from tests.harness import initialize_message
+
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
@@ -37,16 +39,7 @@ TIMEOUT: Final = 30.0
 NOTES_TOOLS: Final = {"add_note", "list_notes", "get_note", "delete_note"}
 TOOLBOX_TOOLS: Final = {"echo", "add", "now", "fail", "uuid", "stats"}
 SEED_TITLES: Final = ["Welcome", "Shopping list", "Gateway ideas"]
-INITIALIZE: Final = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "test_demo_servers", "version": "0"},
-    },
-}
+INITIALIZE: Final = initialize_message("test_demo_servers", "0")
 
 
 class Received:

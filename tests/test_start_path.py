@@ -34,6 +34,18 @@ print(sorted(m for m in sys.modules if m in rare or m.split(".")[0] in rare))
 """
 
 
+def _run_probe(probe: str, config: Path) -> str:
+    """Run ``probe`` (RARE filled in) in a fresh interpreter on ``config``; what it printed."""
+    done = subprocess.run(
+        [sys.executable, "-c", probe.format(rare=RARE), str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def test_serving_stdio_backends_without_auth_loads_no_rare_module(tmp_path: Path) -> None:
     config = tmp_path / "gateway.yaml"
     config.write_text(
@@ -43,14 +55,8 @@ def test_serving_stdio_backends_without_auth_loads_no_rare_module(tmp_path: Path
         f"    command: {sys.executable}\n"
         "    args: ['-c', 'pass']\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(rare=RARE), str(config)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
+    printed = _run_probe(PROBE, config)
+    assert printed.strip() == "[]"
 
 
 def test_the_probe_sees_a_rare_module_when_one_is_loaded(tmp_path: Path) -> None:
@@ -62,11 +68,5 @@ def test_the_probe_sees_a_rare_module_when_one_is_loaded(tmp_path: Path) -> None
     config.write_text(
         f"backends:\n  - name: echo\n    transport: stdio\n    command: {sys.executable}\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe.format(rare=RARE), str(config)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "gateway.cli.host_files" in done.stdout
+    printed = _run_probe(probe, config)
+    assert "gateway.cli.host_files" in printed

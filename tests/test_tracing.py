@@ -50,15 +50,6 @@ META_TRACE_ID: Final = "0af7651916cd43dd8448eb211c80319c"
 META_TRACEPARENT: Final = f"00-{META_TRACE_ID}-b7ad6b7169203331-01"
 
 
-@pytest.fixture(name="spans")
-def _spans() -> Iterator[InMemorySpanExporter]:
-    """Tracing on, exporting to memory, for this test only (the tracer is process-wide)."""
-    exporter = InMemorySpanExporter()
-    tracing.configure(TracingConfig(enabled=True), exporter)
-    yield exporter
-    tracing.shutdown()
-
-
 @asynccontextmanager
 async def host(url: str, headers: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
     """The official SDK client over Streamable HTTP, sending ``headers`` on every request."""

@@ -70,6 +70,12 @@ def _credentials(
     )
 
 
+def _fetching_from(port: int) -> BackendCredentials:
+    """client_credentials from 127.0.0.1:``port``, with the real token fetcher (httpx)."""
+    auth = _cc(token_url=f"http://127.0.0.1:{port}/token")
+    return BackendCredentials("b", auth, subjects=lambda _client: None)
+
+
 async def test_a_hundred_concurrent_requests_make_one_token_request(
     autojump_clock: MockClock,
 ) -> None:
@@ -128,13 +134,7 @@ async def test_an_unreachable_token_endpoint_is_credential_unavailable(
     with trio.socket.socket() as probe:
         await probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    auth = BackendAuth(
-        type="client_credentials",
-        token_url=f"http://127.0.0.1:{port}/token",
-        client_id="gateway",
-        client_secret="s",
-    )
-    credentials = BackendCredentials("b", auth, subjects=lambda _client: None)
+    credentials = _fetching_from(port)
     credential = credentials.shared()
     assert credential is not None
     with pytest.raises(CredentialUnavailable, match="token endpoint unreachable"):
@@ -283,13 +283,7 @@ async def test_a_token_endpoint_that_never_answers_is_given_up_after_ten_seconds
         held.append(stream)  # read nothing, answer nothing
         await trio.sleep_forever()
 
-    auth = BackendAuth(
-        type="client_credentials",
-        token_url=f"http://127.0.0.1:{port}/token",
-        client_id="gateway",
-        client_secret="s",
-    )
-    credentials = BackendCredentials("b", auth, subjects=lambda _client: None)
+    credentials = _fetching_from(port)
     credential = credentials.shared()
     assert credential is not None
     async with trio.open_nursery() as nursery:

@@ -15,7 +15,13 @@ from trio.testing import MockClock
 
 from gateway.backends.handshake import PROBE_TIMEOUT
 from gateway.backends.state import BackendState
-from tests.backends.test_supervision import Transitions, one_backend, running_backend, tool_call
+from tests.backends.test_supervision import (
+    Transitions,
+    one_backend,
+    running_alone,
+    running_backend,
+    tool_call,
+)
 from tests.fakes import FakeConnector, FakeMcpServer
 
 META: Final = "io.modelcontextprotocol/"
@@ -33,9 +39,7 @@ async def test_auto_uses_2026_07_28_when_discover_lists_it_and_never_initializes
     """Issue 14 step 5: a DiscoverResult listing 2026-07-28 makes the session modern;
     no initialize, no initialized, and every request carries the envelope."""
     server = FakeMcpServer("m", discover="modern")
-    connector = FakeConnector({"m": server})
-    transitions = Transitions()
-    async with running_backend(one_backend("m"), connector, transitions) as backend:
+    async with running_alone(server) as (backend, _, transitions):
         assert await transitions.wait_for("m", BackendState.UP) == 0.0
         info = backend.info
         assert info is not None and info.modern
@@ -59,9 +63,7 @@ async def test_auto_falls_back_to_initialize_when_discover_is_refused(
 ) -> None:
     """Issue 14 step 5: a handshake-era server's error costs one round trip, no wait."""
     server = FakeMcpServer("old")
-    connector = FakeConnector({"old": server})
-    transitions = Transitions()
-    async with running_backend(one_backend("old"), connector, transitions) as backend:
+    async with running_alone(server) as (backend, _, transitions):
         assert await transitions.wait_for("old", BackendState.UP) == 0.0
         assert backend.info is not None and not backend.info.modern
         await backend.request("tools/call", tool_call("echo"))
@@ -77,9 +79,7 @@ async def test_auto_falls_back_to_initialize_after_the_probe_timeout_on_silence(
     """Gateway choice: a server that ignores unknown methods is initialized after
     exactly PROBE_TIMEOUT (virtual seconds), and told the probe is cancelled."""
     server = FakeMcpServer("quiet", discover="silent")
-    connector = FakeConnector({"quiet": server})
-    transitions = Transitions()
-    async with running_backend(one_backend("quiet"), connector, transitions) as backend:
+    async with running_alone(server) as (backend, _, transitions):
         assert await transitions.wait_for("quiet", BackendState.UP) == PROBE_TIMEOUT
         assert backend.info is not None and not backend.info.modern
     [cancelled] = server.messages("notifications/cancelled")
@@ -89,10 +89,7 @@ async def test_auto_falls_back_to_initialize_after_the_probe_timeout_on_silence(
 async def test_protocol_legacy_never_probes(autojump_clock: MockClock) -> None:
     """Issue 14 step 5: ``protocol: legacy`` is today's behaviour, initialize only."""
     server = FakeMcpServer("pinned", discover="modern")
-    connector = FakeConnector({"pinned": server})
-    transitions = Transitions()
-    config = one_backend("pinned", protocol="legacy")
-    async with running_backend(config, connector, transitions) as backend:
+    async with running_alone(server, protocol="legacy") as (backend, _, transitions):
         await transitions.wait_for("pinned", BackendState.UP)
         assert backend.info is not None and not backend.info.modern
     assert server.messages("server/discover") == []
@@ -104,10 +101,7 @@ async def test_protocol_modern_fails_the_attempt_when_discover_is_refused(
 ) -> None:
     """Issue 14 step 5: ``modern`` never falls back; the state says why."""
     server = FakeMcpServer("old")
-    connector = FakeConnector({"old": server})
-    transitions = Transitions()
-    config = one_backend("old", protocol="modern")
-    async with running_backend(config, connector, transitions) as backend:
+    async with running_alone(server, protocol="modern") as (backend, _, transitions):
         await transitions.wait_for("old", BackendState.INCOMPATIBLE)
         assert backend.reason == (
             "protocol: modern, but server/discover answered -32601: "
@@ -134,9 +128,7 @@ async def test_a_modern_refusal_of_the_envelope_fails_the_attempt_even_in_auto(
     """Gateway choice: -32022 naming 2026-07-28 twice is a modern server that dislikes
     our envelope; initialize would not help, so the backend is marked incompatible."""
     server = FakeMcpServer("picky", discover="envelope")
-    connector = FakeConnector({"picky": server})
-    transitions = Transitions()
-    async with running_backend(one_backend("picky"), connector, transitions) as backend:
+    async with running_alone(server) as (backend, _, transitions):
         await transitions.wait_for("picky", BackendState.INCOMPATIBLE)
         assert backend.reason.startswith("backend speaks 2026-07-28 but refused the gateway's")
     assert server.messages("initialize") == []
@@ -149,9 +141,7 @@ async def test_a_single_refusal_of_the_envelope_is_retried_once(
     """sep-2575's client retry: a server refusing the first request with -32022 naming
     the version we sent gets the probe again, and the backend comes up modern."""
     server = FakeMcpServer("shy", discover="envelope-once")
-    connector = FakeConnector({"shy": server})
-    transitions = Transitions()
-    async with running_backend(one_backend("shy"), connector, transitions) as backend:
+    async with running_alone(server) as (backend, _, transitions):
         await transitions.wait_for("shy", BackendState.UP)
         assert backend.info is not None and backend.info.modern
     assert len(server.messages("server/discover")) >= 2
@@ -163,10 +153,11 @@ async def test_a_modern_session_is_health_checked_with_discover_not_ping(
 ) -> None:
     """Issue 14 step 5: 2026-07-28 has no ping; discover is the idle probe."""
     server = FakeMcpServer("m", discover="modern")
-    connector = FakeConnector({"m": server})
-    transitions = Transitions()
-    config = one_backend("m", health={"ping_interval": 10})
-    async with running_backend(config, connector, transitions):
+    async with running_alone(server, health={"ping_interval": 10}) as (
+        _backend,
+        _connector,
+        transitions,
+    ):
         await transitions.wait_for("m", BackendState.UP)
         await trio.sleep(25)
     assert server.messages("ping") == []
@@ -180,10 +171,7 @@ async def test_a_per_client_link_speaks_the_shared_sessions_era_without_probing_
     """Gateway choice: one probe per backend life, not one per client session (a
     legacy backend's links initialize at once; a modern backend has none, below)."""
     server = FakeMcpServer("b")
-    connector = FakeConnector({"b": server})
-    transitions = Transitions()
-    config = one_backend("b", session="per_client")
-    async with running_backend(config, connector, transitions) as backend:
+    async with running_alone(server, session="per_client") as (backend, _, transitions):
         await transitions.wait_for("b", BackendState.UP)
         await backend.request("tools/call", tool_call("echo"), client="c1")
         assert backend.has_link("c1")
@@ -196,10 +184,7 @@ async def test_a_per_client_link_speaks_the_shared_sessions_era_without_probing_
 async def test_a_modern_backend_is_never_per_client(autojump_clock: MockClock) -> None:
     """Gateway choice: no session to keep apart, so one link serves every client."""
     server = FakeMcpServer("m", discover="modern")
-    connector = FakeConnector({"m": server})
-    transitions = Transitions()
-    config = one_backend("m", session="per_client")
-    async with running_backend(config, connector, transitions) as backend:
+    async with running_alone(server, session="per_client") as (backend, _, transitions):
         await transitions.wait_for("m", BackendState.UP)
         assert not backend.per_client
         await backend.request("tools/call", tool_call("echo"), client="c1")

@@ -83,6 +83,10 @@ def make_config(*entries: dict[str, Any], **sections: Any) -> GatewayConfig:
     return parse(config_text(*entries, **sections), env={})
 
 
+# Ping after 30 s quiet, give it 10 s to answer (issue 5's defaults, written out).
+IDLE_PINGS = {"ping_interval": 30, "ping_timeout": 10}
+
+
 def one_backend(name: str, **extra: Any) -> BackendConfig:
     """The parsed config of one fake backend."""
     return make_config(backend_entry(name, **extra)).backends[0]
@@ -141,6 +145,18 @@ async def running_backend(
         await nursery.start(backend.run)
         yield backend
         nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def running_alone(
+    server: FakeMcpServer, **extra: Any
+) -> AsyncIterator[tuple[Backend, FakeConnector, Transitions]]:
+    """``server`` as the one backend, named after it, supervised for the body of the block."""
+    connector = FakeConnector({server.name: server})
+    transitions = Transitions()
+    config = one_backend(server.name, **extra)
+    async with running_backend(config, connector, transitions) as backend:
+        yield backend, connector, transitions
 
 
 @dataclass
@@ -333,10 +349,11 @@ async def test_a_call_to_a_backend_that_is_down_fails_without_waiting(
 ) -> None:
     """Spec (issue 5, robustness A31): a DOWN backend refuses calls with no time passing."""
     server = FakeMcpServer("alpha")
-    connector = FakeConnector({"alpha": server})
-    config = one_backend("alpha", restart={"initial_delay": 10, "max_delay": 60})
-    transitions = Transitions()
-    async with running_backend(config, connector, transitions) as backend:
+    async with running_alone(server, restart={"initial_delay": 10, "max_delay": 60}) as (
+        backend,
+        _,
+        transitions,
+    ):
         await transitions.wait_for("alpha", BackendState.UP)
         await trio.sleep(3)
         server.crash()
@@ -386,10 +403,7 @@ async def test_a_hanging_call_times_out_at_the_request_timeout_and_the_backend_i
 ) -> None:
     """Spec (robustness B2): RequestTimeout at exactly timeouts.request; cancelled sent for it."""
     server = FakeMcpServer("alpha", tools={"stuck": Hang()})
-    connector = FakeConnector({"alpha": server})
-    transitions = Transitions()
-    config = one_backend("alpha", timeouts={"request": 12})
-    async with running_backend(config, connector, transitions) as backend:
+    async with running_alone(server, timeouts={"request": 12}) as (backend, _, transitions):
         await transitions.wait_for("alpha", BackendState.UP)
         with pytest.raises(RequestTimeout) as caught:
             await backend.request("tools/call", tool_call("stuck"))
@@ -445,10 +459,7 @@ async def test_a_backend_that_stops_answering_pings_is_restarted_forty_seconds_a
 ) -> None:
     """Gateway choice (issue 5): ping after 30 s quiet, 10 s to answer, then restart."""
     server = FakeMcpServer("alpha")
-    connector = FakeConnector({"alpha": server})
-    transitions = Transitions()
-    config = one_backend("alpha", health={"ping_interval": 30, "ping_timeout": 10})
-    async with running_backend(config, connector, transitions):
+    async with running_alone(server, health=IDLE_PINGS) as (_, connector, transitions):
         await transitions.wait_for("alpha", BackendState.UP)
         await trio.sleep(45)  # the ping at 30 s is answered; the backend is last heard then
         server.answer_pings = False
@@ -467,10 +478,7 @@ async def test_a_backend_that_answers_pings_stays_up_with_a_ping_every_interval(
 ) -> None:
     """Gateway choice (issue 5): an idle, healthy backend is pinged every 30 s, never restarted."""
     server = FakeMcpServer("alpha")
-    connector = FakeConnector({"alpha": server})
-    transitions = Transitions()
-    config = one_backend("alpha", health={"ping_interval": 30, "ping_timeout": 10})
-    async with running_backend(config, connector, transitions) as backend:
+    async with running_alone(server, health=IDLE_PINGS) as (backend, _, transitions):
         await trio.sleep(1000)
         assert [r.time for r in server.messages("ping")] == [30.0 * n for n in range(1, 34)]
         assert server.connects == 1
@@ -486,9 +494,7 @@ async def test_a_storm_of_list_changed_notifications_causes_a_bounded_number_of_
 ) -> None:
     """Spec (robustness D16): 1000 list_changed in 1 s → ≤ 6 tools/list; the latest listing wins."""
     server = FakeMcpServer("alpha")
-    connector = FakeConnector({"alpha": server})
-    transitions = Transitions()
-    async with running_backend(one_backend("alpha"), connector, transitions) as backend:
+    async with running_alone(server) as (backend, _, transitions):
         await transitions.wait_for("alpha", BackendState.UP)
         assert server.tools_list_calls == 1
         for n in range(1000):
@@ -752,9 +758,7 @@ async def test_the_first_list_changed_after_a_quiet_spell_is_refreshed_at_once(
 ) -> None:
     """Gateway choice (issue 10, fan-out latency): no debounce delay for a lone change."""
     server = FakeMcpServer("alpha")
-    connector = FakeConnector({"alpha": server})
-    transitions = Transitions()
-    async with running_backend(one_backend("alpha"), connector, transitions):
+    async with running_alone(server) as (_, _, transitions):
         await transitions.wait_for("alpha", BackendState.UP)
         await trio.sleep(10)
         pushed = trio.current_time()

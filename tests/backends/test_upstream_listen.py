@@ -8,6 +8,8 @@ so each rule of the module is exercised every run, on trio's MockClock.
 from __future__ import annotations
 
 import random
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -107,6 +109,19 @@ def _acking(listen: UpstreamListen) -> Any:
     return on_notification
 
 
+@asynccontextmanager
+async def _listening(
+    backend: ScriptedBackend, listen: UpstreamListen
+) -> AsyncIterator[trio.Nursery]:
+    """``listen`` running over a session with ``backend``, acks routed to it; yields its nursery."""
+    async with (
+        open_session(backend, on_notification=_acking(listen)) as peer,
+        trio.open_nursery() as nursery,
+    ):
+        nursery.start_soon(listen.run, peer)  # noqa: ASYNC113 - the tests wait on listen.ready
+        yield nursery
+
+
 def test_the_filter_asks_only_for_the_lists_the_backend_declares() -> None:
     """Rule 1: ``listChanged: true`` per section, nothing else; resources cover templates."""
     wanted, kinds = listen_filter(ALL_LISTS)
@@ -142,11 +157,7 @@ async def test_subscribe_only_backend_waits_for_a_subscription(autojump_clock: M
     """Rules 1, 4: nothing to ask for yet: ready at once, the first subscribe opens a stream."""
     backend = ScriptedBackend(["hold"])
     listen = _listen_for({"resources": {"subscribe": True}}, [])
-    async with (
-        open_session(backend, on_notification=_acking(listen)) as peer,
-        trio.open_nursery() as nursery,
-    ):
-        nursery.start_soon(listen.run, peer)
+    async with _listening(backend, listen) as nursery:
         with trio.fail_after(1):
             await listen.ready.wait()
         await trio.sleep(60)
@@ -203,11 +214,7 @@ async def test_a_stream_the_backend_ends_is_opened_again_and_every_list_relisted
     backend = ScriptedBackend(["end", "end", "hold"])
     changed: list[tuple[Kind, ...]] = []
     listen = _listen_for({"tools": {"listChanged": True}}, changed)
-    async with (
-        open_session(backend, on_notification=_acking(listen)) as peer,
-        trio.open_nursery() as nursery,
-    ):
-        nursery.start_soon(listen.run, peer)
+    async with _listening(backend, listen) as nursery:
         started = trio.current_time()
         with trio.fail_after(RELISTEN.ceiling(0) + RELISTEN.ceiling(1) + 1):
             while len(backend.listens) < 3:
@@ -259,11 +266,7 @@ async def test_a_subscription_switches_streams_without_a_gap(autojump_clock: Moc
     backend = ScriptedBackend(["hold", "hold", "hold"])
     uris: set[str] = set()
     listen = _listen_for(SUBSCRIBABLE, [], uris)
-    async with (
-        open_session(backend, on_notification=_acking(listen)) as peer,
-        trio.open_nursery() as nursery,
-    ):
-        nursery.start_soon(listen.run, peer)
+    async with _listening(backend, listen) as nursery:
         await listen.ready.wait()
         assert backend.cancelled == []
         with trio.fail_after(1):
@@ -291,11 +294,7 @@ async def test_a_uri_the_backend_does_not_honour_is_refused(autojump_clock: Mock
     backend = ScriptedBackend(["hold", "hold"], dishonour=frozenset({"b://no"}))
     uris: set[str] = set()
     listen = _listen_for(SUBSCRIBABLE, [], uris)
-    async with (
-        open_session(backend, on_notification=_acking(listen)) as peer,
-        trio.open_nursery() as nursery,
-    ):
-        nursery.start_soon(listen.run, peer)
+    async with _listening(backend, listen) as nursery:
         await listen.ready.wait()
         with pytest.raises(RemoteProtocolError) as refused:
             await listen.bridge("resources/subscribe", jsonrpc.to_raw({"uri": "b://no"}))
@@ -310,11 +309,7 @@ async def test_subscriptions_survive_a_new_session(autojump_clock: MockClock) ->
     uris = {"b://kept"}
     backend = ScriptedBackend(["hold"])
     listen = _listen_for(SUBSCRIBABLE, [], uris)
-    async with (
-        open_session(backend, on_notification=_acking(listen)) as peer,
-        trio.open_nursery() as nursery,
-    ):
-        nursery.start_soon(listen.run, peer)
+    async with _listening(backend, listen) as nursery:
         await listen.ready.wait()
         # The router's renew after a reconnect: already honoured, no switch.
         await listen.bridge("resources/subscribe", jsonrpc.to_raw({"uri": "b://kept"}))

@@ -5,8 +5,11 @@ the demo backends ``notes`` and ``toolbox``, as the shipped config does. The
 browser logs in, sees every backend, searches the catalog, calls
 ``toolbox__echo`` through the generated form, closes a client session
 (whose host then gets 404), and finds a failed call on Recent errors. Each
-page is saved to ``tests/artifacts/console-*.png`` (1280 px wide, one
-phone-width Overview and one dark Overview): the README shows them.
+page is saved as ``console-*.png`` (1280 px wide, one phone-width Overview
+and one dark Overview): into the test's temporary directory, or, with
+``MCP_GATEWAY_WRITE_SCREENSHOTS=1`` (``make screenshots``), into
+``tests/artifacts/``, where the README shows them; so a test run never
+rewrites tracked files.
 
 No browser is downloaded: Playwright launches ``chromium`` from the OS
 packages (``make test`` installs it with apt). Without it the test fails
@@ -28,10 +31,12 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.harness import initialize_message
 from tests.subprocess_servers import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO_ROOT / "tests" / "artifacts"
+WRITE_SCREENSHOTS = "MCP_GATEWAY_WRITE_SCREENSHOTS"
 TOKEN = "browser-test-admin-token"
 READY_TIMEOUT = 30.0
 WIDE = {"width": 1280, "height": 860}
@@ -103,16 +108,7 @@ def gateway(tmp_path: Path) -> Iterator[str]:
 
 def initialize(client: httpx.Client) -> str:
     """A client session opened with a raw HTTP initialize; returns its id."""
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "curious-host", "version": "1.0"},
-        },
-    }
+    init = initialize_message("curious-host", "1.0")
     response = client.post("/mcp", json=init, headers=MCP_HEADERS)
     session_id = response.headers["mcp-session-id"]
     note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
@@ -124,12 +120,19 @@ def session_headers(session_id: str) -> dict[str, str]:
     return {**MCP_HEADERS, "mcp-session-id": session_id, "mcp-protocol-version": "2025-11-25"}
 
 
-def shot(page: Any, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"console-{name}.png"), full_page=True)
+@pytest.fixture(name="shots")
+def _shots(tmp_path: Path) -> Path:
+    """Where the pages go: tests/artifacts/ only when asked, else the test's own directory."""
+    folder = ARTIFACTS if os.environ.get(WRITE_SCREENSHOTS) == "1" else tmp_path / "artifacts"
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
-def test_console_in_a_browser(gateway: str) -> None:
+def shot(page: Any, folder: Path, name: str) -> None:
+    page.screenshot(path=str(folder / f"console-{name}.png"), full_page=True)
+
+
+def test_console_in_a_browser(gateway: str, shots: Path) -> None:
     executable = chromium()
     from playwright.sync_api import expect, sync_playwright
 
@@ -144,7 +147,7 @@ def test_console_in_a_browser(gateway: str) -> None:
         # Log in: /admin sends a browser to the login form.
         page.goto(gateway + "/admin")
         expect(page).to_have_url(gateway + "/admin/login")
-        shot(page, "login")
+        shot(page, shots, "login")
         page.fill("#token", TOKEN)
         page.click("button[type=submit]")
         expect(page).to_have_url(gateway + "/admin/")
@@ -177,33 +180,33 @@ def test_console_in_a_browser(gateway: str) -> None:
         )
         page.reload()
         expect(page.locator("main")).to_contain_text("2025-11-25")  # the session, by revision
-        shot(page, "overview")
+        shot(page, shots, "overview")
 
         # Catalog: search, then the tool's page and its form.
         page.click("nav >> text=Catalog")
         expect(page.locator("#catalog")).to_contain_text("notes__add_note")
-        shot(page, "catalog")
+        shot(page, shots, "catalog")
         page.fill("input[name=q]", "echo")
         page.press("input[name=q]", "Enter")
         expect(page.locator("#catalog tbody tr").first).to_contain_text("toolbox__echo")
-        shot(page, "catalog-search")
+        shot(page, shots, "catalog-search")
         page.click("#catalog >> text=toolbox__echo")
         page.fill('[name="arg.text"]', "hello from the console")
         page.click("#call-form button[type=submit]")
         expect(page.locator("#call-result")).to_contain_text("hello from the console")
-        shot(page, "tool")
+        shot(page, shots, "tool")
 
         # Recent errors: the host's failed call is there.
         page.click("nav >> text=Recent errors")
         expect(page.locator("#errors")).to_contain_text("toolbox__no_such_tool")
-        shot(page, "errors")
+        shot(page, shots, "errors")
 
         # Sessions: the host's session, by its short id only; close it.
         page.click("nav >> text=Sessions")
         row = page.locator(f'#sessions tr[data-session="{session_id[:8]}"]')
         expect(row).to_contain_text("curious-host")
         assert session_id not in page.content()
-        shot(page, "sessions")
+        shot(page, shots, "sessions")
         row.locator("button", has_text="Close").click()
         expect(page.locator(".notice")).to_contain_text(f"Session {session_id[:8]}")
         ping = {"jsonrpc": "2.0", "id": 4, "method": "ping"}
@@ -217,7 +220,7 @@ def test_console_in_a_browser(gateway: str) -> None:
         # Reload re-reads the file the gateway was started with, and says how it went.
         page.click("main >> text=Reload config")
         expect(page.locator("main")).to_contain_text("applied")
-        shot(page, "config")
+        shot(page, shots, "config")
 
         page.click("nav >> text=Overview")
 
@@ -226,7 +229,7 @@ def test_console_in_a_browser(gateway: str) -> None:
         assert page.evaluate("document.documentElement.dataset.theme") == "dark"
         page.reload()
         assert page.evaluate("document.documentElement.dataset.theme") == "dark"
-        shot(page, "overview-dark")
+        shot(page, shots, "overview-dark")
 
         # The phone gets the login cookie, not the dark choice (localStorage).
         cookies = context.storage_state()["cookies"]
@@ -236,6 +239,6 @@ def test_console_in_a_browser(gateway: str) -> None:
         small = phone.new_page()
         small.goto(gateway + "/admin/")
         expect(small.locator('#backends tr[data-backend="toolbox"]')).to_be_visible()
-        shot(small, "overview-phone")
+        shot(small, shots, "overview-phone")
         browser.close()
     client.close()

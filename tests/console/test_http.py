@@ -35,19 +35,9 @@ TOOLBOX = {
     "stop_grace": 0.3,
 }
 PAGES = ("/admin/", "/admin/catalog", "/admin/sessions", "/admin/errors", "/admin/config")
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "console-test", "version": "1"},
-    },
-}
+INIT = harness.initialize_message("console-test")
 MCP_HEADERS = {
-    "accept": "application/json, text/event-stream",
-    "content-type": "application/json",
+    **harness.MCP_POST_HEADERS,
     "authorization": f"Bearer {CANARIES['auth.bearer_tokens']}",
 }
 

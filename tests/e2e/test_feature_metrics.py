@@ -22,7 +22,8 @@ from gateway.config import parse
 from gateway.protocol.sealed import REQUEST_STATE
 from gateway.router.stateless.held_calls import sealer_for
 from tests.e2e.test_tasks import CAPS_KEY, WITH_TASKS
-from tests.frontend.test_modern_http import modern, send, sse_messages
+from tests.e2e.test_tasks import post_modern as _modern
+from tests.frontend.test_modern_http import sse_messages
 from tests.harness import gateway_config, open_client, sdk_backend, start_gateway
 
 if TYPE_CHECKING:
@@ -57,24 +58,6 @@ async def _start(
         document.update({k: v for k, v in lists.items() if v is not None})
         config = parse(json.dumps(document), env={})
     return await start_gateway(nursery, config)
-
-
-async def _modern(
-    running: Running,
-    method: str,
-    params: dict[str, Any],
-    *,
-    token: str | None = None,
-    **meta: Any,
-) -> httpx.Response:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with httpx.AsyncClient(
-        base_url=running.base_url, trust_env=False, timeout=WAIT, headers=headers
-    ) as client:
-        task_id = params.get("taskId")
-        # A tasks/* request names its task in Mcp-Name (the routing headers).
-        named = {"Mcp-Name": task_id} if isinstance(task_id, str) else {}
-        return await send(client, modern(1, method, params, **meta), **named)
 
 
 def _body(response: httpx.Response) -> dict[str, Any]:

@@ -23,7 +23,15 @@ from gateway.backends.state import BackendState
 from gateway.runtime.app import serve
 from tests.frontend.test_modern_http import MODERN, modern, send, sse_messages
 from tests.frontend.test_streamable_http import http_client
-from tests.harness import gateway_config, open_client, sdk_backend, start_gateway, stdio_backend
+from tests.harness import (
+    NEEDS_SDK2,
+    SDK2_PYTHON,
+    gateway_config,
+    open_client,
+    sdk_backend,
+    start_gateway,
+    stdio_backend,
+)
 from tests.subprocess_servers import free_port, run_http_alpha, run_server
 
 if TYPE_CHECKING:
@@ -33,17 +41,10 @@ if TYPE_CHECKING:
     from tests.subprocess_servers import RunningServer
 
 ROOT: Final = Path(__file__).resolve().parents[2]
-SDK2_PYTHON: Final = ROOT / ".venv-sdk2" / "bin" / "python"
 SERVER: Final = ROOT / "tests" / "servers" / "modern_sdk2.py"
 META: Final = "io.modelcontextprotocol/"
 
-pytestmark = [
-    pytest.mark.sdk2,
-    pytest.mark.skipif(
-        not SDK2_PYTHON.exists(),
-        reason=".venv-sdk2 is missing: run `make sdk2-venv` (make test always creates it)",
-    ),
-]
+pytestmark = NEEDS_SDK2
 
 
 def sdk2_stdio(name: str, **extra: Any) -> dict[str, Any]:
@@ -65,6 +66,17 @@ def text_of(result: dict[str, Any]) -> str:
     assert first["type"] == "text"
     text: str = first["text"]
     return text
+
+
+def assert_progress_then_done(messages: list[dict[str, Any]]) -> None:
+    """Progress 1, 2 and 3 under the host's token ``host-7``, then the "done" result."""
+    progress = [m["params"] for m in messages if m.get("method") == "notifications/progress"]
+    assert [(p["progressToken"], p["progress"]) for p in progress] == [
+        ("host-7", 1),
+        ("host-7", 2),
+        ("host-7", 3),
+    ]
+    assert text_of(messages[-1]["result"]) == "done"
 
 
 async def modern_call(
@@ -338,14 +350,7 @@ async def test_a_modern_hosts_progress_token_reaches_a_modern_backend_and_back(
     async with http_client(running) as client:
         response = await send(client, call)
     assert response.status_code == 200, response.text
-    messages = sse_messages(response)
-    progress = [m["params"] for m in messages if m.get("method") == "notifications/progress"]
-    assert [(p["progressToken"], p["progress"]) for p in progress] == [
-        ("host-7", 1),
-        ("host-7", 2),
-        ("host-7", 3),
-    ]
-    assert text_of(messages[-1]["result"]) == "done"
+    assert_progress_then_done(sse_messages(response))
 
 
 async def test_list_pages_carry_the_merged_hint_of_the_backends_behind_them(

@@ -11,23 +11,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import pytest
-
-from tests.e2e.test_modern_backend import SDK2_PYTHON, modern_call, sdk2_stdio
-from tests.harness import gateway_config, open_client, sdk_backend, start_gateway
+from tests.e2e.test_modern_backend import modern_call, sdk2_stdio
+from tests.harness import NEEDS_SDK2, gateway_config, open_client, sdk_backend, start_gateway
 
 if TYPE_CHECKING:
     import trio
 
     from tests.harness import Running
 
-pytestmark = [
-    pytest.mark.sdk2,
-    pytest.mark.skipif(
-        not SDK2_PYTHON.exists(),
-        reason=".venv-sdk2 is missing: run `make sdk2-venv` (make test always creates it)",
-    ),
-]
+pytestmark = NEEDS_SDK2
 
 HINTED = {"SDK2_CACHE_HINTS": "1"}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from typing import TYPE_CHECKING
 
@@ -35,6 +36,16 @@ def _config(tmp_path: Path) -> Path:
     return path
 
 
+async def _gateway(*args: str) -> subprocess.CompletedProcess[bytes]:
+    """``python -m gateway ARGS`` run to its end, its output captured, its exit code kept."""
+    return await trio.run_process(
+        [sys.executable, "-m", "gateway", *args],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+
+
 async def test_stdio_mode_serves_the_profile_it_is_given(tmp_path: Path) -> None:
     """Issue 15: `trio-mcp-gateway stdio --profile NAME` serves that profile only."""
     params = StdioServerParameters(
@@ -52,21 +63,7 @@ async def test_stdio_mode_serves_the_profile_it_is_given(tmp_path: Path) -> None
 
 async def test_stdio_mode_refuses_a_profile_that_is_not_configured(tmp_path: Path) -> None:
     """Gateway choice: a typo in --profile exits 2 naming the configured profiles."""
-    done = await trio.run_process(
-        [
-            sys.executable,
-            "-m",
-            "gateway",
-            "stdio",
-            "-c",
-            str(_config(tmp_path)),
-            "--profile",
-            "nope",
-        ],
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
-    )
+    done = await _gateway("stdio", "-c", str(_config(tmp_path)), "--profile", "nope")
     assert done.returncode == 2
     assert b"no profile named 'nope' (configured: default, find, math)" in done.stderr
 
@@ -76,12 +73,7 @@ async def test_the_catalog_command_prints_each_profiles_items_and_tools_list_siz
 ) -> None:
     """Issue 15: `trio-mcp-gateway catalog` starts the backends, prints per profile, exits."""
     with trio.fail_after(60):
-        done = await trio.run_process(
-            [sys.executable, "-m", "gateway", "catalog", "-c", str(_config(tmp_path))],
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
+        done = await _gateway("catalog", "-c", str(_config(tmp_path)))
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
     lines = done.stdout.decode().splitlines()
     rows = {line.split()[0]: line.split()[1:] for line in lines[1:4]}
@@ -94,19 +86,5 @@ async def test_the_catalog_command_prints_each_profiles_items_and_tools_list_siz
         assert tokens == -(-tools_bytes // 4)
     assert int(rows["math"][4]) < int(rows["default"][4])
     assert lines[4] == "(~tokens: bytes / 4, an estimate)"
-    one = await trio.run_process(
-        [
-            sys.executable,
-            "-m",
-            "gateway",
-            "catalog",
-            "-c",
-            str(_config(tmp_path)),
-            "--profile",
-            "math",
-        ],
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
-    )
+    one = await _gateway("catalog", "-c", str(_config(tmp_path)), "--profile", "math")
     assert [line.split()[0] for line in one.stdout.decode().splitlines()[1:2]] == ["math"]

@@ -18,7 +18,15 @@ from mcp.shared.exceptions import McpError
 
 from gateway.config import GatewayConfig, parse
 from tests.frontend.test_modern_http import modern, modern_headers
-from tests.harness import everything_backend, open_client, sdk_backend, start_gateway, stdio_backend
+from tests.harness import (
+    MCP_POST_HEADERS,
+    everything_backend,
+    initialize_message,
+    open_client,
+    sdk_backend,
+    start_gateway,
+    stdio_backend,
+)
 from tests.servers.paths import everything_command
 
 if TYPE_CHECKING:
@@ -210,17 +218,8 @@ async def test_a_cursor_or_session_from_one_profile_is_refused_on_another(
             await client.list_tools(cursor=cursor)
     assert info.value.error.code == -32602
 
-    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t"},
-        },
-    }
+    headers = MCP_POST_HEADERS
+    init = initialize_message(version=None, revision="2025-06-18")
     async with httpx.AsyncClient() as http:
         opened = await http.post(running.url + "/coding", json=init, headers=headers)
         session = opened.headers["mcp-session-id"]
@@ -310,17 +309,8 @@ async def test_initialize_and_discover_speak_only_of_the_profiles_backends(
 ) -> None:
     """Issue 15: discover per profile; instructions of backends outside it never shown."""
     running = await _start(nursery, tmp_path)
-    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t"},
-        },
-    }
+    headers = MCP_POST_HEADERS
+    init = initialize_message(version=None, revision="2025-11-25")
     discover = modern(2, "server/discover")
     async with httpx.AsyncClient(trust_env=False) as http:
         coding = (await http.post(running.url + "/coding", json=init, headers=headers)).json()

@@ -13,17 +13,14 @@ import shutil
 
 import pytest
 
-from benchmarks.replicas import SDK2_PYTHON, run
+from benchmarks.replicas import run
+from tests.harness import NEEDS_SDK2
 
 OPERATIONS = 240
 WORKERS = 6
 
 pytestmark = [
-    pytest.mark.sdk2,
-    pytest.mark.skipif(
-        not SDK2_PYTHON.exists(),
-        reason=".venv-sdk2 is missing: run `make sdk2-venv` (make test always creates it)",
-    ),
+    *NEEDS_SDK2,
     pytest.mark.skipif(
         shutil.which("haproxy") is None,
         reason="haproxy is missing: run `make haproxy` (make test always installs it)",

@@ -6,24 +6,16 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-import pytest
 import trio
 
 from gateway.config import GatewayConfig, parse
-from tests.harness import sdk_backend, start_gateway
+from tests.harness import NEEDS_SDK2, run_sdk2_host, sdk_backend, start_gateway
 
 ROOT: Final = Path(__file__).resolve().parents[2]
-SDK2_PYTHON: Final = ROOT / ".venv-sdk2" / "bin" / "python"
 SCRIPT: Final = ROOT / "tests" / "sdk2" / "profile_host.py"
 RUN_LIMIT: Final = 60.0
 
-pytestmark = [
-    pytest.mark.sdk2,
-    pytest.mark.skipif(
-        not SDK2_PYTHON.exists(),
-        reason=".venv-sdk2 is missing: run `make sdk2-venv` (make test always creates it)",
-    ),
-]
+pytestmark = NEEDS_SDK2
 
 
 def _config() -> GatewayConfig:
@@ -39,15 +31,7 @@ def _config() -> GatewayConfig:
 
 
 async def _host(url: str, tool: str, arguments: dict[str, Any], refused: str) -> dict[str, Any]:
-    with trio.fail_after(RUN_LIMIT):
-        done = await trio.run_process(
-            [str(SDK2_PYTHON), str(SCRIPT), url, tool, json.dumps(arguments), refused],
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-    assert done.returncode == 0, done.stderr.decode(errors="replace")[-4000:]
-    seen: dict[str, Any] = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    seen = await run_sdk2_host(SCRIPT, url, tool, json.dumps(arguments), refused, limit=RUN_LIMIT)
     assert seen["protocol_version"] == "2026-07-28"
     assert seen["discovered"] is True
     return seen

@@ -14,25 +14,17 @@ import sys
 from pathlib import Path
 from typing import Final
 
-import pytest
 import trio
 
-from tests.harness import sdk_backend, stdio_backend
+from tests.harness import NEEDS_SDK2, SDK2_PYTHON, run_sdk2_host, sdk_backend, stdio_backend
 from tests.servers.paths import python_server_command
 from tests.servers.recorder import recorded
 
 ROOT: Final = Path(__file__).resolve().parents[2]
-SDK2_PYTHON: Final = ROOT / ".venv-sdk2" / "bin" / "python"
 SCRIPT: Final = ROOT / "tests" / "sdk2" / "modern_stdio_host.py"
 RUN_LIMIT: Final = 60.0  # seconds for the whole run: spawn, backends' start, a dozen requests
 
-pytestmark = [
-    pytest.mark.sdk2,
-    pytest.mark.skipif(
-        not SDK2_PYTHON.exists(),
-        reason=".venv-sdk2 is missing: run `make sdk2-venv` (make test always creates it)",
-    ),
-]
+pytestmark = NEEDS_SDK2
 
 
 def _config(tmp_path: Path, watched_log: Path) -> Path:
@@ -54,15 +46,8 @@ async def test_the_default_sdk2_client_negotiates_2026_07_28_over_stdio(tmp_path
     """Discover, no initialize; list (complete at once), call with progress, read, prompt,
     complete; listen, hear both kinds, cancel the listen and see the backend unsubscribed."""
     log = tmp_path / "watched.log"
-    with trio.fail_after(RUN_LIMIT):
-        done = await trio.run_process(
-            [str(SDK2_PYTHON), str(SCRIPT), sys.executable, str(_config(tmp_path, log)), str(log)],
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-    assert done.returncode == 0, done.stderr.decode(errors="replace")[-4000:]
-    seen = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    config = str(_config(tmp_path, log))
+    seen = await run_sdk2_host(SCRIPT, sys.executable, config, str(log), limit=RUN_LIMIT)
     assert seen["protocol_version"] == "2026-07-28"
     assert seen["discovered"] is True
     assert seen["initialized"] is False  # no fallback to the handshake

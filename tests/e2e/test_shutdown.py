@@ -32,7 +32,7 @@ from gateway.backends.state import BackendState
 from gateway.errors import TransportError
 from gateway.runtime.app import drain, serve
 from tests.fakes import MemoryMessageChannel, memory_channel_pair
-from tests.harness import gateway_config, wait_for_states
+from tests.harness import gateway_config, initialize_message, unspawned_backend, wait_for_states
 from tests.servers.paths import python_server_command
 from tests.subprocess_servers import free_port
 
@@ -182,16 +182,9 @@ class McpHttp:
         response = await self._client.post(
             "/mcp",
             headers=POST_HEADERS,
-            json={
-                "jsonrpc": "2.0",
-                "id": next(self._ids),
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": PROTOCOL_VERSION,
-                    "capabilities": {},
-                    "clientInfo": {"name": "e2e-shutdown", "version": "0"},
-                },
-            },
+            json=initialize_message(
+                "e2e-shutdown", "0", msg_id=next(self._ids), revision=PROTOCOL_VERSION
+            ),
         )
         assert response.status_code == 200, response.text
         assert _body(response)["result"]["protocolVersion"] == PROTOCOL_VERSION
@@ -412,7 +405,7 @@ async def test_once_the_drain_starts_new_connections_are_refused_and_the_call_in
     """Spec (robustness B9): a draining gateway stops accepting at once (hypercorn's graceful
     shutdown runs), while the call it already has finishes with its answer."""
     backend = GatedBackend()
-    entry = {"name": "gated", "transport": "stdio", "command": "x", "health": {"ping_interval": 0}}
+    entry = unspawned_backend("gated")
     config = gateway_config([entry], shutdown={"drain_timeout": READY_TIMEOUT})
     gateway, binds = await nursery.start(
         partial(serve, config, registry=CollectorRegistry(), connect=backend)

@@ -43,10 +43,15 @@ async def _start(
     return await start_gateway(nursery, config)
 
 
-async def _ask(
-    running: Running, method: str, params: dict[str, Any], token: str | None = None, **meta: Any
-) -> dict[str, Any]:
-    """One modern request; the JSON-RPC response (result or error)."""
+async def post_modern(
+    running: Running,
+    method: str,
+    params: dict[str, Any],
+    *,
+    token: str | None = None,
+    **meta: Any,
+) -> httpx.Response:
+    """One modern request on a client of its own (with ``token`` as its bearer)."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with httpx.AsyncClient(
         base_url=running.base_url, trust_env=False, timeout=WAIT, headers=headers
@@ -54,7 +59,14 @@ async def _ask(
         task_id = params.get("taskId")
         # A tasks/* request names its task in Mcp-Name (the routing headers).
         named = {"Mcp-Name": task_id} if isinstance(task_id, str) else {}
-        response = await send(client, modern(1, method, params, **meta), **named)
+        return await send(client, modern(1, method, params, **meta), **named)
+
+
+async def _ask(
+    running: Running, method: str, params: dict[str, Any], token: str | None = None, **meta: Any
+) -> dict[str, Any]:
+    """One modern request; the JSON-RPC response (result or error)."""
+    response = await post_modern(running, method, params, token=token, **meta)
     if response.headers["content-type"].startswith("text/event-stream"):
         return sse_messages(response)[-1]
     body: dict[str, Any] = response.json()

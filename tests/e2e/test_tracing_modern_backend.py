@@ -15,29 +15,13 @@ import trio
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from gateway.config import TracingConfig
-from gateway.telemetry import tracing
 from tests.e2e.test_modern_backend import SDK2_PYTHON, SERVER, sdk2_stdio
-from tests.harness import gateway_config, open_client, start_gateway
+from tests.harness import NEEDS_SDK2, gateway_config, open_client, start_gateway
 from tests.subprocess_servers import free_port, run_server
 
 MODERN: Final = "2026-07-28"
 
-pytestmark = [
-    pytest.mark.sdk2,
-    pytest.mark.skipif(
-        not SDK2_PYTHON.exists(),
-        reason=".venv-sdk2 is missing: run `make sdk2-venv` (make test always creates it)",
-    ),
-]
-
-
-@pytest.fixture(name="spans")
-def _spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    tracing.configure(TracingConfig(enabled=True), exporter)
-    yield exporter
-    tracing.shutdown()
+pytestmark = NEEDS_SDK2
 
 
 def _traceparent(span: object) -> str:

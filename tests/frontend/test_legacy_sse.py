@@ -22,7 +22,7 @@ from gateway.frontend.http_util import Message
 from gateway.runtime.app import Gateway, open_gateway
 from gateway.transports.framing import SseParser
 from tests.fakes import Answer, FakeConnector, FakeMcpServer
-from tests.harness import wait_for_states
+from tests.harness import unspawned_backend, wait_for_states
 from tests.robustness.support import asgi_call, http_scope
 
 IDLE_TIMEOUT: Final = 60.0
@@ -36,14 +36,7 @@ def _config() -> Any:
         json.dumps(
             {
                 "server": {"session_idle_timeout": IDLE_TIMEOUT},
-                "backends": [
-                    {
-                        "name": "fake",
-                        "transport": "stdio",
-                        "command": "x",
-                        "health": {"ping_interval": 0},
-                    }
-                ],
+                "backends": [unspawned_backend("fake")],
             }
         ),
         env={},

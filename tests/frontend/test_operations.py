@@ -16,7 +16,7 @@ import httpx
 import pytest
 import trio
 
-from tests.harness import Running, gateway_config, start_gateway, stdio_backend
+from tests.harness import Running, gateway_config, initialize_message, start_gateway, stdio_backend
 from tests.transports.tls_certs import make_pki
 
 pytestmark = pytest.mark.usefixtures("engine")
@@ -42,18 +42,7 @@ def _jwt(claims: dict[str, Any], secret: str = JWT_SECRET) -> str:
 
 
 def _initialize(msg_id: int = 1) -> bytes:
-    return json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": msg_id,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
-    ).encode()
+    return json.dumps(initialize_message(msg_id=msg_id)).encode()
 
 
 async def _secured(nursery: trio.Nursery, **limits: float) -> Running:

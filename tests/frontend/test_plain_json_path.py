@@ -12,19 +12,15 @@ any other gets one JSON body, and the router is told the stream is not there
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 import trio
-from prometheus_client import CollectorRegistry
 
 from gateway.frontend.asgi import GatewayApp
-from gateway.frontend.clients import ClientRegistry
-from gateway.frontend.origin import OriginPolicy
-from gateway.frontend.streamable.endpoint import McpEndpoint
 from gateway.protocol import jsonrpc
 from gateway.router.access import AccessControl
-from gateway.telemetry.metrics import Metrics
+from tests.frontend.test_internal_errors import _app as app_and_metrics
 from tests.robustness.support import ACCEPT_BOTH, AsgiResponse, asgi_call, sse_messages
 
 if TYPE_CHECKING:
@@ -32,7 +28,7 @@ if TYPE_CHECKING:
 
     from gateway.frontend.clients import ClientSession
     from gateway.protocol.jsonrpc import Request
-    from gateway.router import Emit, Router
+    from gateway.router import Emit
 
 LATEST: Final = "2025-11-25"
 HEADERS: Final = [
@@ -70,15 +66,9 @@ class EmittingRouter:
 
 
 def _app(router: EmittingRouter) -> GatewayApp:
-    metrics = Metrics(CollectorRegistry())
-    endpoint = McpEndpoint(
-        cast("Router", router),
-        ClientRegistry(),
-        OriginPolicy("127.0.0.1", [], []),
-        max_body_bytes=64 * 1024,
-        metrics=metrics,
-    )
-    return GatewayApp("/mcp", endpoint, lambda: (True, {}), metrics)
+    """The MCP app over ``router``, built as the internal-errors tests build theirs."""
+    app, _ = app_and_metrics(router)  # type: ignore[arg-type]  # any router the endpoint takes
+    return app
 
 
 async def _post(app: GatewayApp, message: dict[str, Any], session: str = "") -> AsgiResponse:

@@ -98,6 +98,40 @@ async def _echo(session: ClientSession, text: str) -> tuple[bool, str]:
     return result.isError, content.text
 
 
+@asynccontextmanager
+async def _backend_and_provider(
+    record: Path, transport: str = "streamable-http"
+) -> AsyncIterator[tuple[int, str, str]]:
+    """The bearer backend (recording into ``record``) and an identity provider whose tokens
+    are for it: the provider's port and URL, and the backend's URL."""
+    idp_port = _free_port()
+    with _bearer_backend(record, transport) as backend:
+        url = backend.url("/sse" if transport == "sse" else "/mcp")
+        async with _oidc_provider(idp_port, RESOURCE, "RS256", url):
+            yield idp_port, f"http://127.0.0.1:{idp_port}", url
+
+
+def _client_credentials(
+    url: str, idp: str, *, transport: str = "http", session: str | None = None, **auth: Any
+) -> dict[str, Any]:
+    """The bearer backend at ``url``, with a client_credentials grant from ``idp``'s endpoint."""
+    entry: dict[str, Any] = {
+        "name": "bearer",
+        "transport": transport,
+        "url": url,
+        "auth": {
+            "type": "client_credentials",
+            "token_url": f"{idp}/token",
+            "client_id": "gateway",
+            "resource": url,
+            **auth,
+        },
+    }
+    if session is not None:
+        entry["session"] = session
+    return entry
+
+
 def _token_requests(running: Running, grant: str, outcome: str) -> float:
     value = running.gateway.metrics.registry.get_sample_value(
         "mcp_gateway_backend_token_requests_total",
@@ -111,61 +145,46 @@ async def test_client_credentials_reach_the_backend_and_the_callers_token_never_
 ) -> None:
     """One token for many calls; a 401 gets one retry with a new token; a second 401 is an
     error naming the backend (not the token) and the backend stays up."""
-    idp_port = _free_port()
-    idp = f"http://127.0.0.1:{idp_port}"
     record = tmp_path / "received.jsonl"
     secret = tmp_path / "client-secret"
     secret.write_text("gateway-secret\n")  # a Kubernetes mount ends with a newline
-    with _bearer_backend(record) as backend:
-        url = backend.url("/mcp")
-        async with _oidc_provider(idp_port, RESOURCE, "RS256", url):
-            config = _config(
-                idp,
-                {
-                    "name": "bearer",
-                    "transport": "http",
-                    "url": url,
-                    "session": "shared",
-                    "auth": {
-                        "type": "client_credentials",
-                        "token_url": f"{idp}/token",
-                        "client_id": "gateway",
-                        "client_secret_file": str(secret),
-                        "resource": url,
-                        "scopes": ["mcp:tools"],
-                    },
-                },
-            )
-            running = await start_gateway(nursery, config)
-            caller = await _token(idp_port, "mcp:tools")
-            async with _client(running, caller) as session:
-                assert await _echo(session, "one") == (False, "bearer: one")
-                assert await _echo(session, "two") == (False, "bearer: two")
-                seen = _received(record)
-                assert caller not in seen
-                assert len(set(seen)) == 1  # one token, cached, for every request
-                claims = _claims(seen[0])
-                assert (claims["aud"], claims["client_id"]) == (url, "gateway")
-                assert _token_requests(running, "client_credentials", "ok") == 1
+    async with _backend_and_provider(record) as (idp_port, idp, url):
+        config = _config(
+            idp,
+            _client_credentials(
+                url, idp, session="shared", client_secret_file=str(secret), scopes=["mcp:tools"]
+            ),
+        )
+        running = await start_gateway(nursery, config)
+        caller = await _token(idp_port, "mcp:tools")
+        async with _client(running, caller) as session:
+            assert await _echo(session, "one") == (False, "bearer: one")
+            assert await _echo(session, "two") == (False, "bearer: two")
+            seen = _received(record)
+            assert caller not in seen
+            assert len(set(seen)) == 1  # one token, cached, for every request
+            claims = _claims(seen[0])
+            assert (claims["aud"], claims["client_id"]) == (url, "gateway")
+            assert _token_requests(running, "client_credentials", "ok") == 1
 
-                # The backend revokes it: one 401, a new token, the call succeeds.
-                revoked = record.with_name(record.name + ".revoked")
-                revoked.write_text(seen[0] + "\n")
-                before = len(seen)
-                assert await _echo(session, "three") == (False, "bearer: three")
-                after = _received(record)[before:]
-                assert after[0] == seen[0] and after[1] != seen[0]  # the 401, then the retry
-                assert _token_requests(running, "client_credentials", "ok") == 2
+            # The backend revokes it: one 401, a new token, the call succeeds.
+            revoked = record.with_name(record.name + ".revoked")
+            revoked.write_text(seen[0] + "\n")
+            before = len(seen)
+            assert await _echo(session, "three") == (False, "bearer: three")
+            after = _received(record)[before:]
+            assert after[0] == seen[0] and after[1] != seen[0]  # the 401, then the retry
+            assert _token_requests(running, "client_credentials", "ok") == 2
 
-                # Every token refused: the retry's 401 goes to the caller, once.
-                revoked.write_text("*\n")
-                before = len(_received(record))
-                failed, text = await _echo(session, "four")
-                assert failed
-                assert "backend 'bearer' refused the gateway's credential: HTTP 401" in text
-                assert not any(token in text for token in _received(record) if token)
-                assert len(_received(record)) - before == 2  # one retry, no more
-                assert running.gateway.pool.backends["bearer"].state is BackendState.UP
+            # Every token refused: the retry's 401 goes to the caller, once.
+            revoked.write_text("*\n")
+            before = len(_received(record))
+            failed, text = await _echo(session, "four")
+            assert failed
+            assert "backend 'bearer' refused the gateway's credential: HTTP 401" in text
+            assert not any(token in text for token in _received(record) if token)
+            assert len(_received(record)) - before == 2  # one retry, no more
+            assert running.gateway.pool.backends["bearer"].state is BackendState.UP
 
 
 async def test_token_endpoint_refusal_is_a_clear_error_and_a_fixed_secret_file_is_used(
@@ -173,56 +192,45 @@ async def test_token_endpoint_refusal_is_a_clear_error_and_a_fixed_secret_file_i
 ) -> None:
     """invalid_client from the token endpoint reaches the caller as such, counted in the metric;
     the backend is not restarted; the rotated secret file is read on the next token request."""
-    idp_port = _free_port()
-    idp = f"http://127.0.0.1:{idp_port}"
     record = tmp_path / "received.jsonl"
     secret = tmp_path / "client-secret"
     secret.write_text("gateway-secret")
-    with _bearer_backend(record) as backend:
-        url = backend.url("/mcp")
-        async with _oidc_provider(idp_port, RESOURCE, "RS256", url):
-            config = _config(
+    async with _backend_and_provider(record) as (idp_port, idp, url):
+        config = _config(
+            idp,
+            _client_credentials(
+                url,
                 idp,
-                {
-                    "name": "bearer",
-                    "transport": "http",
-                    "url": url,
-                    "session": "shared",
-                    "auth": {
-                        "type": "client_credentials",
-                        "token_url": f"{idp}/token",
-                        "client_id": "gateway",
-                        "client_secret_file": str(secret),
-                        "client_auth": "client_secret_post",
-                        "resource": url,
-                    },
-                },
-            )
-            running = await start_gateway(nursery, config)
-            restarts = running.gateway.pool.backends["bearer"].restarts
-            caller = await _token(idp_port, "mcp:tools")
-            async with _client(running, caller) as session:
-                first = _received(record)[0]
-                secret.write_text("a-wrong-secret")
-                record.with_name(record.name + ".revoked").write_text(first)
-                try:
-                    await session.call_tool("bearer__echo", {"text": "x"})
-                except McpError as exc:
-                    text, data = exc.error.message, exc.error.data
-                else:  # pragma: no cover - the assertion below says why
-                    text, data = "", None
-                assert data == {"reason": "credential_unavailable", "backend": "bearer"}
-                assert "'bearer'" in text
-                assert "credential unavailable: token endpoint answered 401 invalid_client" in text
-                assert "a-wrong-secret" not in text
-                assert _token_requests(running, "client_credentials", "refused") == 1
-                backend_state = running.gateway.pool.backends["bearer"]
-                assert backend_state.state is BackendState.UP
-                assert backend_state.restarts == restarts
+                session="shared",
+                client_secret_file=str(secret),
+                client_auth="client_secret_post",
+            ),
+        )
+        running = await start_gateway(nursery, config)
+        restarts = running.gateway.pool.backends["bearer"].restarts
+        caller = await _token(idp_port, "mcp:tools")
+        async with _client(running, caller) as session:
+            first = _received(record)[0]
+            secret.write_text("a-wrong-secret")
+            record.with_name(record.name + ".revoked").write_text(first)
+            try:
+                await session.call_tool("bearer__echo", {"text": "x"})
+            except McpError as exc:
+                text, data = exc.error.message, exc.error.data
+            else:  # pragma: no cover - the assertion below says why
+                text, data = "", None
+            assert data == {"reason": "credential_unavailable", "backend": "bearer"}
+            assert "'bearer'" in text
+            assert "credential unavailable: token endpoint answered 401 invalid_client" in text
+            assert "a-wrong-secret" not in text
+            assert _token_requests(running, "client_credentials", "refused") == 1
+            backend_state = running.gateway.pool.backends["bearer"]
+            assert backend_state.state is BackendState.UP
+            assert backend_state.restarts == restarts
 
-                secret.write_text("gateway-secret")  # the rotated mount, no reload needed
-                assert await _echo(session, "y") == (False, "bearer: y")
-                assert _token_requests(running, "client_credentials", "ok") == 2
+            secret.write_text("gateway-secret")  # the rotated mount, no reload needed
+            assert await _echo(session, "y") == (False, "bearer: y")
+            assert _token_requests(running, "client_credentials", "ok") == 2
 
 
 async def test_token_exchange_gives_each_client_session_a_token_made_for_its_caller(
@@ -231,67 +239,63 @@ async def test_token_exchange_gives_each_client_session_a_token_made_for_its_cal
     """The per-client session sends the exchanged token (its caller's subject, the gateway as
     actor, the backend as audience); the shared catalog session the gateway's own; the caller's
     token reaches no backend request."""
-    idp_port = _free_port()
-    idp = f"http://127.0.0.1:{idp_port}"
     record = tmp_path / "received.jsonl"
-    with _bearer_backend(record) as backend:
-        url = backend.url("/mcp")
-        async with _oidc_provider(idp_port, RESOURCE, "RS256", url):
-            own = {
-                "type": "client_credentials",
-                "token_url": f"{idp}/token",
-                "client_id": "gateway",
-                "client_secret": "gateway-secret",
-                "resource": url,
-            }
-            config = _config(
-                idp,
-                {
-                    "name": "bearer",
-                    "transport": "http",
-                    "url": url,
-                    "session": "per_client",
-                    "auth": {
-                        "type": "token_exchange",
-                        "token_url": f"{idp}/token",
-                        "client_id": "gateway",
-                        "client_secret": "gateway-secret",
-                        "resource": url,
-                        "catalog": own,
-                    },
+    async with _backend_and_provider(record) as (idp_port, idp, url):
+        own = {
+            "type": "client_credentials",
+            "token_url": f"{idp}/token",
+            "client_id": "gateway",
+            "client_secret": "gateway-secret",
+            "resource": url,
+        }
+        config = _config(
+            idp,
+            {
+                "name": "bearer",
+                "transport": "http",
+                "url": url,
+                "session": "per_client",
+                "auth": {
+                    "type": "token_exchange",
+                    "token_url": f"{idp}/token",
+                    "client_id": "gateway",
+                    "client_secret": "gateway-secret",
+                    "resource": url,
+                    "catalog": own,
                 },
-            )
-            running = await start_gateway(nursery, config)
-            catalog_tokens = set(_received(record))
-            assert len(catalog_tokens) == 1
-            (catalog_token,) = catalog_tokens
-            assert "subject_sub" not in _claims(catalog_token)
+            },
+        )
+        running = await start_gateway(nursery, config)
+        catalog_tokens = set(_received(record))
+        assert len(catalog_tokens) == 1
+        (catalog_token,) = catalog_tokens
+        assert "subject_sub" not in _claims(catalog_token)
 
-            caller = await _token(idp_port, "mcp:tools")
-            async with _client(running, caller) as session:
-                assert await _echo(session, "a") == (False, "bearer: a")
-                assert await _echo(session, "b") == (False, "bearer: b")
-            # A 2026-07-28 request has no session: its own backend session
-            # exchanges the same caller's token (cached for that principal).
-            call = modern(7, "tools/call", {"name": "bearer__echo", "arguments": {"text": "c"}})
-            async with httpx.AsyncClient(
-                base_url=running.base_url, trust_env=False, timeout=5.0
-            ) as http:
-                response = await send(http, call, Authorization=f"Bearer {caller}")
-            assert response.status_code == 200, response.text
-            event_stream = response.headers["content-type"].startswith("text/event-stream")
-            body = sse_messages(response)[-1] if event_stream else response.json()
-            assert body["result"]["content"][0]["text"] == "bearer: c"
-            seen = _received(record)
-            assert caller not in seen
-            assert "" not in seen  # every request carried a credential
-            exchanged = set(seen) - catalog_tokens
-            assert len(exchanged) == 1  # cached for the principal across calls and eras
-            claims = _claims(exchanged.pop())
-            assert claims["subject_sub"] == _claims(caller)["sub"]
-            assert claims["act"] == {"sub": "gateway"}
-            assert claims["aud"] == url
-            assert _token_requests(running, "token_exchange", "ok") == 1
+        caller = await _token(idp_port, "mcp:tools")
+        async with _client(running, caller) as session:
+            assert await _echo(session, "a") == (False, "bearer: a")
+            assert await _echo(session, "b") == (False, "bearer: b")
+        # A 2026-07-28 request has no session: its own backend session
+        # exchanges the same caller's token (cached for that principal).
+        call = modern(7, "tools/call", {"name": "bearer__echo", "arguments": {"text": "c"}})
+        async with httpx.AsyncClient(
+            base_url=running.base_url, trust_env=False, timeout=5.0
+        ) as http:
+            response = await send(http, call, Authorization=f"Bearer {caller}")
+        assert response.status_code == 200, response.text
+        event_stream = response.headers["content-type"].startswith("text/event-stream")
+        body = sse_messages(response)[-1] if event_stream else response.json()
+        assert body["result"]["content"][0]["text"] == "bearer: c"
+        seen = _received(record)
+        assert caller not in seen
+        assert "" not in seen  # every request carried a credential
+        exchanged = set(seen) - catalog_tokens
+        assert len(exchanged) == 1  # cached for the principal across calls and eras
+        claims = _claims(exchanged.pop())
+        assert claims["subject_sub"] == _claims(caller)["sub"]
+        assert claims["act"] == {"sub": "gateway"}
+        assert claims["aud"] == url
+        assert _token_requests(running, "token_exchange", "ok") == 1
 
 
 async def test_a_static_token_file_is_read_afresh_and_a_reload_moves_it(
@@ -341,42 +345,26 @@ async def test_a_legacy_sse_backend_gets_the_token_on_its_stream_and_posts_and_r
     """The HTTP+SSE transport carries the same credential: GET stream and POSTs; a revoked
     token on a POST is retried once with a new one; every token refused is an error naming the
     backend."""
-    idp_port = _free_port()
-    idp = f"http://127.0.0.1:{idp_port}"
     record = tmp_path / "received.jsonl"
-    with _bearer_backend(record, "sse") as backend:
-        url = backend.url("/sse")
-        async with _oidc_provider(idp_port, RESOURCE, "RS256", url):
-            config = _config(
-                idp,
-                {
-                    "name": "bearer",
-                    "transport": "sse",
-                    "url": url,
-                    "auth": {
-                        "type": "client_credentials",
-                        "token_url": f"{idp}/token",
-                        "client_id": "gateway",
-                        "client_secret": "gateway-secret",
-                        "resource": url,
-                    },
-                },
-            )
-            running = await start_gateway(nursery, config)
-            caller = await _token(idp_port, "mcp:tools")
-            async with _client(running, caller) as session:
-                assert await _echo(session, "one") == (False, "bearer: one")
-                seen = _received(record)
-                assert caller not in seen and "" not in seen
-                assert len(set(seen)) == 1
-                revoked = record.with_name(record.name + ".revoked")
-                revoked.write_text(seen[0] + "\n")
-                assert await _echo(session, "two") == (False, "bearer: two")
-                assert _token_requests(running, "client_credentials", "ok") == 2
-                revoked.write_text("*\n")
-                failed, text = await _echo(session, "three")
-                assert failed
-                assert "backend 'bearer' refused the gateway's credential: HTTP 401" in text
+    async with _backend_and_provider(record, "sse") as (idp_port, idp, url):
+        config = _config(
+            idp, _client_credentials(url, idp, transport="sse", client_secret="gateway-secret")
+        )
+        running = await start_gateway(nursery, config)
+        caller = await _token(idp_port, "mcp:tools")
+        async with _client(running, caller) as session:
+            assert await _echo(session, "one") == (False, "bearer: one")
+            seen = _received(record)
+            assert caller not in seen and "" not in seen
+            assert len(set(seen)) == 1
+            revoked = record.with_name(record.name + ".revoked")
+            revoked.write_text(seen[0] + "\n")
+            assert await _echo(session, "two") == (False, "bearer: two")
+            assert _token_requests(running, "client_credentials", "ok") == 2
+            revoked.write_text("*\n")
+            failed, text = await _echo(session, "three")
+            assert failed
+            assert "backend 'bearer' refused the gateway's credential: HTTP 401" in text
 
 
 async def test_a_token_endpoint_down_at_start_keeps_the_backend_down_with_the_reason(

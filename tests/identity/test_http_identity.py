@@ -15,7 +15,7 @@ import trio
 from structlog.testing import capture_logs
 
 from gateway.runtime.app import reload_config
-from tests.harness import Running, gateway_config, start_gateway, stdio_backend
+from tests.harness import Running, gateway_config, initialize_message, start_gateway, stdio_backend
 
 HEADERS: Final = {
     "accept": "application/json, text/event-stream",
@@ -28,18 +28,7 @@ AUDIENCE: Final = "http://gw.test/mcp"
 
 
 def _initialize() -> bytes:
-    return json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
-    ).encode()
+    return json.dumps(initialize_message()).encode()
 
 
 def _request(method: str, msg_id: int = 2) -> bytes:

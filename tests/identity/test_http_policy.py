@@ -31,7 +31,7 @@ from structlog.testing import capture_logs
 from gateway.config import parse
 from gateway.runtime.app import reload_config
 from tests.frontend.test_modern_http import envelope, modern_headers
-from tests.harness import ENGINE, Running, sdk_backend, start_gateway
+from tests.harness import ENGINE, Running, initialize_message, sdk_backend, start_gateway
 
 SECRET: Final = "jwt-shared-secret-0123456789abcdef0123"
 AUDIENCE: Final = "http://gw.test/mcp"
@@ -123,16 +123,7 @@ class Legacy:
 
     async def open(self) -> httpx.Response:
         """``initialize``; keeps the session id when there is one."""
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "policy-test", "version": "1"},
-            },
-        }
+        init = initialize_message("policy-test")
         response = await self.http.post(self.url, headers=_headers(self.bearer), json=init)
         self.session = response.headers.get("mcp-session-id", "")
         if self.session:

@@ -15,7 +15,7 @@ from gateway.frontend.http_util import Message
 from gateway.runtime.app import open_gateway
 from gateway.transports.framing import SseParser
 from tests.fakes import FakeConnector, FakeMcpServer
-from tests.harness import wait_for_states
+from tests.harness import unspawned_backend, wait_for_states
 from tests.robustness.support import asgi_call, http_scope
 
 HOST: Final = (b"host", b"127.0.0.1:8000")
@@ -26,9 +26,7 @@ BOB: Final = (b"authorization", b"Bearer token-of-bob-0123")
 def _config() -> Any:
     document = {
         "auth": {"tokens": {"alice": "token-of-alice-0123", "bob": "token-of-bob-0123"}},
-        "backends": [
-            {"name": "fake", "transport": "stdio", "command": "x", "health": {"ping_interval": 0}}
-        ],
+        "backends": [unspawned_backend("fake")],
     }
     return parse(json.dumps(document), env={})
 

@@ -27,6 +27,7 @@ from tests.harness import (
     ENGINE,
     Running,
     gateway_config,
+    initialize_message,
     sdk_backend,
     start_gateway,
     stdio_backend,
@@ -270,16 +271,7 @@ async def test_an_oidc_provider_token_reaches_exactly_the_profiles_and_tools_the
                     "accept": "application/json, text/event-stream",
                     "content-type": "application/json",
                 },
-                json={
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-11-25",
-                        "capabilities": {},
-                        "clientInfo": {"name": "t", "version": "1"},
-                    },
-                },
+                json=initialize_message(),
             )
         assert refused.status_code == 403
         assert refused.json()["error"]["message"] == (

@@ -24,6 +24,7 @@ from mcp.shared.exceptions import McpError
 from gateway.backends.state import BackendState
 from tests.e2e.test_modern_backend import (
     META,
+    assert_progress_then_done,
     modern_call,
     text_of,
 )
@@ -249,14 +250,7 @@ async def modern_progress(running: Running, era: str, tmp_path: Path) -> None:
     async with http_client(running) as client:
         response = await send(client, modern(1, "tools/call", params, progressToken="host-7"))
     assert response.status_code == 200, response.text
-    messages = messages_of(response)
-    progress = [m["params"] for m in messages if m.get("method") == "notifications/progress"]
-    assert [(p["progressToken"], p["progress"]) for p in progress] == [
-        ("host-7", 1),
-        ("host-7", 2),
-        ("host-7", 3),
-    ]
-    assert text_of(messages[-1]["result"]) == "done"
+    assert_progress_then_done(messages_of(response))
 
 
 async def modern_cancel(running: Running, era: str, tmp_path: Path) -> None:

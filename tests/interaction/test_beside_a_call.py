@@ -35,6 +35,7 @@ from tests.harness import (
     Running,
     everything_backend,
     gateway_config,
+    initialize_message,
     open_client,
     sdk_backend,
     start_gateway,
@@ -187,16 +188,7 @@ async def open_raw(url: str) -> AsyncIterator[RawClient]:
     async with httpx.AsyncClient(timeout=30.0) as http:
         raw = RawClient(http, url)
         response = await raw.post(
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": PROTOCOL_VERSION,
-                    "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "0"},
-                },
-            }
+            initialize_message("raw", "0", msg_id=0, revision=PROTOCOL_VERSION)
         )
         assert response.status_code == 200, response.text
         raw.session_id = response.headers["mcp-session-id"]
@@ -315,6 +307,13 @@ async def test_progress_carries_the_clients_own_token_and_ends_before_the_respon
 # -- cancellation, ids, timeouts ----------------------------------------------
 
 
+async def call_sleep_30(raw: RawClient, msg_id: str | int, answers: list[httpx.Response]) -> None:
+    """``alpha__sleep`` for 30 s as request ``msg_id``; its HTTP answer goes to ``answers``."""
+    params = {"name": "alpha__sleep", "arguments": {"seconds": 30}}
+    message = {"jsonrpc": "2.0", "id": msg_id, "method": "tools/call", "params": params}
+    answers.append(await raw.post(message))
+
+
 async def test_a_cancelled_call_is_cancelled_at_the_backend_under_its_id_and_gets_no_response(
     nursery: trio.Nursery, tmp_path: Path
 ) -> None:
@@ -323,18 +322,9 @@ async def test_a_cancelled_call_is_cancelled_at_the_backend_under_its_id_and_get
     running, recorder = await start_recorded_alpha(nursery, tmp_path)
     async with open_raw(running.url) as raw:
         answers: list[httpx.Response] = []
-
-        async def call() -> None:
-            params = {"name": "alpha__sleep", "arguments": {"seconds": 30}}
-            answers.append(
-                await raw.post(
-                    {"jsonrpc": "2.0", "id": "same-1", "method": "tools/call", "params": params}
-                )
-            )
-
         with trio.fail_after(WAIT):
             async with trio.open_nursery() as calls:
-                calls.start_soon(call)
+                calls.start_soon(call_sleep_30, raw, "same-1", answers)
                 forwarded = await recorder.wait_sent(forwarded_call("sleep", seconds=30))
                 assert await raw.notify("notifications/cancelled", {"requestId": "same-1"}) == 202
                 cancelled_at = trio.current_time()
@@ -390,18 +380,9 @@ async def test_deleting_a_session_cancels_its_call_in_flight_at_the_backend(
     running, recorder = await start_recorded_alpha(nursery, tmp_path)
     async with open_raw(running.url) as raw:
         answers: list[httpx.Response] = []
-
-        async def call() -> None:
-            params = {"name": "alpha__sleep", "arguments": {"seconds": 30}}
-            answers.append(
-                await raw.post(
-                    {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}
-                )
-            )
-
         with trio.fail_after(WAIT):
             async with trio.open_nursery() as calls:
-                calls.start_soon(call)
+                calls.start_soon(call_sleep_30, raw, 7, answers)
                 forwarded = await recorder.wait_sent(forwarded_call("sleep", seconds=30))
                 assert await raw.delete() == 200
                 deleted_at = trio.current_time()

@@ -14,22 +14,13 @@ from typing import Any
 import httpx
 import trio
 
-from tests.harness import gateway_config, start_gateway, stdio_backend
+from tests.harness import gateway_config, initialize_message, start_gateway, stdio_backend
 
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
 async def _open_session(http: httpx.AsyncClient, url: str) -> dict[str, str]:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "g", "version": "1"},
-        },
-    }
+    body = initialize_message("g")
     init = await http.post(url, headers=HEADERS, content=json.dumps(body))
     headers = {
         **HEADERS,

@@ -19,7 +19,7 @@ import pytest
 import trio
 
 from gateway.protocol.versions import SUPPORTED_VERSIONS
-from tests.harness import Running, gateway_config, start_gateway, stdio_backend
+from tests.harness import Running, gateway_config, initialize_message, start_gateway, stdio_backend
 from tests.servers.paths import SERVERS_DIR
 
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -72,18 +72,7 @@ async def test_a_host_on_each_revision_uses_backends_on_every_revision(
         init = await http.post(
             running.url,
             headers=ACCEPT,
-            content=json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 0,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": host_version,
-                        "capabilities": {},
-                        "clientInfo": {"name": "m", "version": "1"},
-                    },
-                }
-            ),
+            content=json.dumps(initialize_message("m", msg_id=0, revision=host_version)),
         )
         assert init.json()["result"]["protocolVersion"] == host_version
         host = _Host(http, running.url, host_version)
@@ -161,18 +150,7 @@ async def test_progress_and_notifications_cross_every_revision_pair(
         init = await http.post(
             chatty.url,
             headers=ACCEPT,
-            content=json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 0,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": host_version,
-                        "capabilities": {},
-                        "clientInfo": {"name": "m", "version": "1"},
-                    },
-                }
-            ),
+            content=json.dumps(initialize_message("m", msg_id=0, revision=host_version)),
         )
         headers = {**ACCEPT, "mcp-session-id": init.headers["mcp-session-id"]}
         if host_version >= "2025-06-18":

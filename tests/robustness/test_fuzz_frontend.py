@@ -39,7 +39,7 @@ from gateway.config import BackendConfig, parse
 from gateway.errors import TransportError
 from gateway.runtime.app import Gateway, open_gateway
 from tests.fakes import MemoryMessageChannel, memory_channel_pair
-from tests.harness import wait_for_states
+from tests.harness import unspawned_backend, wait_for_states
 from tests.robustness.support import ACCEPT_BOTH, AsgiResponse, asgi_call, sse_messages, utf8
 
 EXPECTED_STATUSES: Final = frozenset({200, 202, 400, 403, 404, 405, 406, 409, 413, 415})
@@ -480,14 +480,7 @@ async def test_no_request_breaks_the_frontend_or_another_session() -> None:
             {
                 "server": {"max_body_bytes": BODY_LIMIT},
                 "pagination": {"page_size": 1},
-                "backends": [
-                    {
-                        "name": "mem",
-                        "transport": "stdio",
-                        "command": "x",
-                        "health": {"ping_interval": 0},
-                    }
-                ],
+                "backends": [unspawned_backend("mem")],
             }
         ),
         env={},

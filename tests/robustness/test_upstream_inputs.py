@@ -29,7 +29,14 @@ from gateway.frontend.engine.selection import KEEP_ALIVE_TIMEOUT
 from gateway.frontend.http_util import KEEPALIVE_INTERVAL
 from gateway.runtime.app import open_gateway
 from tests.fakes import FakeConnector, FakeMcpServer
-from tests.harness import Running, gateway_config, start_gateway, wait_for_states
+from tests.harness import (
+    Running,
+    gateway_config,
+    initialize_message,
+    start_gateway,
+    unspawned_backend,
+    wait_for_states,
+)
 from tests.robustness.support import (
     ACCEPT_BOTH,
     LATEST,
@@ -156,6 +163,15 @@ async def test_invalid_utf8_inside_tool_arguments_is_refused_and_not_forwarded(
         utf8(line)
 
 
+def assert_a_parse_error_no_backend_saw(response: Any, tmp_path: Path, marker: bytes) -> None:
+    """The host got 400 -32700, and no line the backend received holds ``marker``."""
+    forwarded = [line for line in received_lines(tmp_path / "received") if marker in line]
+    assert forwarded == [], f"the backend received {forwarded!r}"
+    assert response.status_code == 400, response.status_code
+    [answer] = messages_of(response)
+    assert answer["error"]["code"] == PARSE_ERROR
+
+
 async def test_invalid_utf8_in_a_hosts_answer_to_a_backend_request_is_not_forwarded(
     plain: Running, tmp_path: Path
 ) -> None:
@@ -191,11 +207,7 @@ async def test_invalid_utf8_in_a_hosts_answer_to_a_backend_request_is_not_forwar
                 # The backend answering a later message has read (and logged)
                 # everything the gateway wrote to it before: a barrier, not a delay.
                 assert (await host.call("m__echo", {"text": "barrier"})).text == "barrier"
-    forwarded = [line for line in received_lines(tmp_path / "received") if b"assistant" in line]
-    assert forwarded == [], f"the backend received {forwarded!r}"
-    assert response.status_code == 400, response.status_code
-    [answer] = messages_of(response)
-    assert answer["error"]["code"] == PARSE_ERROR
+    assert_a_parse_error_no_backend_saw(response, tmp_path, b"assistant")
 
 
 async def test_invalid_utf8_in_a_roots_list_changed_notification_is_not_forwarded(
@@ -210,11 +222,7 @@ async def test_invalid_utf8_in_a_roots_list_changed_notification_is_not_forwarde
     async with open_host(plain) as host:
         response = await host.post(body)
         assert (await host.call("m__echo", {"text": "after"})).text == "after"
-    forwarded = [line for line in received_lines(tmp_path / "received") if b"list_changed" in line]
-    assert forwarded == [], f"the backend received {forwarded!r}"
-    assert response.status_code == 400, response.status_code
-    [answer] = messages_of(response)
-    assert answer["error"]["code"] == PARSE_ERROR
+    assert_a_parse_error_no_backend_saw(response, tmp_path, b"list_changed")
 
 
 # -- A34: cancelling initialize -----------------------------------------------------------
@@ -451,18 +459,7 @@ async def test_a_host_that_half_closes_after_its_request_still_gets_the_answer(
 ) -> None:
     """A52: a host that shuts its sending side right after an initialize still reads the
     answer (and its session id), on both engines."""
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "half", "version": "1"},
-            },
-        }
-    ).encode()
+    body = json.dumps(initialize_message("half", revision="2025-06-18")).encode()
     head = (
         b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         b"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n"
@@ -584,18 +581,7 @@ async def test_an_idle_get_stream_gets_a_keep_alive_at_least_every_15_seconds_fo
     """B14 (gateway side, virtual time): an idle GET stream stays open for 10 minutes and
     carries an SSE comment at least every 15 s, so a proxy's 60 s idle timeout never fires."""
     config = parse(
-        json.dumps(
-            {
-                "backends": [
-                    {
-                        "name": "fake",
-                        "transport": "stdio",
-                        "command": "x",
-                        "health": {"ping_interval": 0},
-                    }
-                ]
-            }
-        ),
+        json.dumps({"backends": [unspawned_backend("fake")]}),
         env={},
     )
     connector = FakeConnector({"fake": FakeMcpServer("fake")})

@@ -9,14 +9,19 @@ routes it.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, TypeVar
+
+import trio
 
 from gateway.protocol import jsonrpc
-from gateway.session.peer import Peer
+from gateway.session.peer import Peer, open_session
 from gateway.transports.base import MessageChannel
 
 CLIENT_INFO = {"name": "transport-tests", "version": "1"}
 LATEST = "2025-11-25"
+ChannelT = TypeVar("ChannelT", bound=MessageChannel)
 
 
 class RecordingChannel:
@@ -101,3 +106,13 @@ def progress_then_response(received: list[dict[str, Any]], token: str) -> tuple[
         if i > progress_at[0] and "result" in m and "content" in m["result"]
     )
     return len(progress_at), max(progress_at) < response_at
+
+
+@asynccontextmanager
+async def open_peer(
+    opening: AbstractAsyncContextManager[ChannelT], deadline: float
+) -> AsyncIterator[tuple[ChannelT, Peer]]:
+    """A session over the channel ``opening`` yields, the whole of it within ``deadline`` s."""
+    with trio.fail_after(deadline):
+        async with opening as channel, open_session(channel) as peer:
+            yield channel, peer

@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import json
 
-import trio
-
 from gateway.backends.channel import open_channel
 from gateway.config import GatewayConfig, parse
-from gateway.session.peer import open_session
 from gateway.transports.sse import SseChannel
 from gateway.transports.streamable_http import StreamableHttpChannel
 from gateway.transports.websocket import WebSocketChannel
 from tests.transports.fake_http import LegacySseFake, serve_fake
 from tests.transports.fake_ws import WsMcpServer, serve_ws
-from tests.transports.peer_helpers import initialize
+from tests.transports.peer_helpers import initialize, open_peer
 
 DEADLINE = 5.0
 
@@ -32,10 +29,9 @@ async def test_http_backend_opens_streamable_http() -> None:
     """Config: `transport: http` is Streamable HTTP."""
     async with serve_fake() as (_, url):
         (cfg,) = config("http", url + "/mcp").backends
-        with trio.fail_after(DEADLINE):
-            async with open_channel(cfg) as channel, open_session(channel) as peer:
-                assert isinstance(channel, StreamableHttpChannel)
-                await initialize(peer)
+        async with open_peer(open_channel(cfg), DEADLINE) as (channel, peer):
+            assert isinstance(channel, StreamableHttpChannel)
+            await initialize(peer)
 
 
 async def test_sse_backend_opens_legacy_sse() -> None:
@@ -43,17 +39,15 @@ async def test_sse_backend_opens_legacy_sse() -> None:
     async with serve_fake() as (fake, url):
         LegacySseFake(fake)
         (cfg,) = config("sse", url + "/sse").backends
-        with trio.fail_after(DEADLINE):
-            async with open_channel(cfg) as channel, open_session(channel) as peer:
-                assert isinstance(channel, SseChannel)
-                await initialize(peer)
+        async with open_peer(open_channel(cfg), DEADLINE) as (channel, peer):
+            assert isinstance(channel, SseChannel)
+            await initialize(peer)
 
 
 async def test_websocket_backend_opens_a_websocket() -> None:
     """Config: `transport: websocket` is one message per WebSocket frame."""
     async with serve_ws(WsMcpServer()) as url:
         (cfg,) = config("websocket", url).backends
-        with trio.fail_after(DEADLINE):
-            async with open_channel(cfg) as channel, open_session(channel) as peer:
-                assert isinstance(channel, WebSocketChannel)
-                await initialize(peer)
+        async with open_peer(open_channel(cfg), DEADLINE) as (channel, peer):
+            assert isinstance(channel, WebSocketChannel)
+            await initialize(peer)

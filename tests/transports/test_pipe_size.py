@@ -9,13 +9,14 @@ from __future__ import annotations
 import fcntl
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 
 import pytest
 import trio
 
 from gateway.transports.pipe_size import GROW_AT_BYTES, GROWN_PIPE_BYTES, PipeSizer
-from gateway.transports.stdio import READ_CHUNK_BYTES, open_stdio
+from gateway.transports.stdio import READ_CHUNK_BYTES, StdioChannel, open_stdio
 
 pytestmark = pytest.mark.skipif(
     not hasattr(fcntl, "F_SETPIPE_SZ"), reason="F_SETPIPE_SZ is Linux-only; elsewhere a no-op"
@@ -24,6 +25,16 @@ pytestmark = pytest.mark.skipif(
 
 def capacity(fd: int) -> int:
     return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+
+
+@asynccontextmanager
+async def child_pipe(program: str) -> AsyncIterator[tuple[StdioChannel, int, int]]:
+    """A child running ``program``: its channel, its stdout pipe, and that pipe's own capacity."""
+    with trio.fail_after(30):
+        async with open_stdio([sys.executable, "-c", program], stop_grace=1) as channel:
+            stdout = channel._process.stdout  # the pipe under test
+            assert stdout is not None
+            yield channel, stdout.fileno(), capacity(stdout.fileno())
 
 
 @pytest.fixture(name="pipe")
@@ -88,18 +99,14 @@ async def test_a_ten_mebibyte_line_from_a_child_arrives_whole_and_the_pipe_shrin
         f"sys.stdout.buffer.write(b'x' * {size} + b'\\n' + b'after\\n'); sys.stdout.flush(); "
         "sys.stdin.readline()"
     )
-    with trio.fail_after(30):
-        async with open_stdio([sys.executable, "-c", child], stop_grace=1) as channel:
-            stdout = channel._process.stdout  # the pipe under test
-            assert stdout is not None
-            own = capacity(stdout.fileno())
-            await channel.send(b"go")
-            line = await channel.receive()
-            assert len(line) == size
-            assert line.count(b"x") == size
-            assert await channel.receive() == b"after"
-            assert capacity(stdout.fileno()) == own
-            await channel.send(b"done")
+    async with child_pipe(child) as (channel, stdout, own):
+        await channel.send(b"go")
+        line = await channel.receive()
+        assert len(line) == size
+        assert line.count(b"x") == size
+        assert await channel.receive() == b"after"
+        assert capacity(stdout) == own
+        await channel.send(b"done")
 
 
 async def test_back_to_back_large_lines_arrive_whole_and_the_pipe_ends_at_its_own_size() -> None:
@@ -115,15 +122,11 @@ async def test_back_to_back_large_lines_arrive_whole_and_the_pipe_ends_at_its_ow
         f"out.write(b'a' * {size} + b'\\n' + b'b' * {size} + b'\\n' + b'small\\n'); "
         "out.flush(); sys.stdin.readline()"
     )
-    with trio.fail_after(30):
-        async with open_stdio([sys.executable, "-c", child], stop_grace=1) as channel:
-            stdout = channel._process.stdout  # the pipe under test
-            assert stdout is not None
-            own = capacity(stdout.fileno())
-            await channel.send(b"go")
-            first, second = await channel.receive(), await channel.receive()
-            assert (len(first), first.strip(b"a")) == (size, b"")
-            assert (len(second), second.strip(b"b")) == (size, b"")
-            assert await channel.receive() == b"small"
-            assert capacity(stdout.fileno()) == own
-            await channel.send(b"done")
+    async with child_pipe(child) as (channel, stdout, own):
+        await channel.send(b"go")
+        first, second = await channel.receive(), await channel.receive()
+        assert (len(first), first.strip(b"a")) == (size, b"")
+        assert (len(second), second.strip(b"b")) == (size, b"")
+        assert await channel.receive() == b"small"
+        assert capacity(stdout) == own
+        await channel.send(b"done")

@@ -9,6 +9,7 @@ against the fake HTTP server of tests/transports/fake_http.py.
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ import trio.testing
 
 from gateway.config import HttpBackend, SseBackend
 from gateway.errors import RemoteProtocolError, SessionExpired, TransportBroken
-from gateway.session.peer import Peer, open_session
+from gateway.session.peer import Peer
 from gateway.transports.http_base import Inbox
 from gateway.transports.sse import open_sse
 from gateway.transports.streamable_http import open_streamable_http
@@ -31,7 +32,7 @@ from tests.transports.fake_http import (
     json_reply,
     serve_fake,
 )
-from tests.transports.peer_helpers import initialize, raw
+from tests.transports.peer_helpers import initialize, open_peer, raw
 
 DEADLINE = 5.0
 PING = b'{"jsonrpc":"2.0","id":99,"method":"ping"}'
@@ -41,6 +42,17 @@ NO_SESSION = "Bad Request: No valid session ID provided"
 
 def http_backend(base_url: str) -> HttpBackend:
     return HttpBackend(name="fake", url=base_url + "/mcp")
+
+
+def streamable(url: str) -> AbstractAsyncContextManager[tuple[Any, Peer]]:
+    """A session over the Streamable HTTP channel to the fake, within DEADLINE."""
+    return open_peer(open_streamable_http(http_backend(url)), DEADLINE)
+
+
+def legacy_sse(fake: Any, url: str) -> AbstractAsyncContextManager[tuple[Any, Peer]]:
+    """A session over the legacy HTTP+SSE channel, the fake serving that transport."""
+    LegacySseFake(fake)
+    return open_peer(open_sse(SseBackend(name="legacy", url=url + "/sse")), DEADLINE)
 
 
 def error_body(message: str, status: int) -> Reply:
@@ -116,30 +128,21 @@ def test_inbox_end_reason_keeps_its_type_and_attributes() -> None:
 
 async def test_404_on_a_post_while_a_session_is_held_is_session_expired() -> None:
     """Spec: 404 to a request carrying our session id: the server forgot it."""
-    async with serve_fake() as (fake, url):
-        with trio.fail_after(DEADLINE):
-            async with (
-                open_streamable_http(http_backend(url)) as channel,
-                open_session(channel) as peer,
-            ):
-                await initialize(peer)
-                fake.default = answer(404)
-                with pytest.raises(SessionExpired):
-                    await peer.request("tools/list")
-                await assert_expired(peer, channel)
+    async with serve_fake() as (fake, url), streamable(url) as (channel, peer):
+        await initialize(peer)
+        fake.default = answer(404)
+        with pytest.raises(SessionExpired):
+            await peer.request("tools/list")
+        await assert_expired(peer, channel)
 
 
 async def test_404_on_the_get_stream_is_session_expired() -> None:
     """Spec: 404 on the server's own stream, with our session id, is the same loss."""
     async with serve_fake() as (fake, url):
         fake.get = answer(404)
-        with trio.fail_after(DEADLINE):
-            async with (
-                open_streamable_http(http_backend(url)) as channel,
-                open_session(channel) as peer,
-            ):
-                await initialize(peer)
-                await assert_expired(peer, channel)
+        async with streamable(url) as (channel, peer):
+            await initialize(peer)
+            await assert_expired(peer, channel)
 
 
 async def test_404_on_resuming_a_post_stream_is_session_expired(
@@ -156,78 +159,55 @@ async def test_404_on_resuming_a_post_stream_is_session_expired(
     async with serve_fake() as (fake, url):
         fake.methods["tools/call"] = cut
         fake.get = stream
-        with trio.fail_after(DEADLINE):
-            async with (
-                open_streamable_http(http_backend(url)) as channel,
-                open_session(channel) as peer,
-            ):
-                await initialize(peer)
-                with pytest.raises(SessionExpired):
-                    await peer.request("tools/call", raw({"name": "x"}))
-                await assert_expired(peer, channel)
+        async with streamable(url) as (channel, peer):
+            await initialize(peer)
+            with pytest.raises(SessionExpired):
+                await peer.request("tools/call", raw({"name": "x"}))
+            await assert_expired(peer, channel)
 
 
 async def test_400_naming_the_session_while_one_is_held_is_session_expired() -> None:
     """Gateway choice: servers that answer a forgotten session with 400 and say so
     (the reference server does) lose the session as with 404. The request itself
     is answered with the error first (robustness D13)."""
-    async with serve_fake() as (fake, url):
-        with trio.fail_after(DEADLINE):
-            async with (
-                open_streamable_http(http_backend(url)) as channel,
-                open_session(channel) as peer,
-            ):
-                await initialize(peer)
-                fake.default = answer(400, NO_SESSION)
-                with pytest.raises(RemoteProtocolError, match="HTTP 400"):
-                    await peer.request("tools/list")
-                await assert_expired(peer, channel)
+    async with serve_fake() as (fake, url), streamable(url) as (channel, peer):
+        await initialize(peer)
+        fake.default = answer(400, NO_SESSION)
+        with pytest.raises(RemoteProtocolError, match="HTTP 400"):
+            await peer.request("tools/list")
+        await assert_expired(peer, channel)
 
 
 async def test_400_naming_a_session_before_initialize_is_an_ordinary_error() -> None:
     """Only a session we hold can expire: before initialize there is none."""
     async with serve_fake() as (fake, url):
         fake.methods["initialize"] = answer(400, NO_SESSION)
-        with trio.fail_after(DEADLINE):
-            async with (
-                open_streamable_http(http_backend(url)) as channel,
-                open_session(channel) as peer,
-            ):
-                with pytest.raises(RemoteProtocolError, match="HTTP 400"):
-                    await initialize(peer)
-                assert peer.close_reason is None
-                await channel.send(PING)  # the channel is still usable
+        async with streamable(url) as (channel, peer):
+            with pytest.raises(RemoteProtocolError, match="HTTP 400"):
+                await initialize(peer)
+            assert peer.close_reason is None
+            await channel.send(PING)  # the channel is still usable
 
 
 async def test_400_not_naming_a_session_is_not_session_expired() -> None:
     """A 400 about anything else fails that request only; the session goes on."""
-    async with serve_fake() as (fake, url):
-        with trio.fail_after(DEADLINE):
-            async with (
-                open_streamable_http(http_backend(url)) as channel,
-                open_session(channel) as peer,
-            ):
-                await initialize(peer)
-                fake.methods["tools/call"] = answer(400, "Bad Request: invalid params")
-                with pytest.raises(RemoteProtocolError, match="HTTP 400"):
-                    await peer.request("tools/call", raw({"name": "x"}))
-                await assert_still_serving(peer)
+    async with serve_fake() as (fake, url), streamable(url) as (_channel, peer):
+        await initialize(peer)
+        fake.methods["tools/call"] = answer(400, "Bad Request: invalid params")
+        with pytest.raises(RemoteProtocolError, match="HTTP 400"):
+            await peer.request("tools/call", raw({"name": "x"}))
+        await assert_still_serving(peer)
 
 
 async def test_500_is_not_session_expired_even_when_its_error_names_the_session() -> None:
     """A server error is not a forgotten session, whatever its message says."""
-    async with serve_fake() as (fake, url):
-        with trio.fail_after(DEADLINE):
-            async with (
-                open_streamable_http(http_backend(url)) as channel,
-                open_session(channel) as peer,
-            ):
-                await initialize(peer)
-                fake.methods["tools/call"] = answer(500, "session store unavailable")
-                with pytest.raises(RemoteProtocolError, match="HTTP 500") as caught:
-                    await peer.request("tools/call", raw({"name": "x"}))
-                assert not isinstance(caught.value, SessionExpired)
-                await assert_still_serving(peer)
+    async with serve_fake() as (fake, url), streamable(url) as (_channel, peer):
+        await initialize(peer)
+        fake.methods["tools/call"] = answer(500, "session store unavailable")
+        with pytest.raises(RemoteProtocolError, match="HTTP 500") as caught:
+            await peer.request("tools/call", raw({"name": "x"}))
+        assert not isinstance(caught.value, SessionExpired)
+        await assert_still_serving(peer)
 
 
 async def test_500_on_the_get_stream_is_not_session_expired(
@@ -241,14 +221,10 @@ async def test_500_on_the_get_stream_is_not_session_expired(
 
     async with serve_fake() as (fake, url):
         fake.get = stream
-        with trio.fail_after(DEADLINE):
-            async with (
-                open_streamable_http(http_backend(url)) as channel,
-                open_session(channel) as peer,
-            ):
-                await initialize(peer)
-                await fake.wait_for(lambda: len(fake.of("GET")) >= 2)
-                await assert_still_serving(peer)
+        async with streamable(url) as (_channel, peer):
+            await initialize(peer)
+            await fake.wait_for(lambda: len(fake.of("GET")) >= 2)
+            await assert_still_serving(peer)
 
 
 # -- legacy HTTP+SSE ---------------------------------------------------------------
@@ -256,33 +232,33 @@ async def test_500_on_the_get_stream_is_not_session_expired(
 
 async def test_legacy_sse_404_on_a_post_is_session_expired() -> None:
     """The session id is in the endpoint URL; a 404 there means it is gone."""
-    async with serve_fake() as (fake, url):
-        LegacySseFake(fake)
-        with trio.fail_after(DEADLINE):
-            async with (
-                open_sse(SseBackend(name="legacy", url=url + "/sse")) as channel,
-                open_session(channel) as peer,
-            ):
-                await initialize(peer)
-                fake.default = answer(404)
-                with pytest.raises(SessionExpired):
-                    await peer.request("tools/list")
-                await assert_expired(peer, channel)
+    async with (
+        serve_fake() as (fake, url),
+        legacy_sse(fake, url) as (
+            channel,
+            peer,
+        ),
+    ):
+        await initialize(peer)
+        fake.default = answer(404)
+        with pytest.raises(SessionExpired):
+            await peer.request("tools/list")
+        await assert_expired(peer, channel)
 
 
 async def test_legacy_sse_500_on_a_post_is_not_session_expired() -> None:
     """A refused POST fails its request only; the stream, and so the session, goes on."""
-    async with serve_fake() as (fake, url):
-        LegacySseFake(fake)
-        with trio.fail_after(DEADLINE):
-            async with (
-                open_sse(SseBackend(name="legacy", url=url + "/sse")) as channel,
-                open_session(channel) as peer,
-            ):
-                await initialize(peer)
-                serving = fake.default
-                fake.default = answer(500)
-                with pytest.raises(RemoteProtocolError, match="HTTP 500"):
-                    await peer.request("tools/list")
-                fake.default = serving
-                await assert_still_serving(peer)
+    async with (
+        serve_fake() as (fake, url),
+        legacy_sse(fake, url) as (
+            _channel,
+            peer,
+        ),
+    ):
+        await initialize(peer)
+        serving = fake.default
+        fake.default = answer(500)
+        with pytest.raises(RemoteProtocolError, match="HTTP 500"):
+            await peer.request("tools/list")
+        fake.default = serving
+        await assert_still_serving(peer)

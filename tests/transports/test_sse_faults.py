@@ -15,10 +15,9 @@ import trio.testing
 
 from gateway.config import SseBackend, Timeouts
 from gateway.errors import ConnectError, RemoteProtocolError, TransportBroken
-from gateway.session.peer import open_session
 from gateway.transports.sse import open_sse
 from tests.transports.fake_http import LegacySseFake, Recorded, Reply, serve_fake
-from tests.transports.peer_helpers import initialize
+from tests.transports.peer_helpers import initialize, open_peer
 
 DEADLINE = 5.0
 
@@ -33,11 +32,10 @@ async def test_relative_endpoint_is_resolved_and_every_post_goes_there() -> None
     async with serve_fake() as (fake, url):
         LegacySseFake(fake, "/messages?session_id=s1")
         cfg = backend(url, headers={"X-Backend-Token": "t-1"})
-        with trio.fail_after(DEADLINE):
-            async with open_sse(cfg) as channel, open_session(channel) as peer:
-                assert str(channel.endpoint) == url + "/messages?session_id=s1"
-                await initialize(peer)
-                assert await peer.request("tools/list") is not None
+        async with open_peer(open_sse(cfg), DEADLINE) as (channel, peer):
+            assert str(channel.endpoint) == url + "/messages?session_id=s1"
+            await initialize(peer)
+            assert await peer.request("tools/list") is not None
     (get,) = fake.of("GET")
     assert get.path == "/sse"
     assert get.header("accept") == "text/event-stream"
@@ -111,12 +109,11 @@ async def test_refused_post_of_a_request_fails_it_with_an_internal_error() -> No
 
     async with serve_fake() as (fake, url):
         LegacySseFake(fake)
-        with trio.fail_after(DEADLINE):
-            async with open_sse(backend(url)) as channel, open_session(channel) as peer:
-                await initialize(peer)
-                fake.default = fail
-                with pytest.raises(RemoteProtocolError, match="HTTP 500") as caught:
-                    await peer.request("tools/list")
+        async with open_peer(open_sse(backend(url)), DEADLINE) as (_channel, peer):
+            await initialize(peer)
+            fake.default = fail
+            with pytest.raises(RemoteProtocolError, match="HTTP 500") as caught:
+                await peer.request("tools/list")
     assert caught.value.code == -32603
 
 
@@ -129,13 +126,12 @@ async def test_post_404_means_the_session_is_gone() -> None:
 
     async with serve_fake() as (fake, url):
         LegacySseFake(fake)
-        with trio.fail_after(DEADLINE):
-            async with open_sse(backend(url)) as channel, open_session(channel) as peer:
-                await initialize(peer)
-                fake.default = gone
-                with pytest.raises(TransportBroken, match=r"session expired \(404\)"):
-                    await peer.request("tools/list")
-                await peer.closed.wait()
+        async with open_peer(open_sse(backend(url)), DEADLINE) as (_channel, peer):
+            await initialize(peer)
+            fake.default = gone
+            with pytest.raises(TransportBroken, match=r"session expired \(404\)"):
+                await peer.request("tools/list")
+            await peer.closed.wait()
 
 
 async def test_stream_end_breaks_the_channel() -> None:
@@ -143,11 +139,10 @@ async def test_stream_end_breaks_the_channel() -> None:
     TransportBroken and so does the next send()."""
     async with serve_fake() as (fake, url):
         legacy = LegacySseFake(fake)
-        with trio.fail_after(DEADLINE):
-            async with open_sse(backend(url)) as channel, open_session(channel) as peer:
-                await initialize(peer)
-                legacy.end_stream()
-                await peer.closed.wait()
-                assert str(peer.close_reason) == "SSE stream ended"
-                with pytest.raises(TransportBroken):
-                    await channel.send(b'{"jsonrpc":"2.0","method":"x"}')
+        async with open_peer(open_sse(backend(url)), DEADLINE) as (channel, peer):
+            await initialize(peer)
+            legacy.end_stream()
+            await peer.closed.wait()
+            assert str(peer.close_reason) == "SSE stream ended"
+            with pytest.raises(TransportBroken):
+                await channel.send(b'{"jsonrpc":"2.0","method":"x"}')

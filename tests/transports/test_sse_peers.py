@@ -20,6 +20,7 @@ from tests.transports.peer_helpers import (
     RecordingChannel,
     call_tool,
     initialize,
+    open_peer,
     progress_then_response,
     text_of,
     tool_names,
@@ -89,11 +90,10 @@ async def test_server_going_away_breaks_the_channel() -> None:
     """Spec (HTTP+SSE): the session lives as long as its stream; when the server dies
     the stream ends and receive() raises TransportBroken."""
     with run_http_alpha("sse") as server:
-        with trio.fail_after(DEADLINE):
-            async with open_sse(backend(server)) as channel, open_session(channel) as peer:
-                await initialize(peer)
-                server.process.kill()  # a crash, not a shutdown
-                await peer.closed.wait()
-                assert isinstance(peer.close_reason, TransportBroken)
-                with pytest.raises(TransportBroken):
-                    await channel.receive()
+        async with open_peer(open_sse(backend(server)), DEADLINE) as (channel, peer):
+            await initialize(peer)
+            server.process.kill()  # a crash, not a shutdown
+            await peer.closed.wait()
+            assert isinstance(peer.close_reason, TransportBroken)
+            with pytest.raises(TransportBroken):
+                await channel.receive()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from structlog.testing import capture_logs
 
 from gateway.config import HttpBackend
 from gateway.errors import ConnectError, RemoteProtocolError, TransportBroken, TransportClosed
-from gateway.session.peer import open_session
+from gateway.session.peer import Peer, open_session
 from gateway.transports.streamable_http import (
     MAX_RECONNECT_DELAY,
     MIN_RECONNECT_DELAY,
@@ -36,13 +37,18 @@ from tests.transports.fake_http import (
     serve_fake,
     sse_event,
 )
-from tests.transports.peer_helpers import LATEST, initialize, raw
+from tests.transports.peer_helpers import LATEST, initialize, open_peer, raw
 
 DEADLINE = 5.0
 
 
 def backend(base_url: str, **extra: Any) -> HttpBackend:
     return HttpBackend(name="fake", url=base_url + "/mcp", **extra)
+
+
+def streamable(url: str) -> AbstractAsyncContextManager[tuple[StreamableHttpChannel, Peer]]:
+    """A session over the Streamable HTTP channel to the fake, within DEADLINE."""
+    return open_peer(open_streamable_http(backend(url)), DEADLINE)
 
 
 async def test_html_502_page_fails_the_call_with_an_internal_error_naming_the_status() -> None:
@@ -54,13 +60,12 @@ async def test_html_502_page_fails_the_call_with_an_internal_error_naming_the_st
 
     async with serve_fake() as (fake, url):
         fake.methods["tools/call"] = bad_gateway
-        with trio.fail_after(DEADLINE):
-            async with open_streamable_http(backend(url)) as channel, open_session(channel) as peer:
-                await initialize(peer)
-                with pytest.raises(RemoteProtocolError) as caught:
-                    await peer.request("tools/call", raw({"name": "x", "arguments": {}}))
-                # The channel is still good for the next call.
-                assert await peer.request("tools/list") is not None
+        async with streamable(url) as (_channel, peer):
+            await initialize(peer)
+            with pytest.raises(RemoteProtocolError) as caught:
+                await peer.request("tools/call", raw({"name": "x", "arguments": {}}))
+            # The channel is still good for the next call.
+            assert await peer.request("tools/list") is not None
     assert caught.value.code == -32603
     assert "502" in caught.value.message
     assert "text/html" in caught.value.message
@@ -74,11 +79,10 @@ async def test_wrong_content_type_on_success_fails_the_call() -> None:
 
     async with serve_fake() as (fake, url):
         fake.methods["tools/list"] = plain
-        with trio.fail_after(DEADLINE):
-            async with open_streamable_http(backend(url)) as channel, open_session(channel) as peer:
-                await initialize(peer)
-                with pytest.raises(RemoteProtocolError) as caught:
-                    await peer.request("tools/list")
+        async with streamable(url) as (_channel, peer):
+            await initialize(peer)
+            with pytest.raises(RemoteProtocolError) as caught:
+                await peer.request("tools/list")
     assert caught.value.code == -32603
     assert "HTTP 200" in caught.value.message
     assert "text/plain" in caught.value.message
@@ -94,11 +98,10 @@ async def test_json_rpc_error_body_of_a_4xx_is_named_in_the_error() -> None:
 
     async with serve_fake() as (fake, url):
         fake.methods["tools/list"] = bad_request
-        with trio.fail_after(DEADLINE):
-            async with open_streamable_http(backend(url)) as channel, open_session(channel) as peer:
-                await initialize(peer)
-                with pytest.raises(RemoteProtocolError) as caught:
-                    await peer.request("tools/list")
+        async with streamable(url) as (_channel, peer):
+            await initialize(peer)
+            with pytest.raises(RemoteProtocolError) as caught:
+                await peer.request("tools/list")
     assert caught.value.code == -32603
     assert caught.value.message == "backend request failed: HTTP 400 Bad Request: Bad Request"
     assert caught.value.data == {"httpStatus": 400}
@@ -128,17 +131,15 @@ async def test_forgotten_session_breaks_send_and_receive_with_session_expired() 
     async def gone(request: Recorded) -> Reply:
         return Reply(404, {"content-type": "text/plain"}, [b"Session not found"])
 
-    async with serve_fake() as (fake, url):
-        with trio.fail_after(DEADLINE):
-            async with open_streamable_http(backend(url)) as channel, open_session(channel) as peer:
-                await initialize(peer)
-                fake.default = gone
-                with pytest.raises(TransportBroken, match=r"session expired \(404\)"):
-                    await peer.request("tools/list")
-                await peer.closed.wait()
-                assert str(peer.close_reason) == "session expired (404)"
-                with pytest.raises(TransportBroken, match="session expired"):
-                    await channel.send(b'{"jsonrpc":"2.0","id":9,"method":"ping"}')
+    async with serve_fake() as (fake, url), streamable(url) as (channel, peer):
+        await initialize(peer)
+        fake.default = gone
+        with pytest.raises(TransportBroken, match=r"session expired \(404\)"):
+            await peer.request("tools/list")
+        await peer.closed.wait()
+        assert str(peer.close_reason) == "session expired (404)"
+        with pytest.raises(TransportBroken, match="session expired"):
+            await channel.send(b'{"jsonrpc":"2.0","id":9,"method":"ping"}')
     assert len([r for r in fake.of("POST") if r.message.get("method") == "tools/list"]) == 1
     assert fake.of("DELETE") == []  # nothing left to end
 
@@ -152,10 +153,9 @@ async def test_404_before_any_session_is_an_ordinary_error() -> None:
 
     async with serve_fake() as (fake, url):
         fake.methods["initialize"] = missing
-        with trio.fail_after(DEADLINE):
-            async with open_streamable_http(backend(url)) as channel, open_session(channel) as peer:
-                with pytest.raises(RemoteProtocolError, match="HTTP 404"):
-                    await initialize(peer)
+        async with streamable(url) as (_channel, peer):
+            with pytest.raises(RemoteProtocolError, match="HTTP 404"):
+                await initialize(peer)
 
 
 async def test_headers_session_id_and_protocol_version_on_every_later_request() -> None:
@@ -164,10 +164,9 @@ async def test_headers_session_id_and_protocol_version_on_every_later_request() 
     go on all of them, and nothing else (no inbound Authorization, no cookies)."""
     async with serve_fake() as (fake, url):
         cfg = backend(url, headers={"X-Backend-Token": "secret-1"})
-        with trio.fail_after(DEADLINE):
-            async with open_streamable_http(cfg) as channel, open_session(channel) as peer:
-                await initialize(peer)
-                await peer.request("tools/list")
+        async with open_peer(open_streamable_http(cfg), DEADLINE) as (_channel, peer):
+            await initialize(peer)
+            await peer.request("tools/list")
     posts = fake.of("POST")
     first, later = posts[0], posts[1:]
     assert first.header("accept") == "application/json, text/event-stream"
@@ -199,13 +198,11 @@ async def test_headers_session_id_and_protocol_version_on_every_later_request() 
 async def test_posts_reuse_one_connection() -> None:
     """Gateway choice: bodies we do not need (202s) are still read to the end, so the
     connection goes back to the pool instead of one new TCP connection per message."""
-    async with serve_fake() as (fake, url):
-        with trio.fail_after(DEADLINE):
-            async with open_streamable_http(backend(url)) as channel, open_session(channel) as peer:
-                await initialize(peer)
-                for _ in range(5):
-                    await peer.notify("notifications/roots/list_changed")
-                    await peer.request("tools/list")
+    async with serve_fake() as (fake, url), streamable(url) as (_channel, peer):
+        await initialize(peer)
+        for _ in range(5):
+            await peer.notify("notifications/roots/list_changed")
+            await peer.request("tools/list")
     assert len({r.client_port for r in fake.of("POST")}) == 1
 
 
@@ -214,9 +211,8 @@ async def test_configured_headers_cannot_override_protocol_headers() -> None:
     a config that sets them (in any case) does not break the protocol."""
     async with serve_fake() as (fake, url):
         cfg = backend(url, headers={"ACCEPT": "text/html", "Content-Type": "text/plain"})
-        with trio.fail_after(DEADLINE):
-            async with open_streamable_http(cfg) as channel, open_session(channel) as peer:
-                await initialize(peer)
+        async with open_peer(open_streamable_http(cfg), DEADLINE) as (_channel, peer):
+            await initialize(peer)
     post = fake.of("POST")[0]
     assert [v for k, v in post.headers if k == "accept"] == ["application/json, text/event-stream"]
     assert [v for k, v in post.headers if k == "content-type"] == ["application/json"]
@@ -249,10 +245,9 @@ async def test_no_delete_without_a_session_id() -> None:
 
     async with serve_fake() as (fake, url):
         fake.methods["initialize"] = stateless
-        with trio.fail_after(DEADLINE):
-            async with open_streamable_http(backend(url)) as channel, open_session(channel) as peer:
-                await initialize(peer)
-                assert channel.session_id is None
+        async with streamable(url) as (channel, peer):
+            await initialize(peer)
+            assert channel.session_id is None
     assert fake.of("DELETE") == []
 
 
@@ -330,11 +325,10 @@ async def test_stream_that_ends_before_the_answer_fails_the_call() -> None:
 
     async with serve_fake() as (fake, url):
         fake.default = cut
-        with trio.fail_after(DEADLINE):
-            async with open_streamable_http(backend(url)) as channel, open_session(channel) as peer:
-                await initialize(peer)
-                with pytest.raises(RemoteProtocolError, match="closed the stream before answering"):
-                    await peer.request("tools/call", raw({"name": "x"}))
+        async with streamable(url) as (_channel, peer):
+            await initialize(peer)
+            with pytest.raises(RemoteProtocolError, match="closed the stream before answering"):
+                await peer.request("tools/call", raw({"name": "x"}))
 
 
 async def test_send_returns_while_another_posts_stream_is_still_open() -> None:
@@ -412,10 +406,9 @@ async def test_get_stream_reconnects_with_last_event_id() -> None:
 
     async with serve_fake() as (fake, url):
         fake.get = stream
-        with trio.fail_after(DEADLINE):
-            async with open_streamable_http(backend(url)) as channel, open_session(channel) as peer:
-                await initialize(peer)
-                await fake.wait_for(lambda: len(fake.of("GET")) >= 2)
+        async with streamable(url) as (_channel, peer):
+            await initialize(peer)
+            await fake.wait_for(lambda: len(fake.of("GET")) >= 2)
     first, second = fake.of("GET")[:2]
     assert first.header("last-event-id") is None
     assert second.header("last-event-id") == "e-7"
@@ -475,10 +468,9 @@ async def test_get_stream_404_breaks_the_channel() -> None:
 
     async with serve_fake() as (fake, url):
         fake.get = gone
-        with trio.fail_after(DEADLINE):
-            async with open_streamable_http(backend(url)) as channel, open_session(channel) as peer:
-                await initialize(peer)
-                await peer.closed.wait()
+        async with streamable(url) as (_channel, peer):
+            await initialize(peer)
+            await peer.closed.wait()
     assert str(peer.close_reason) == "session expired (404)"
 
 
@@ -547,11 +539,10 @@ async def test_cut_post_stream_is_resumed_after_retry_with_last_event_id(
 
     async with serve_fake() as (fake, url):
         fake.methods["tools/call"] = primed
-        with trio.fail_after(DEADLINE):
-            async with open_streamable_http(backend(url)) as channel, open_session(channel) as peer:
-                await initialize(peer)
-                fake.get = resumed
-                result = await peer.request("tools/call", raw({"name": "x"}))
+        async with streamable(url) as (_channel, peer):
+            await initialize(peer)
+            fake.get = resumed
+            result = await peer.request("tools/call", raw({"name": "x"}))
     assert bytes(result) == b'{"late": true}'
     resume = next(r for r in fake.of("GET") if r.header("last-event-id") == "p-1")
     assert resume.at - calls[0].at == pytest.approx(2.5)
@@ -568,8 +559,7 @@ async def test_cut_post_stream_whose_resume_is_refused_fails_the_call(
 
     async with serve_fake() as (fake, url):
         fake.methods["tools/call"] = primed
-        with trio.fail_after(DEADLINE):
-            async with open_streamable_http(backend(url)) as channel, open_session(channel) as peer:
-                await initialize(peer)
-                with pytest.raises(RemoteProtocolError, match="closed the stream before answering"):
-                    await peer.request("tools/call", raw({"name": "x"}))
+        async with streamable(url) as (_channel, peer):
+            await initialize(peer)
+            with pytest.raises(RemoteProtocolError, match="closed the stream before answering"):
+                await peer.request("tools/call", raw({"name": "x"}))

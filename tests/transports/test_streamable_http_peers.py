@@ -24,6 +24,7 @@ from tests.transports.peer_helpers import (
     RecordingChannel,
     call_tool,
     initialize,
+    open_peer,
     progress_then_response,
     text_of,
     tool_names,
@@ -69,17 +70,16 @@ async def test_sdk_server_initialize_list_and_call(
     the negotiated version are used afterwards; list and call work over both the SSE
     and the JSON answer styles of the official SDK."""
     server: RunningServer = request.getfixturevalue(server_name)
-    with trio.fail_after(DEADLINE):
-        async with (
-            open_streamable_http(backend(server), backend="peer") as channel,
-            open_session(channel) as peer,
-        ):
-            result = await initialize(peer)
-            assert result["protocolVersion"] == LATEST
-            assert channel.session_id
-            assert channel.protocol_version == LATEST
-            assert {"echo", "add", "progress"} <= set(await tool_names(peer))
-            assert text_of(await call_tool(peer, "echo", {"text": "hi"})) == "alpha: hi"
+    async with open_peer(open_streamable_http(backend(server), backend="peer"), DEADLINE) as (
+        channel,
+        peer,
+    ):
+        result = await initialize(peer)
+        assert result["protocolVersion"] == LATEST
+        assert channel.session_id
+        assert channel.protocol_version == LATEST
+        assert {"echo", "add", "progress"} <= set(await tool_names(peer))
+        assert text_of(await call_tool(peer, "echo", {"text": "hi"})) == "alpha: hi"
 
 
 async def test_sdk_progress_arrives_before_the_response(sdk_sse: RunningServer) -> None:
@@ -169,18 +169,14 @@ async def test_closed_post_stream_is_resumed_with_last_event_id(
 async def test_everything_server_initialize_list_and_call(everything: RunningServer) -> None:
     """Spec: the Node reference server's session id and version are picked up and
     its tools can be listed and called."""
-    with trio.fail_after(DEADLINE):
-        async with (
-            open_streamable_http(backend(everything)) as channel,
-            open_session(channel) as peer,
-        ):
-            await initialize(peer)
-            assert isinstance(channel, StreamableHttpChannel)
-            assert channel.session_id
-            assert channel.protocol_version == LATEST
-            names = await tool_names(peer)
-            assert {"echo", "trigger-long-running-operation"} <= set(names)
-            assert text_of(await call_tool(peer, "echo", {"message": "hi"})) == "Echo: hi"
+    async with open_peer(open_streamable_http(backend(everything)), DEADLINE) as (channel, peer):
+        await initialize(peer)
+        assert isinstance(channel, StreamableHttpChannel)
+        assert channel.session_id
+        assert channel.protocol_version == LATEST
+        names = await tool_names(peer)
+        assert {"echo", "trigger-long-running-operation"} <= set(names)
+        assert text_of(await call_tool(peer, "echo", {"message": "hi"})) == "Echo: hi"
 
 
 @pytest.mark.node
