@@ -214,6 +214,7 @@ def render(readyz: Readyz, url: str, *, colour: bool, now: float | None = None) 
     parts = [heading, "", _table(header, backends, frozenset({4}) if colour else frozenset())]
     if any(row.required for row in overview.backends):
         parts.append("(* required: the gateway is not ready while it is not up)")
+    parts.extend(f"{row.name}: {row.era_reason}" for row in overview.backends if row.era_reason)
     parts.append("")
     parts.append(f"client sessions: {sessions_total(overview)}")
     if overview.sessions:
