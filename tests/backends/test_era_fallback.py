@@ -52,9 +52,8 @@ async def test_a_listen_refused_after_discover_declared_it_falls_back_at_once_wi
             await backend.request("tools/call", tool_call("echo"))
             server.tools["grown"] = server.tools["echo"]
             server.push_list_changed()
-            with trio.fail_after(1):
-                while backend.listing is None or len(backend.listing.tools) != 2:
-                    await trio.sleep(0.05)
+            await trio.sleep(1)  # the debounced re-listing, in virtual time
+            assert backend.listing is not None and len(backend.listing.tools) == 2
             assert BackendState.DOWN not in [s for _, s in transitions.of("liar")]
     assert warnings(logs) == ["backend.era.fallback"]
     [fallback] = [entry for entry in logs if entry["event"] == "backend.era.fallback"]
