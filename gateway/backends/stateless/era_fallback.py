@@ -138,6 +138,7 @@ async def try_stateless_leg(
     listen: UpstreamListen | None = None
 
     def on_notification(method: str, params: msgspec.Raw | None) -> None:
+        """The try's acknowledgement reaches its listen; nothing else is kept."""
         if method == ACKNOWLEDGED and listen is not None:
             listen.acknowledged(params)
 
