@@ -30,6 +30,12 @@ Rules:
    session reopens in it once it holds (``EraRestored``). The decisions are
    ``stateless/era_fallback.py``'s.
 
+One module past 450 lines because it is one idea, one backend's life: each
+step (connect, era, listen, list, serve, restart) decides the next from the
+same state, and splitting them would pass that state around; the rules
+each step applies (backoff, listing, era choice, liveness) live in modules
+of their own.
+
 Theory of operation: ``run`` calls ``task_status.started()`` before the
 first connect, so the pool starts every backend at once and none waits for
 another. Each attempt (``_serve_once``) nests the transport, the session and
