@@ -172,6 +172,11 @@ class Backend:
         return self._supervisor.reason
 
     @property
+    def era_reason(self) -> str | None:
+        """Why it speaks the handshake era although it offers 2026-07-28; None otherwise."""
+        return self._supervisor.era_reason
+
+    @property
     def info(self) -> ServerInfo | None:
         """What the backend said in its InitializeResult; None unless it got that far."""
         return self._supervisor.info

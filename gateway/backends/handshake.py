@@ -5,24 +5,33 @@ it lives here, apart from who runs it. The answers are read by pure
 functions (``server_info`` here, ``protocol.backend_leg.read_discover``);
 only ``Handshake.__call__`` talks to a peer.
 
-Rules (config ``protocol``):
+Rules (config ``protocol``; bounds from ``timeouts``):
 
-1. ``legacy``: ``initialize`` only (the caller sends ``initialized``).
-2. ``auto``: ``server/discover`` with the modern envelope first, bounded by
-   ``PROBE_TIMEOUT``; a DiscoverResult listing 2026-07-28 makes the session
-   modern. Any error answer but a -32022 naming 2026-07-28, or no answer in
-   time, falls back to ``initialize`` on the same session. A handshake-era
-   server answers an unknown method with an error (SDK 1.x: -32602), so the
-   fallback costs one round trip; one that never answers costs the timeout.
-3. ``modern``: the probe only; anything but a DiscoverResult listing
+1. ``legacy``: ``initialize`` only, within ``timeouts.initialize`` (the
+   caller sends ``initialized``).
+2. ``auto``: ``server/discover`` with the modern envelope first, waited on
+   for up to ``timeouts.probe``; a DiscoverResult listing 2026-07-28 makes
+   the session modern, however late it comes. An error answer (a
+   handshake-era server answers an unknown method with one: SDK 1.x
+   -32602, others -32601) or a legacy-shaped answer is a refusal, and
+   ``initialize`` follows on the same session: the fallback costs one
+   round trip.
+3. Silence is not a refusal. ``initialize`` is never sent on a session
+   whose ``server/discover`` has not been seen to fail: a server that chose
+   2026-07-28 for the connection would refuse it (-32022), and a late
+   DiscoverResult would be dropped. No answer within ``timeouts.probe``
+   fails the attempt with ``StatelessLegFailed``; the supervisor's next
+   attempt opens a new connection in the handshake era
+   (``backends/stateless/era_fallback.py``).
+4. ``modern``: the probe only; anything but a DiscoverResult listing
    2026-07-28 fails the attempt (``IncompatibleBackend``, naming what the
-   backend said).
-4. A -32022 naming 2026-07-28 shows a modern server that refused our
+   backend said or that it said nothing).
+5. A -32022 naming 2026-07-28 shows a modern server that refused our
    envelope: the probe is sent once more (sep-2575's client retry: a
    server may refuse a connection's first request), and a second refusal
    fails the attempt (``IncompatibleBackend``) in ``auto`` too, since
    ``initialize`` would not help.
-5. What discover said is kept as the ``ServerInfo`` the handshake keeps
+6. What discover said is kept as the ``ServerInfo`` the handshake keeps
    (``modern=True``), so the catalog, the merged instructions and the
    gateway's own discover/initialize answers read one shape.
 """
@@ -45,7 +54,7 @@ from gateway.protocol.versions import LATEST_VERSION, accept_as_client
 if TYPE_CHECKING:
     import msgspec
 
-    from gateway.config import BackendConfig
+    from gateway.config import BackendConfig, Timeouts
     from gateway.session.peer import Peer
 
 # What the gateway tells backends about itself as a client. Roots,
@@ -55,13 +64,21 @@ CLIENT_CAPABILITIES: Final = {
     "sampling": {},
     "elicitation": {},
 }
-# How long ``auto`` waits for an answer to ``server/discover`` before it
-# takes the backend for a handshake-era server that ignores unknown methods.
-PROBE_TIMEOUT: Final = 5.0
 
 
 class IncompatibleBackend(GatewayError):
     """The backend answered initialize with a revision we do not speak."""
+
+
+class StatelessLegFailed(GatewayError):
+    """The backend's 2026-07-28 leg did not work on this connection (rule 3).
+
+    The message names what was wrong (no answer to ``server/discover``, a
+    listen that is not an event stream, an acknowledgement never seen, a
+    capability declared and then refused). The supervisor answers it by
+    connecting again in the handshake era, never by ``initialize`` on the
+    same connection.
+    """
 
 
 def initialize_params() -> msgspec.Raw:
@@ -139,44 +156,52 @@ class Handshake:
         if info is not None:
             self.requests["modern" if info.modern else "legacy"] += 1
 
-    async def __call__(self, peer: Peer, protocol: str = "legacy") -> ServerInfo:
-        """Open ``peer`` as ``protocol`` says; the caller sets the deadline.
+    async def __call__(self, peer: Peer, protocol: str, timeouts: Timeouts) -> ServerInfo:
+        """Open ``peer`` as ``protocol`` says, each step within its own bound.
 
         The caller sends ``notifications/initialized`` when the answer is
         not modern. A modern answer turns the peer's envelope on.
 
         Args:
             peer: the new session.
-            protocol: the backend's ``protocol`` setting.
+            protocol: the backend's ``protocol`` setting (or the era the
+                supervisor chose for this attempt).
+            timeouts: the backend's ``timeouts`` (``probe``, ``initialize``).
 
         Raises:
             IncompatibleBackend: the backend chose a revision we do not speak,
                 or refused the modern probe when ``protocol`` is ``modern``.
+            StatelessLegFailed: ``auto``, and no answer to the probe within
+                ``timeouts.probe`` (rule 3).
+            trio.TooSlowError: no answer to ``initialize`` in time.
         """
         if protocol != "legacy":
-            found = await self._probe(peer, required=protocol == "modern")
+            found = await self._probe(peer, timeouts.probe, required=protocol == "modern")
             if found is not None:
                 self.discovered += 1
                 peer.modern = True
                 return discovered_info(found)
-        result = await peer.request("initialize", initialize_params())
+        with trio.fail_after(timeouts.initialize):
+            result = await peer.request("initialize", initialize_params())
         self.count += 1
         return server_info(result)
 
     async def _probe(
-        self, peer: Peer, *, required: bool, retry: bool = True
+        self, peer: Peer, limit: float, *, required: bool, retry: bool = True
     ) -> backend_leg.Discovered | None:
-        """``server/discover``; the modern answer, or None to fall back (rules 2-4)."""
+        """``server/discover``; the modern answer, or None to fall back (rules 2-5)."""
         params = jsonrpc.to_raw(backend_leg.discover_params())
         verdict = ""
         again = False
         try:
-            with trio.move_on_after(PROBE_TIMEOUT) as scope:
+            with trio.move_on_after(limit) as scope:
                 result = await peer.request("server/discover", params)
             if scope.cancelled_caught:
-                verdict = f"no answer to server/discover within {PROBE_TIMEOUT:g} s"
-            else:
-                return backend_leg.read_discover(mcp.decode_object(result))
+                silence = f"no answer to server/discover within {limit:g} s"
+                if required:
+                    raise IncompatibleBackend(f"protocol: modern, but {silence}")
+                raise StatelessLegFailed(silence)
+            return backend_leg.read_discover(mcp.decode_object(result))
         except RemoteProtocolError as exc:
             if backend_leg.read_discover_error(exc.code, exc.data) and not retry:
                 raise IncompatibleBackend(
@@ -191,7 +216,7 @@ class Handshake:
             # A -32022 naming 2026-07-28, the version we sent: ask once more,
             # as sep-2575 has a client retry with a version the server lists
             # (a server may refuse a connection's first request).
-            return await self._probe(peer, required=required, retry=False)
+            return await self._probe(peer, limit, required=required, retry=False)
         if required:
             raise IncompatibleBackend(f"protocol: modern, but {verdict}")
         return None

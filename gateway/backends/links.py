@@ -204,8 +204,7 @@ class Links:
                     ) as peer,
                 ):
                     schemas_for(channel, self._tool_schema)
-                    with trio.fail_after(self._config.timeouts.initialize):
-                        info = await self._handshake(peer, self._protocol())
+                    info = await self._handshake(peer, self._protocol(), self._config.timeouts)
                     if not info.modern:
                         await peer.notify("notifications/initialized")
                     link.peer = peer

@@ -216,6 +216,7 @@ def render(readyz: Readyz, url: str, *, colour: bool, now: float | None = None) 
     parts = [heading, "", _table(header, backends, frozenset({4}) if colour else frozenset())]
     if any(row.required for row in overview.backends):
         parts.append("(* required: the gateway is not ready while it is not up)")
+    parts.extend(f"{row.name}: {row.era_reason}" for row in overview.backends if row.era_reason)
     # The column above is cut to keep one line per backend; why a backend is
     # not up (a child's last stderr line, say) is worth its whole line.
     why = [

@@ -78,8 +78,13 @@ class Timeouts(Base, frozen=True, kw_only=True):
 
     Attributes:
         connect: to open the transport (spawn, TCP/TLS, WebSocket handshake).
-        initialize: for opening a session: the 2026-07-28 probe
-            (``server/discover``) and/or the MCP ``initialize`` exchange.
+        initialize: for the MCP ``initialize`` exchange that opens a
+            handshake-era session.
+        probe: for the answer to the 2026-07-28 probe (``server/discover``)
+            of a backend whose ``protocol`` is ``auto`` or ``modern``. A
+            backend that answers late is still modern: the gateway never
+            takes silence for a refusal, so this covers a slow start (many
+            interpreters starting on a few cores), not a round trip.
         request: for one forwarded request without progress.
         max_total: hard ceiling for one request, progress or not.
         reset_on_progress: whether a progress notification restarts the
@@ -88,6 +93,10 @@ class Timeouts(Base, frozen=True, kw_only=True):
 
     connect: Positive = 5.0
     initialize: Positive = 30.0
+    # 50 SDK 2.x interpreters starting at once on 2 cores answer within
+    # about 40 s (each costs about 1.2 s of CPU to import); twice that and
+    # some, since a backend that misses it starts its next attempt from scratch.
+    probe: Positive = 120.0
     request: Positive = 60.0
     max_total: Positive = 600.0
     reset_on_progress: bool = True

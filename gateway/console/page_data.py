@@ -82,7 +82,8 @@ def backend_rows(backends: Iterable[Backend], activity: Activity, now: float) ->
             BackendRow(
                 name=status.name,
                 transport=status.transport,
-                era=status.era or "none yet",
+                era=(status.era or "none yet")
+                + (f" ({status.era_reason})" if status.era_reason else ""),
                 state=status.state,
                 reason=status.reason,
                 uptime_seconds=status.uptime_seconds,

@@ -37,6 +37,7 @@ def backend_status(backend: Backend, now: float) -> BackendStatus:
         reason=backend.reason,
         required=backend.config.required,
         era=None if info is None else ("modern" if info.modern else "legacy"),
+        era_reason=backend.era_reason,
         protocol_version=None if info is None else info.protocol_version,
         uptime_seconds=None if up_since is None else round(now - up_since, 3),
         restarts=backend.restarts,

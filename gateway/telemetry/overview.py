@@ -40,6 +40,9 @@ class BackendStatus(msgspec.Struct, frozen=True, kw_only=True):
         required: whether the gateway is not ready while it is not up.
         era: ``modern`` (2026-07-28) or ``legacy`` (the handshake), from its
             last ``initialize`` or ``server/discover``; None before one.
+        era_reason: why a backend that offers 2026-07-28 is served in the
+            handshake era (its 2026-07-28 leg failed: what was wrong, and
+            that it is retried with backoff); None otherwise.
         protocol_version: the revision in use; None before the handshake.
         uptime_seconds: how long the current session has been up; None
             unless up.
@@ -54,6 +57,7 @@ class BackendStatus(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
     required: bool
     era: str | None = None
+    era_reason: str | None = None
     protocol_version: str | None = None
     uptime_seconds: float | None = None
     restarts: int = 0

@@ -25,11 +25,17 @@ Rules:
    ``Mcp-Param-*`` headers and no session id; it is cancelled by closing
    its response (the revision's cancellation on HTTP), not by a POSTed
    ``notifications/cancelled``.
+5. A 2026-07-28 ``subscriptions/listen`` is answered with an event stream;
+   a JSON body can only be its error or final result, written at once. One
+   that has not ended within ``LISTEN_JSON_BODY_TIMEOUT`` (a server that
+   streams a never-ending ``application/json`` body) fails the request
+   with a -32603 naming what the server did (robustness E16).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import TYPE_CHECKING, Final
 
 import msgspec
@@ -38,6 +44,7 @@ import trio
 from gateway.errors import ConnectError, LocalProtocolError, TransportClosed, TransportError
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.stateless import backend_leg
+from gateway.protocol.stateless.listen import LISTEN
 from gateway.telemetry import tracing
 from gateway.transports.base import map_exceptions
 from gateway.transports.framing import SseParser
@@ -75,6 +82,10 @@ MAX_RESUME_ATTEMPTS: Final = 3
 # How much of an error response is read to explain it (a JSON-RPC error
 # body's message); the rest, an HTML page say, is not worth reading.
 ERROR_BODY_LIMIT: Final = 16 * 1024
+# How long the JSON body of a listen may take to end (rule 5): under the
+# listen's acknowledgement wait (``listen_client.LISTEN_ACK_TIMEOUT``), so
+# the failure names the body, not a missing acknowledgement.
+LISTEN_JSON_BODY_TIMEOUT: Final = 2.0
 
 
 async def post(session: HttpSession, message: bytes) -> Outgoing:
@@ -99,13 +110,14 @@ async def post(session: HttpSession, message: bytes) -> Outgoing:
         headers.update(trace)
     if modern:
         outgoing = dataclasses.replace(outgoing, modern=True)
+    listen = modern.get("Mcp-Method") == LISTEN
     request = session.client.build_request("POST", session.url, content=message, headers=headers)
     response = await session.send(request)
     handed_off = False
     try:
         if session.closed:
             raise TransportClosed("channel closed")
-        handed_off = _dispatch(session, response, outgoing)
+        handed_off = _dispatch(session, response, outgoing, listen=listen)
     finally:
         if not handed_off:
             await discard_body(response)  # noqa: ASYNC102 - its close is shielded; a cancel skips only the drain
@@ -136,8 +148,13 @@ def _modern_headers(session: HttpSession, message: bytes) -> dict[str, str] | No
     return backend_leg.http_headers(decoded.method, params, session.tool_schema)
 
 
-def _dispatch(session: HttpSession, response: httpx.Response, outgoing: Outgoing) -> bool:
-    """Decide what a POST's response means; True when a task now owns it."""
+def _dispatch(
+    session: HttpSession, response: httpx.Response, outgoing: Outgoing, *, listen: bool = False
+) -> bool:
+    """Decide what a POST's response means; True when a task now owns it.
+
+    ``listen``: the POST is a 2026-07-28 ``subscriptions/listen`` (rule 5).
+    """
     status = response.status_code
     if session.expire_on(status):
         session.inbox.raise_if_ended()
@@ -148,7 +165,8 @@ def _dispatch(session: HttpSession, response: httpx.Response, outgoing: Outgoing
         if status in (202, 204):
             return False
         if kind == JSON_MEDIA_TYPE:
-            session.nursery.start_soon(_read_json, session, response, outgoing)
+            limit = LISTEN_JSON_BODY_TIMEOUT if listen else math.inf
+            session.nursery.start_soon(_read_json, session, response, outgoing, limit)
             return True
         if kind == SSE_MEDIA_TYPE:
             session.nursery.start_soon(_read_stream, session, response, outgoing)
@@ -185,18 +203,27 @@ async def _deliver(
     await session.deliver(message)
 
 
-async def _read_json(session: HttpSession, response: httpx.Response, outgoing: Outgoing) -> None:
+async def _read_json(
+    session: HttpSession, response: httpx.Response, outgoing: Outgoing, limit: float
+) -> None:
     with session.stream_scope(outgoing):
-        await _read_json_body(session, response, outgoing)
+        await _read_json_body(session, response, outgoing, limit)
 
 
 async def _read_json_body(
-    session: HttpSession, response: httpx.Response, outgoing: Outgoing
+    session: HttpSession, response: httpx.Response, outgoing: Outgoing, limit: float
 ) -> None:
     awaiting = set(outgoing.request_ids)
     problem = "backend ended the response without answering"
     try:
-        body = await read_body(response, MAX_MESSAGE_BYTES)
+        with trio.move_on_after(limit) as scope:
+            body = await read_body(response, MAX_MESSAGE_BYTES)
+        if scope.cancelled_caught:
+            problem = (
+                f"{LISTEN} answered {response.status_code} {JSON_MEDIA_TYPE}, not an event "
+                f"stream, and the body had not ended after {limit:g} s"
+            )
+            body = b""
         for message in split_json_body(body):
             await _deliver(session, message, outgoing, awaiting)
     except TransportError as exc:

@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import Any, Final
 
 import trio
+from structlog.testing import capture_logs
 from trio.testing import MockClock
 
-from gateway.backends.handshake import PROBE_TIMEOUT
 from gateway.backends.state import BackendState
+from gateway.config import Timeouts
 from tests.backends.test_supervision import (
     Transitions,
     one_backend,
@@ -25,6 +26,8 @@ from tests.backends.test_supervision import (
 from tests.fakes import FakeConnector, FakeMcpServer
 
 META: Final = "io.modelcontextprotocol/"
+# The default ``timeouts.probe``.
+PROBE: Final = Timeouts().probe
 
 
 def envelope_of(params: dict[str, Any]) -> dict[str, Any]:
@@ -73,17 +76,46 @@ async def test_auto_falls_back_to_initialize_when_discover_is_refused(
     assert envelope_of(server.messages("tools/call")[0].params) == {}  # legacy: no envelope
 
 
-async def test_auto_falls_back_to_initialize_after_the_probe_timeout_on_silence(
+async def test_a_discover_answered_after_the_old_five_second_deadline_is_still_the_answer(
     autojump_clock: MockClock,
 ) -> None:
-    """Gateway choice: a server that ignores unknown methods is initialized after
-    exactly PROBE_TIMEOUT (virtual seconds), and told the probe is cancelled."""
+    """Robustness E17: a backend starting on a loaded machine answers discover at 20 s;
+    that answer makes it modern on its first connection, and no initialize is sent."""
+    server = FakeMcpServer("slow", discover="modern", discover_delay=20.0)
+    connector = FakeConnector({"slow": server})
+    transitions = Transitions()
+    async with running_backend(one_backend("slow"), connector, transitions) as backend:
+        assert await transitions.wait_for("slow", BackendState.UP) == 20.0
+        assert backend.info is not None and backend.info.modern
+        await backend.request("tools/call", tool_call("echo"))
+        assert [s for _, s in transitions.of("slow")] == [BackendState.UP]
+    assert server.connects == 1
+    assert server.messages("initialize") == []
+
+
+async def test_initialize_is_never_sent_on_a_connection_whose_discover_went_unanswered(
+    autojump_clock: MockClock,
+) -> None:
+    """Robustness E17: silence is no refusal. After ``timeouts.probe`` the connection is
+    closed unused, and the next one, a new connection, opens in the handshake era."""
     server = FakeMcpServer("quiet", discover="silent")
-    async with running_alone(server) as (backend, _, transitions):
-        assert await transitions.wait_for("quiet", BackendState.UP) == PROBE_TIMEOUT
-        assert backend.info is not None and not backend.info.modern
-    [cancelled] = server.messages("notifications/cancelled")
-    assert cancelled.params["requestId"] == server.messages("server/discover")[0].id
+    connector = FakeConnector({"quiet": server})
+    transitions = Transitions()
+    with capture_logs() as logs:
+        async with running_backend(one_backend("quiet"), connector, transitions) as backend:
+            assert await transitions.wait_for("quiet", BackendState.UP) == PROBE
+            assert backend.info is not None and not backend.info.modern
+            assert backend.era_reason == (
+                "handshake era: the 2026-07-28 leg failed (no answer to server/discover "
+                f"within {PROBE:g} s); retried with backoff"
+            )
+            assert BackendState.DOWN not in [s for _, s in transitions.of("quiet")]
+    [discover] = server.messages("server/discover")
+    [initialize] = server.messages("initialize")
+    assert (discover.connection, initialize.connection) == (1, 2)
+    assert [entry["event"] for entry in logs if entry["log_level"] == "warning"] == [
+        "backend.era.fallback"
+    ]
 
 
 async def test_protocol_legacy_never_probes(autojump_clock: MockClock) -> None:
@@ -111,14 +143,14 @@ async def test_protocol_modern_fails_the_attempt_when_discover_is_refused(
 
 
 async def test_protocol_modern_times_out_clearly_on_silence(autojump_clock: MockClock) -> None:
-    """Issue 14 step 5: no answer within PROBE_TIMEOUT is a refusal too."""
+    """Issue 14 step 5: no answer within ``timeouts.probe`` fails a ``modern`` backend."""
     connector = FakeConnector({"quiet": FakeMcpServer("quiet", discover="silent")})
     transitions = Transitions()
     config = one_backend("quiet", protocol="modern")
     async with running_backend(config, connector, transitions) as backend:
-        assert await transitions.wait_for("quiet", BackendState.INCOMPATIBLE) == PROBE_TIMEOUT
+        assert await transitions.wait_for("quiet", BackendState.INCOMPATIBLE) == PROBE
         assert backend.reason == (
-            f"protocol: modern, but no answer to server/discover within {PROBE_TIMEOUT:g} s"
+            f"protocol: modern, but no answer to server/discover within {PROBE:g} s"
         )
 
 

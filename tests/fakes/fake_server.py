@@ -171,6 +171,7 @@ class Received:
 class _Connection:
     number: int
     channel: MemoryMessageChannel
+    modern: bool = False  # a DiscoverResult was sent on it
 
     def send(self, message: dict[str, Any]) -> None:
         # A peer that has gone is not the fake's problem: the gateway side
@@ -195,6 +196,13 @@ class FakeMcpServer:
             a handshake-era server), ``modern`` (a 2026-07-28 DiscoverResult),
             ``silent`` (never), ``envelope`` (-32022 naming 2026-07-28),
             ``envelope-once`` (that -32022 to the first probe only).
+        discover_delay: seconds before a DiscoverResult is sent (a server
+            starting on a loaded machine). Like an SDK 2.x server, a
+            connection whose discover was answered refuses ``initialize``
+            with -32022.
+        listen: how ``subscriptions/listen`` is answered: ``ack`` (the
+            acknowledgement, then held open), ``refuse`` (-32601),
+            ``silent`` (never).
     """
 
     def __init__(
@@ -207,9 +215,13 @@ class FakeMcpServer:
         die_after: float | None = None,
         answer_pings: bool = True,
         discover: str = "refuse",
+        discover_delay: float = 0.0,
+        listen: str = "ack",
     ) -> None:
         self.name = name
         self.discover = discover
+        self.discover_delay = discover_delay
+        self.listen = listen
         self.tools: dict[str, ToolBehaviour] = dict(
             tools if tools is not None else {"echo": Answer("echo")}
         )
@@ -286,6 +298,10 @@ class FakeMcpServer:
 
     async def _answer(self, connection: _Connection, request: Received) -> None:
         method = request.method
+        if method == "initialize" and connection.modern:
+            data = {"supported": ["2026-07-28"], "requested": "initialize"}
+            connection.send(_error(request.id, -32022, "Unsupported protocol version", data))
+            return
         if method == "initialize":
             await trio.sleep(self.initialize_delay)
             result: dict[str, Any] | None = self._initialize_result(request.params)
@@ -298,6 +314,8 @@ class FakeMcpServer:
                 data = {"supported": ["2026-07-28"], "requested": "2026-07-28"}
                 connection.send(_error(request.id, -32022, "Unsupported protocol version", data))
                 return
+            await trio.sleep(self.discover_delay)
+            connection.modern = True
             result = {
                 "supportedVersions": ["2026-07-28"],
                 "capabilities": {"tools": {"listChanged": True}},
@@ -309,6 +327,18 @@ class FakeMcpServer:
                     "io.modelcontextprotocol/serverInfo": {"name": self.name, "version": "2"}
                 },
             }
+        elif method == "subscriptions/listen" and self.listen != "refuse":
+            if self.listen == "ack":
+                tag = {"io.modelcontextprotocol/subscriptionId": request.id}
+                notifications = request.params.get("notifications", {})
+                connection.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/subscriptions/acknowledged",
+                        "params": {"_meta": tag, "notifications": notifications},
+                    }
+                )
+            return  # held open (or never answered) until the connection ends
         elif method == "ping":
             if not self.answer_pings:
                 return

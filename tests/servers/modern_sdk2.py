@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any, Final
 
@@ -223,7 +224,12 @@ def greet(name: str) -> str:
 
 
 def main() -> None:
-    """Serve on stdio, or on Streamable HTTP at 127.0.0.1:PORT/mcp."""
+    """Serve on stdio, or on Streamable HTTP at 127.0.0.1:PORT/mcp.
+
+    ``SDK2_START_DELAY`` (seconds) holds the start first, as a machine busy
+    starting many interpreters does (``tests/e2e/test_late_probe.py``).
+    """
+    time.sleep(float(os.environ.get("SDK2_START_DELAY", "0")))
     if len(sys.argv) > 2 and sys.argv[1] == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:

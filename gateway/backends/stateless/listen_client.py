@@ -18,8 +18,14 @@ Rules:
    reaches the supervisor's re-listing, ``resources/updated`` the router's
    subscription table, as for a handshake-era backend. A standing request
    does not count as in flight, so the liveness pings go on.
-3. The connect waits (bounded) for the first acknowledgement before it
-   takes the first listing, so a change made in between is not lost.
+3. The connect waits for the first acknowledgement before it takes the
+   first listing, so a change made in between is not lost; at most
+   ``LISTEN_ACK_TIMEOUT``, since a backend that acknowledges at all does it
+   at once. A first stream that is refused, ends or stays unacknowledged
+   that long is a failure of the backend's 2026-07-28 leg, named in
+   ``start_problem``: under ``protocol: auto`` it ends the attempt
+   (``StatelessLegFailed``, see ``era_fallback``); otherwise the session
+   goes on without it, as rule 5 says.
 4. ``resources/subscribe`` and ``unsubscribe`` towards a modern backend are
    bridged here: the URI set changes, and a new stream with the new filter
    is opened, acknowledged, and only then is the old one closed, so no
@@ -44,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
+from gateway.backends.handshake import StatelessLegFailed
 from gateway.backends.supervision.backoff import Backoff
 from gateway.catalog.snapshot import Kind
 from gateway.errors import (
@@ -79,6 +86,10 @@ BRIDGED: Final = frozenset({"resources/subscribe", "resources/unsubscribe"})
 RELISTEN: Final = Backoff(initial=0.5, maximum=30.0, multiplier=2.0)
 # A stream that stayed open this long was healthy: the backoff starts over.
 HEALTHY_STREAM: Final = 60.0
+# How long a start waits for the first stream's acknowledgement (rule 3).
+# A server writes it first thing, so this is a round trip on a busy
+# machine, not a server's start-up (that is ``timeouts.probe``).
+LISTEN_ACK_TIMEOUT: Final = 3.0
 
 
 def listen_filter(
@@ -145,6 +156,8 @@ class UpstreamListen:
         self._unsupported: RemoteProtocolError | None = None
         # Set once the first stream is acknowledged, refused or given up on.
         self.ready = trio.Event()
+        # Why the first stream ended before its acknowledgement (rule 3).
+        self.start_problem: str | None = None
         self.streams_opened = 0
 
     @property
@@ -179,7 +192,10 @@ class UpstreamListen:
         try:
             async with trio.open_nursery() as nursery:
                 self._peer, self._nursery = peer, nursery
-                await self._switch()
+                first = await self._switch()
+                if first is not None and not first.acked.is_set():
+                    self.start_problem = _start_problem(first.failure, self._capabilities)
+                    self.ready.set()
                 while True:
                     stream = self._current
                     if stream is None:  # nothing to listen for, until a subscription
@@ -300,25 +316,65 @@ class UpstreamListen:
             stream.ended.set()
 
 
+def _start_problem(failure: BaseException | None, capabilities: Mapping[str, Any]) -> str:
+    """What a first stream that ended before its acknowledgement says (rule 3)."""
+    if _no_listen(failure):
+        assert isinstance(failure, RemoteProtocolError)
+        wanted, _ = listen_filter(capabilities)
+        declared = ", ".join(sorted(wanted)) or "resources.subscribe"
+        return (
+            f"server/discover declared {declared} but subscriptions/listen answered "
+            f"{failure.code}: {failure.message}"
+        )
+    if isinstance(failure, ProtocolError):
+        return f"subscriptions/listen answered {failure.code}: {failure.message}"
+    if failure is not None:
+        return f"subscriptions/listen failed: {failure}"
+    return "subscriptions/listen ended before its acknowledgement"
+
+
 def _no_listen(failure: BaseException | None) -> bool:
     """Whether the backend answered that it has no ``subscriptions/listen`` (rule 5)."""
     return isinstance(failure, RemoteProtocolError) and failure.code == METHOD_NOT_FOUND
 
 
 async def start_upstream_listen(
-    listen: UpstreamListen, peer: Peer, nursery: trio.Nursery, ack_timeout: float
+    listen: UpstreamListen,
+    peer: Peer,
+    nursery: trio.Nursery,
+    ack_timeout: float,
+    *,
+    strict: bool,
 ) -> None:
-    """Run ``listen`` on ``peer`` in ``nursery``; wait (bounded) for its ack.
+    """Run ``listen`` on ``peer`` in ``nursery``; wait (bounded) for its ack (rule 3).
 
     Called before the first listing, so that a change made in between is
-    heard (rule 3); a backend slow to acknowledge costs at most
-    ``ack_timeout``, after which the listing goes ahead. ``listen`` must be
-    where the session's acknowledgements are delivered before this starts.
+    heard. ``listen`` must be where the session's acknowledgements are
+    delivered before this starts.
+
+    Args:
+        listen: the session's standing listen.
+        peer: the session.
+        nursery: the session's nursery, where the listen runs.
+        ack_timeout: how long to wait for the first acknowledgement.
+        strict: whether a first stream that fails ends the attempt.
+
+    Raises:
+        StatelessLegFailed: ``strict``, and the first stream was refused,
+            ended, or not acknowledged within ``ack_timeout``.
     """
-    if listen.wanted:
-        nursery.start_soon(listen.run, peer)
-        with trio.move_on_after(ack_timeout):
-            await listen.ready.wait()
+    if not listen.wanted:
+        return
+    nursery.start_soon(listen.run, peer)
+    with trio.move_on_after(ack_timeout):
+        await listen.ready.wait()
+    problem = listen.start_problem
+    if problem is None and not listen.ready.is_set():
+        problem = f"no acknowledgement of subscriptions/listen within {ack_timeout:g} s"
+        if not strict:
+            listen._log.warning("backend.listen.unacknowledged", problem=problem)
+    if problem is not None and strict:
+        raise StatelessLegFailed(problem)
 
 
 async def _first_of(*events: trio.Event) -> None:
@@ -336,6 +392,7 @@ async def _first_of(*events: trio.Event) -> None:
 __all__ = [
     "BRIDGED",
     "HEALTHY_STREAM",
+    "LISTEN_ACK_TIMEOUT",
     "RELISTEN",
     "UpstreamListen",
     "listen_filter",

@@ -23,6 +23,18 @@ Rules:
    a ping (``server/discover`` on a modern session) gets no answer in time
    after a quiet spell, or when
    ``eject_after_timeouts`` requests in a row timed out (B12).
+6. A 2026-07-28 leg that fails (``StatelessLegFailed``) under
+   ``protocol: auto`` is no failure of the backend: one warning, and the
+   next connection opens at once in the handshake era; while up so, the
+   2026-07-28 leg is tried again with backoff beside the session, and the
+   session reopens in it once it holds (``EraRestored``). The decisions are
+   ``stateless/era_fallback.py``'s.
+
+One module past 450 lines because it is one idea, one backend's life: each
+step (connect, era, listen, list, serve, restart) decides the next from the
+same state, and splitting them would pass that state around; the rules
+each step applies (backoff, listing, era choice, liveness) live in modules
+of their own.
 
 One idea past 450 lines: a backend's life. The state machine, the attempt
 that nests transport, session and nursery, and the two things that run
@@ -52,10 +64,19 @@ import trio
 
 from gateway.backends import listing
 from gateway.backends.failure_reasons import EXPECTED, describe, first_leaf
-from gateway.backends.handshake import IncompatibleBackend, effective_protocol
+from gateway.backends.handshake import (
+    IncompatibleBackend,
+    StatelessLegFailed,
+    effective_protocol,
+)
 from gateway.backends.state import BackendState
+from gateway.backends.stateless.era_fallback import EraFallback, EraRestored, try_stateless_leg
 from gateway.backends.stateless.freshness import relist_when_stale
-from gateway.backends.stateless.listen_client import UpstreamListen, start_upstream_listen
+from gateway.backends.stateless.listen_client import (
+    LISTEN_ACK_TIMEOUT,
+    UpstreamListen,
+    start_upstream_listen,
+)
 from gateway.backends.supervision.backoff import Backoff
 from gateway.catalog.snapshot import Kind
 from gateway.errors import (
@@ -160,6 +181,8 @@ class Supervisor:
         self._listed_at: dict[Kind, float] = {}
         self._relisted = trio.Event()
         self.listened_uris: set[str] = set()
+        # The era of the next connection, after a failed 2026-07-28 leg (rule 6).
+        self._era = EraFallback(effective_protocol(config))
 
     # -- the one place the state changes -------------------------------------
 
@@ -177,6 +200,11 @@ class Supervisor:
     def up_since(self) -> float | None:
         """When the current session came up (trio clock), or None when not up."""
         return self._up_since if self._state is BackendState.UP else None
+
+    @property
+    def era_reason(self) -> str | None:
+        """Why the backend speaks the handshake era although it offers 2026-07-28 (rule 6)."""
+        return self._era.reason()
 
     @property
     def cause(self) -> BaseException | None:
@@ -230,6 +258,8 @@ class Supervisor:
             while True:
                 self._log.info("backend.connect.started", attempt=attempt)
                 failure = await self._attempt()
+                if self._era_changes(failure):
+                    continue
                 cause: BaseException | None = failure
                 if isinstance(failure, IncompatibleBackend):
                     reason, state = str(failure), BackendState.INCOMPATIBLE
@@ -269,6 +299,43 @@ class Supervisor:
             self.listing = None
             self._set_state(BackendState.STOPPED, "stopped")
 
+    def _era_changes(self, failure: Exception | None) -> bool:
+        """Whether ``failure`` only changes the era of the next connection (rule 6).
+
+        If so, the next attempt starts at once: the backend is not down,
+        and the one line about it is said here.
+        """
+        era = self._era
+        went_up, now = self._was_up, trio.current_time()
+        if isinstance(failure, EraRestored):
+            era.restored()
+            self._log.info("backend.era.restored", era="modern")
+        elif isinstance(failure, StatelessLegFailed) and era.strict and not went_up:
+            delay = era.leg_failed(str(failure), now, self._rng)
+            self._log.warning(
+                "backend.era.fallback",
+                problem=str(failure),
+                era="legacy",
+                modern_retry_in=round(delay, 1),
+            )
+        elif (
+            era.falling_back
+            and not went_up
+            and isinstance(failure, IncompatibleBackend | ProtocolError)
+        ):
+            # It refused the handshake era too: 2026-07-28, tolerating the
+            # failing part (era_fallback rule 4).
+            era.handshake_failed()
+            self._log.info("backend.era.handshake_refused", problem=describe(failure))
+        else:
+            return False
+        self._was_up = False
+        self.info = None
+        self.listing = None
+        next_era = "the handshake era" if era.falling_back else "2026-07-28"
+        self._set_state(BackendState.STARTING, f"reconnecting in {next_era}")
+        return True
+
     async def _attempt(self) -> Exception | None:
         """One connect-to-close cycle; returns the failure that ended it, if any.
 
@@ -303,8 +370,8 @@ class Supervisor:
             trio.open_nursery() as nursery,
         ):
             schemas_for(channel, self.tool_schema)
-            with trio.fail_after(timeouts.initialize):
-                self.info = info = await self._handshake(peer, effective_protocol(self._config))
+            era = self._era
+            self.info = info = await self._handshake(peer, era.protocol(), timeouts)
             if not info.modern:
                 await peer.notify("notifications/initialized")
             else:
@@ -312,14 +379,17 @@ class Supervisor:
                 listen = self.upstream_listen = UpstreamListen(
                     info.capabilities, self.listened_uris, self.mark_changed, self._log, self._rng
                 )
-                await start_upstream_listen(listen, peer, nursery, timeouts.initialize)
+                ack_timeout = min(LISTEN_ACK_TIMEOUT, timeouts.initialize)
+                await start_upstream_listen(listen, peer, nursery, ack_timeout, strict=era.strict)
             fresh = await self._list_all(peer, set(Kind))
             self.peer = peer
             self.listing = fresh
             self._up_since = trio.current_time()
             self._was_up = True
             self._links.attach(nursery)
-            self._set_state(BackendState.UP, "up")
+            self._set_state(
+                BackendState.UP, "up" if era.reason() is None else f"up, {era.reason()}"
+            )
             self.settled.set()
             self._log.info(
                 "backend.connect.complete",
@@ -347,6 +417,8 @@ class Supervisor:
                 nursery.start_soon(self._ejector)
                 if self._config.health.ping_interval > 0:
                     nursery.start_soon(ping_when_quiet, peer, self._config.health)
+                if era.falling_back:
+                    nursery.start_soon(self._retry_modern)
                 await peer.closed.wait()
                 self._ended_by = peer.close_reason
             finally:
@@ -359,6 +431,22 @@ class Supervisor:
                 self.peer = None
                 self._links.close_all()
                 nursery.cancel_scope.cancel()
+
+    async def _retry_modern(self) -> None:
+        """Try the 2026-07-28 leg beside the session, with backoff, until it holds (rule 6)."""
+        era = self._era
+        while True:
+            await trio.sleep_until(era.retry_at)
+            problem = await try_stateless_leg(
+                self._config, self._connect, self._handshake, self._log
+            )
+            if problem is None:
+                raise EraRestored("the 2026-07-28 leg works again: reopening in it")
+            delay = era.leg_failed(problem, trio.current_time(), self._rng)
+            self._log.info(
+                "backend.era.retry_failed", problem=problem, modern_retry_in=round(delay, 1)
+            )
+            self._on_change()
 
     async def _ejector(self) -> None:
         """End the session once too many requests in a row timed out (B12)."""
