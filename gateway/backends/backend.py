@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 import structlog
 import trio
 
+from gateway.backends.call_clock import CallClock
 from gateway.backends.credentials.provider import connectors
 from gateway.backends.gate import Gate
 from gateway.backends.handlers import BackendNotificationHandler, BackendRequestHandler
@@ -275,6 +276,7 @@ class Backend:
         client: str | None = None,
         progress_token: RequestId | None = None,
         on_progress: ProgressHandler | None = None,
+        clock: CallClock | None = None,
     ) -> msgspec.Raw:
         """Forward one request and return the backend's result.
 
@@ -291,6 +293,8 @@ class Backend:
                 backend session when this backend is per_client).
             progress_token: the backend-side token placed in ``params``.
             on_progress: receives the backend's progress params.
+            clock: the call's request clock, which the router stops while
+                the backend waits on the host for input (``call_clock``).
 
         Raises:
             BackendUnavailable: the backend is not up, or went down mid-call.
@@ -305,10 +309,12 @@ class Backend:
 
             async def send(traced: msgspec.Raw | None) -> msgspec.Raw:
                 """The same call, with the span's trace context in ``_meta``."""
-                return await self._admitted(method, traced, client, progress_token, on_progress)
+                return await self._admitted(
+                    method, traced, client, progress_token, on_progress, clock
+                )
 
             return await tracing.traced(tracer, self.name, method, params, version, send)
-        return await self._admitted(method, params, client, progress_token, on_progress)
+        return await self._admitted(method, params, client, progress_token, on_progress, clock)
 
     async def _admitted(
         self,
@@ -317,12 +323,15 @@ class Backend:
         client: str | None,
         progress_token: RequestId | None,
         on_progress: ProgressHandler | None,
+        clock: CallClock | None,
     ) -> msgspec.Raw:
         async with self._gate.admit():
             peer: Peer | None = None
             try:
                 peer = await self._peer_for(client)
-                return await self._request_on(peer, method, params, progress_token, on_progress)
+                return await self._request_on(
+                    peer, method, params, progress_token, on_progress, clock
+                )
             except BackendUnavailable as exc:
                 # The server forgot our session (an HTTP backend restarted):
                 # the supervisor re-initializes at once (rule 2).
@@ -330,7 +339,9 @@ class Backend:
                     raise
                 await self._supervisor.new_session(peer)
                 peer = await self._peer_for(client)
-                return await self._request_on(peer, method, params, progress_token, on_progress)
+                return await self._request_on(
+                    peer, method, params, progress_token, on_progress, clock
+                )
 
     async def _peer_for(self, client: str | None) -> Peer:
         supervisor = self._supervisor
@@ -348,16 +359,18 @@ class Backend:
         params: msgspec.Raw | None,
         progress_token: RequestId | None,
         on_progress: ProgressHandler | None,
+        clock: CallClock | None,
     ) -> msgspec.Raw:
         timeouts = self.config.timeouts
         started = trio.current_time()
-        hard_deadline = started + timeouts.max_total
         handler = on_progress
-        with trio.CancelScope(deadline=min(started + timeouts.request, hard_deadline)) as scope:
+        deadline = clock if clock is not None else CallClock()
+        with trio.CancelScope() as scope:
+            deadline.bind(scope, timeouts.request, started + timeouts.max_total)
             if timeouts.reset_on_progress and on_progress is not None:
 
                 def handler(body: dict[str, Any]) -> None:
-                    scope.deadline = min(trio.current_time() + timeouts.request, hard_deadline)
+                    deadline.progressed()
                     on_progress(body)
 
             try:

@@ -80,8 +80,12 @@ class Timeouts(Base, frozen=True, kw_only=True):
         connect: to open the transport (spawn, TCP/TLS, WebSocket handshake).
         initialize: for opening a session: the 2026-07-28 probe
             (``server/discover``) and/or the MCP ``initialize`` exchange.
-        request: for one forwarded request without progress.
-        max_total: hard ceiling for one request, progress or not.
+        request: for one forwarded request without progress; the clock
+            stands still while the backend waits on the host for input.
+        input: for one question the backend asks the host (sampling,
+            elicitation, roots, an MRTR round): the time a person has to
+            answer. It is not spent from ``request``.
+        max_total: hard ceiling for one request, progress, input or not.
         reset_on_progress: whether a progress notification restarts the
             ``request`` clock (long tools that report progress keep going).
     """
@@ -89,6 +93,7 @@ class Timeouts(Base, frozen=True, kw_only=True):
     connect: Positive = 5.0
     initialize: Positive = 30.0
     request: Positive = 60.0
+    input: Positive = 600.0
     max_total: Positive = 600.0
     reset_on_progress: bool = True
 

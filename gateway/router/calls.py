@@ -37,12 +37,13 @@ sends it. ``Calls`` holds the handlers of the forwarded methods.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from gateway.backends.backend import BackendState
+from gateway.backends.call_clock import CallClock
 from gateway.catalog.naming import public_uri
 from gateway.catalog.snapshot import Kind
 from gateway.errors import (
@@ -87,6 +88,9 @@ class Call:
     # An access policy is in force: what a request sees depends on who
     # asks, so no cache may share it (``cacheScope: private``).
     per_principal: bool = False
+    # The request clock of the call's forward to its backend, stopped while
+    # the backend waits on the host for input (``backends/call_clock``).
+    clock: CallClock = field(default_factory=CallClock)
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +258,7 @@ class Forwarder:
                     client=client_id,
                     progress_token=token,
                     on_progress=progress,
+                    clock=call.clock,
                 )
             except RemoteProtocolError as exc:
                 if modern and exc.code == UNSUPPORTED_PROTOCOL_VERSION:
@@ -297,7 +302,7 @@ class Forwarder:
                 modern_backend.seal_for_host(
                     self._held.sealer,
                     now=self._held.wall_clock(),
-                    lifetime=self._held.lifetime,
+                    lifetime=self._held.lifetime_for(backend),
                     backend=backend,
                     request=client,
                     method=method,

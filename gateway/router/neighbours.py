@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import msgspec
 
     from gateway.backends.backend import BackendState, ServerInfo
+    from gateway.backends.call_clock import CallClock
     from gateway.catalog.snapshot import Kind, Snapshot
     from gateway.config import BackendConfig
     from gateway.identity.principal import Principal
@@ -149,6 +150,7 @@ class BackendView(Protocol):
         client: str | None = None,
         progress_token: str | None = None,
         on_progress: ProgressListener | None = None,
+        clock: CallClock | None = None,
     ) -> msgspec.Raw:
         """Forward one request, bounded by the backend's own request timeout.
 

@@ -39,7 +39,7 @@ from gateway.identity.service import IdentityService
 from gateway.router import Router
 from gateway.router.access import AccessControl, list_changes
 from gateway.router.profile_setup import profile_views, record_budgets
-from gateway.router.stateless.held_calls import HeldCalls, sealer_for
+from gateway.router.stateless.held_calls import DEFAULT_LIFETIME, HeldCalls, sealer_for
 from gateway.runtime import readiness as status
 from gateway.runtime import reload as live_reload
 from gateway.telemetry.metrics import BackendSample, Metrics
@@ -122,6 +122,7 @@ async def open_gateway(
             sealer_for(config.mrtr.state_secret),
             max_held=config.mrtr.max_held_calls,
             lifetime=config.mrtr.held_call_lifetime,
+            input_bound=lambda name: _input_bound(pool, name),
         )
         access = AccessControl(
             Policy.from_config(config.policy), audit_calls=config.policy_audit == "calls"
@@ -272,6 +273,12 @@ async def open_gateway(
             for session in clients:
                 clients.close(session)
             housekeeping.cancel_scope.cancel()
+
+
+def _input_bound(pool: Pool, name: str) -> float:
+    """A backend's ``timeouts.input`` (an MRTR round's default bound)."""
+    backend = pool.get(name)
+    return DEFAULT_LIFETIME if backend is None else backend.config.timeouts.input
 
 
 def _era(info: ServerInfo | None) -> str:

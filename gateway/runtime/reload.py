@@ -29,6 +29,7 @@ from gateway.frontend.origin import OriginPolicy
 from gateway.identity.keys import JwksError
 from gateway.identity.policy import Policy
 from gateway.protocol.sealed import Sealer
+from gateway.router.stateless.held_calls import DEFAULT_LIFETIME
 from gateway.telemetry.logs import set_log_level
 
 if TYPE_CHECKING:
@@ -292,7 +293,9 @@ def rotate_state_secret(live: Live, new: GatewayConfig) -> None:
     key = _sealer_key(new.mrtr.state_secret)
     previous = live.held.sealer
     live.held.sealer = Sealer([key, *previous.keys[:1]])
-    grace = new.mrtr.held_call_lifetime
+    grace = new.mrtr.held_call_lifetime or max(
+        (backend.timeouts.input for backend in new.backends), default=DEFAULT_LIFETIME
+    )
 
     async def retire() -> None:
         """Drop the previous key once no state sealed with it can be live."""

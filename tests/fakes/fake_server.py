@@ -138,7 +138,18 @@ class CrashMidCall:
     after: float = 0.0
 
 
-ToolBehaviour = Answer | AnswerAfter | Hang | ProgressForever | CrashMidCall
+@dataclass(frozen=True, slots=True)
+class AskHost:
+    """Send the gateway ``method`` (a request for the host) mid-call; answer with its reply.
+
+    The tool's text is the JSON of the reply's ``result``, or ``error <code>``.
+    """
+
+    method: str = "elicitation/create"
+    params: dict[str, Any] | None = None
+
+
+ToolBehaviour = Answer | AnswerAfter | Hang | ProgressForever | CrashMidCall | AskHost
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +231,9 @@ class FakeMcpServer:
         self.connects = 0
         self.received: list[Received] = []
         self._connection: _Connection | None = None
+        # Replies to the fake's own requests (AskHost), by their id.
+        self._replies: dict[str, tuple[trio.Event, list[dict[str, Any]]]] = {}
+        self._asked = 0
 
     # -- what tests read ---------------------------------------------------
 
@@ -273,6 +287,10 @@ class FakeMcpServer:
                     self.received.append(record)
                     if record.method is not None and "id" in message:
                         nursery.start_soon(self._answer, connection, record)
+                    elif record.method is None and str(record.id) in self._replies:
+                        done, box = self._replies[str(record.id)]
+                        box.append(message)
+                        done.set()
                 nursery.cancel_scope.cancel()
         finally:
             channel.close()
@@ -367,10 +385,29 @@ class FakeMcpServer:
                             "params": {"progressToken": token, "progress": step},
                         }
                     )
+        if isinstance(behaviour, AskHost):
+            return await self._ask_host(connection, behaviour)
         assert isinstance(behaviour, CrashMidCall)
         await trio.sleep(behaviour.after)
         connection.channel.close()
         return None
+
+    async def _ask_host(self, connection: _Connection, behaviour: AskHost) -> dict[str, Any]:
+        self._asked += 1
+        ask_id = f"fake-ask-{self._asked}"
+        done, box = self._replies[ask_id] = (trio.Event(), [])
+        params = behaviour.params or {"message": "Name?", "requestedSchema": {"type": "object"}}
+        connection.send(
+            {"jsonrpc": "2.0", "id": ask_id, "method": behaviour.method, "params": params}
+        )
+        try:
+            await done.wait()
+        finally:
+            del self._replies[ask_id]
+        [reply] = box
+        if "error" in reply:
+            return _text_result(f"error {reply['error'].get('code')}")
+        return _text_result(json.dumps(reply.get("result"), sort_keys=True))
 
 
 def _text_result(text: str) -> dict[str, Any]:

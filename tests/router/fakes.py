@@ -15,6 +15,7 @@ import msgspec
 import trio
 
 from gateway.backends.backend import BackendState, ServerInfo
+from gateway.backends.call_clock import CallClock
 from gateway.catalog.catalog import Catalog
 from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
@@ -63,6 +64,7 @@ class FakeBackend:
     prefix: str = ""
     per_client: bool = False
     request_timeout: float = 60.0
+    input_timeout: float = 600.0
     state: BackendState = BackendState.UP
     reason: str = "up"
     instructions: str | None = None
@@ -80,7 +82,7 @@ class FakeBackend:
             name=self.name,
             command="fake",
             prefix=self.prefix,
-            timeouts=Timeouts(request=self.request_timeout),
+            timeouts=Timeouts(request=self.request_timeout, input=self.input_timeout),
         )
         self.info = ServerInfo(
             protocol_version=LATEST_VERSION,
@@ -115,6 +117,7 @@ class FakeBackend:
         client: str | None = None,
         progress_token: str | None = None,
         on_progress: ProgressListener | None = None,
+        clock: CallClock | None = None,
     ) -> msgspec.Raw:
         """Record the request, then answer it as ``answers`` says (or with ``{}``)."""
         if self.state is not BackendState.UP:

@@ -17,16 +17,21 @@ backend's call open until the client's retry brings ``inputResponses``
    number. A tampered, expired or foreign state, or one for another
    request, is -32602 ``Invalid or expired requestState``.
 3. The table is bounded: at most ``max_held`` calls wait for a retry at
-   once, each at most ``lifetime`` seconds per round. A call asking beyond
-   the bound fails at once (host: -32603; backend: its request refused).
+   once, each at most ``lifetime`` seconds per round
+   (``mrtr.held_call_lifetime``; unset, the backend's ``timeouts.input``).
+   While a round waits, the backend call's request clock stands still
+   (``backends/call_clock``). A call asking beyond the bound fails at once
+   (host: -32603; backend: its request refused).
 4. Held calls live in this replica's memory: a retry reaching a replica
    (or a restarted gateway) that does not hold the call is -32602 saying
    so. Stateless retries across replicas come with modern backends (issue
    14, step 5), whose own state rides in the sealed token.
 5. Expiry: the backend's request is answered with -32001, the backend's
    call is cancelled (``notifications/cancelled``), the entry leaves the
-   table. A retry after that is -32602. A retry missing some answers is
-   asked again for the missing keys only (mrtr.mdx §Error Handling).
+   table. A call that runs out of ``timeouts.max_total`` during a round
+   answers its open requests with -32001 as well. A retry after that is
+   -32602. A retry missing some answers is asked again for the missing
+   keys only (mrtr.mdx §Error Handling).
 6. Each state is single use: a retry is accepted once per round.
 7. Several requests the backend sends before the round answers are asked
    together: the round waits until none has arrived for ``GATHER_WINDOW``;
@@ -77,7 +82,8 @@ if TYPE_CHECKING:
     from gateway.router.stateless.requests import ModernRequest
 
 DEFAULT_MAX_HELD: Final = 256
-DEFAULT_LIFETIME: Final = 120.0
+# ``timeouts.input``'s default: a round's bound when nothing else says.
+DEFAULT_LIFETIME: Final = 600.0
 # Requests a backend sends together (a task group asking three things) arrive
 # a few milliseconds apart; one round asks them all.
 GATHER_WINDOW: Final = 0.05
@@ -162,10 +168,11 @@ class HeldCall:
                 self._reply = await run(self.request, message, self.params)
         finally:
             expired = self.expiry.cancelled_caught
+            timed_out = expired or _timed_out(self._reply)
             self._done = True
             self._news.set()
             for ask in self._asks.values():
-                ask.refuse(self._ended(expired))
+                ask.refuse(self._ended(expired, timed_out))
             try:
                 if not expired and self.awaiting_retry:
                     # Cancellable on purpose: a cancel (shutdown, the host
@@ -176,11 +183,17 @@ class HeldCall:
             finally:
                 self._table.release(self)
 
-    def _ended(self, expired: bool) -> LocalProtocolError:
+    def _ended(self, expired: bool, timed_out: bool) -> LocalProtocolError:
+        """What a question still open when the call ended is answered with (rule 5)."""
         if expired:
             return LocalProtocolError(
                 "the modern client did not retry within "
-                f"{self._table.lifetime:g} s with the input asked for",
+                f"{self._table.lifetime_for(self.backend or ''):g} s with the input asked for",
+                REQUEST_TIMEOUT_CODE,
+            )
+        if timed_out:
+            return LocalProtocolError(
+                "the call ran out of time (timeouts.max_total) before the client answered",
                 REQUEST_TIMEOUT_CODE,
             )
         return LocalProtocolError("the call ended before the client answered", INTERNAL_ERROR)
@@ -278,19 +291,28 @@ class HeldCall:
         self.round += 1
         self._table.metrics.count_input_required("bridge")
         self.awaiting_retry = True
-        self.expiry.deadline = trio.current_time() + self._table.lifetime
+        lifetime = self._table.lifetime_for(self.backend or "")
+        self.expiry.deadline = trio.current_time() + lifetime
         state = self._table.sealer.seal(
             purpose=REQUEST_STATE,
             backend=self.backend or "",
             principal=self.request.principal,
             now=self._table.wall_clock(),
-            ttl=self._table.lifetime,
+            ttl=lifetime,
             method=self.method,
             params=self.params,
             state=f"{self.pending_key}:{self.round}".encode(),
         )
         result = input_required_result({k: a.entry for k, a in asks.items()}, state)
         return jsonrpc.encode_response(msg_id, mcp.encode(result))
+
+
+def _timed_out(reply: bytes) -> bool:
+    """Whether the call's answer is a timeout (``max_total`` ran out during a round)."""
+    if not reply:
+        return False
+    message = jsonrpc.decode(reply)
+    return isinstance(message, jsonrpc.ErrorResponse) and message.code == REQUEST_TIMEOUT_CODE
 
 
 def _with_id(reply: bytes, msg_id: RequestId) -> bytes:
@@ -310,7 +332,9 @@ class HeldCalls:
         nursery: where held calls run (outliving their first round).
         sealer: seals and checks ``requestState``.
         max_held: calls that may wait for a retry at once.
-        lifetime: seconds a round's ``requestState`` and held call live.
+        lifetime: seconds a round's ``requestState`` and held call live;
+            None: the backend's own ``timeouts.input`` (``input_bound``).
+        input_bound: a backend's ``timeouts.input``, by name.
         wall_clock: the clock a sealed ``requestState``'s expiry is read on.
             Wall time, not trio's clock: trio's clock starts at a random
             offset in every process, and a modern backend's state is opened by
@@ -323,10 +347,12 @@ class HeldCalls:
         sealer: Sealer,
         *,
         max_held: int = DEFAULT_MAX_HELD,
-        lifetime: float = DEFAULT_LIFETIME,
+        lifetime: float | None = None,
+        input_bound: Callable[[str], float] = lambda backend: DEFAULT_LIFETIME,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.wall_clock = wall_clock
+        self.input_bound = input_bound
         self.sealer = sealer
         self.max_held = max_held
         self.lifetime = lifetime
@@ -334,6 +360,10 @@ class HeldCalls:
         self._held: dict[str, HeldCall] = {}
         # Rounds, retries and refused states (the router sets its own).
         self.metrics: RouterMetrics = NO_METRICS
+
+    def lifetime_for(self, backend: str) -> float:
+        """Seconds a round of a call to ``backend`` waits for the retry (rule 3)."""
+        return self.lifetime if self.lifetime is not None else self.input_bound(backend)
 
     def __len__(self) -> int:
         """How many calls the table holds now."""
