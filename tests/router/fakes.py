@@ -264,6 +264,7 @@ class RecordingMetrics:
         self.cancellations = _Series(self.counts, ("cancellations",))
         self.invalid_cursors = _Series(self.counts, ("invalid_cursors",))
         self.pages_served = _Series(self.counts, ("pages_served",))
+        self.internal_errors = _Series(self.counts, ("internal_errors",))
 
     def observe_request(self, method: str, outcome: str, seconds: float, backend: str = "") -> None:
         """Keep (method, outcome, backend); durations are not asserted."""

@@ -55,6 +55,8 @@ from gateway.protocol.stateless.tasks import (
     declares_tasks,
     task_support,
 )
+from gateway.router.call_metrics import NO_METRICS
+from gateway.router.outcomes import internal_error
 from gateway.router.stateless.backend_tasks import BackendTasks
 from gateway.router.stateless.requests import ModernRequest
 from gateway.telemetry import tracing
@@ -307,6 +309,10 @@ class TaskRunner:
         """Run the task's work to the end and record how it ended."""
         try:
             reply = await work(background)
+        except Exception as exc:
+            # Never into the router's nursery: that would end the process.
+            err = internal_error(exc, NO_METRICS, "tools/call", background.session_id)
+            reply = jsonrpc.encode_error(task.task_id, err.code, err.message)
         finally:
             self._running.pop(task.task_id, None)
         now = trio.current_time()

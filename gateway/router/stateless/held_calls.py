@@ -70,6 +70,7 @@ from gateway.protocol.stateless.mrtr import (
     missing_for,
 )
 from gateway.router.call_metrics import NO_METRICS
+from gateway.router.outcomes import internal_error
 from gateway.router.stateless.input_required import restore
 from gateway.router.stateless.requests import REFUSAL_GRACE
 
@@ -165,7 +166,14 @@ class HeldCall:
         """The backend call, in the table's nursery (rule 1)."""
         try:
             with self.expiry:
-                self._reply = await run(self.request, message, self.params)
+                try:
+                    self._reply = await run(self.request, message, self.params)
+                except Exception as exc:
+                    # Never into the router's nursery: that would end the process.
+                    err = internal_error(
+                        exc, self._table.metrics, message.method, self.request.session_id
+                    )
+                    self._reply = jsonrpc.encode_error(message.id, err.code, err.message)
         finally:
             expired = self.expiry.cancelled_caught
             timed_out = expired or _timed_out(self._reply)
