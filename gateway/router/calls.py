@@ -13,7 +13,11 @@ Rules:
 4. Payloads are forwarded as Raw bytes; the router decodes params only to
    swap a public name, URI or progress token for the backend's, and results
    only when they carry URIs to namespace.
-5. Backend errors pass through with their own code, message and data.
+5. Backend errors pass through with their own code, message and data,
+   in public names: a URI under ``data.uri`` (or any ``data`` member ending
+   in ``uri``/``Uri``) becomes the public URI, and a ``data`` member naming
+   the requested item by its backend name names it by its public one; the
+   requested URI in the message is the public one too.
 6. Progress reaches only the client whose request asked for it, under that
    client's own token, with ``progress`` strictly increasing, and never
    after the response (the session drops it once the answer is in).
@@ -338,6 +342,39 @@ def envelope_refused(backend: str, exc: RemoteProtocolError) -> LocalProtocolErr
     )
 
 
+def in_public_names(exc: RemoteProtocolError, target: Target, public: str) -> RemoteProtocolError:
+    """A backend's error about ``target`` as the host must read it (rule 5).
+
+    The host never saw the backend's names: a URI in ``data`` (members
+    named ``uri`` or ending in ``Uri``) is made public under the backend's
+    prefix, a member equal to the item's backend name becomes its public
+    name, and the requested URI in the message becomes the public one.
+    """
+    data = exc.data
+    message = exc.message
+    if "://" in target.original and target.original in message:
+        message = message.replace(target.original, public)
+    if isinstance(data, dict):
+        prefix = target.backend.prefix
+        data = {
+            key: _public_value(key, value, prefix, target.original, public)
+            for key, value in data.items()
+        }
+    if data is exc.data and message is exc.message:
+        return exc
+    return RemoteProtocolError(message, exc.code, data)
+
+
+def _public_value(key: object, value: object, prefix: str, original: str, public: str) -> object:
+    if not isinstance(value, str):
+        return value
+    if value == original:
+        return public
+    if isinstance(key, str) and (key == "uri" or key.endswith(("Uri", "_uri"))):
+        return public_uri(prefix, value)
+    return value
+
+
 def for_legacy_host(result: msgspec.Raw) -> msgspec.Raw:
     """A modern backend's result without the fields a handshake-era host does not know."""
     body = mcp.decode_object(result)
@@ -377,6 +414,15 @@ class Calls:
         self._forward = forwarder.forward
         self._metrics = metrics
 
+    async def _named(
+        self, call: Call, target: Target, public: str, method: str, params: dict[str, Any]
+    ) -> msgspec.Raw:
+        """Forward a request for one item; the backend's error in public names (rule 5)."""
+        try:
+            return await self._forward(call, target.backend, method, params)
+        except RemoteProtocolError as exc:
+            raise in_public_names(exc, target, public) from None
+
     async def call_tool(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
         """``tools/call``: forward under the original name, namespace URIs in the result."""
         name = mcp.require_str(params, "name", "tool")
@@ -389,7 +435,7 @@ class Calls:
         target = self._targets.named(Kind.TOOLS, name, call.snapshot, "tool")
         params["name"] = target.original
         self._metrics.count_tool_call(target.backend.name, target.original)
-        result = await self._forward(call, target.backend, "tools/call", params)
+        result = await self._named(call, target, name, "tools/call", params)
         result = mcp.rewrite_call_result(result, _uri_mapper(target.backend))
         return downgraded(result, call.client.protocol_version, revisions.call_result)
 
@@ -398,7 +444,7 @@ class Calls:
         name = mcp.require_str(params, "name", "prompt")
         target = self._targets.named(Kind.PROMPTS, name, call.snapshot, "prompt")
         params["name"] = target.original
-        result = await self._forward(call, target.backend, "prompts/get", params)
+        result = await self._named(call, target, name, "prompts/get", params)
         result = mcp.rewrite_prompt_result(result, _uri_mapper(target.backend))
         return downgraded(result, call.client.protocol_version, revisions.prompt_result)
 
@@ -407,7 +453,7 @@ class Calls:
         uri = mcp.require_str(params, "uri", "resource")
         target = self._targets.uri(uri, call)
         params["uri"] = target.original
-        result = await self._forward(call, target.backend, "resources/read", params)
+        result = await self._named(call, target, uri, "resources/read", params)
         result = mcp.rewrite_read_result(result, _uri_mapper(target.backend))
         if isinstance(call.client, ModernRequest):
             return with_read_hint(result, target.backend, per_principal=call.per_principal)
