@@ -24,7 +24,10 @@ Rules:
    its ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` and
    ``Mcp-Param-*`` headers and no session id; it is cancelled by closing
    its response (the revision's cancellation on HTTP), not by a POSTed
-   ``notifications/cancelled``.
+   ``notifications/cancelled``: also while its response headers are not
+   in yet (the POST itself is cancelled), and after its answer (nothing is
+   sent). On a session that speaks 2026-07-28 no ``notifications/cancelled``
+   is ever POSTed: there is no session for it to name a request of.
 """
 
 from __future__ import annotations
@@ -99,8 +102,16 @@ async def post(session: HttpSession, message: bytes) -> Outgoing:
         headers.update(trace)
     if modern:
         outgoing = dataclasses.replace(outgoing, modern=True)
+        session.speaks_modern = True
+    elif outgoing.initialize_id is not None:
+        session.speaks_modern = False
     request = session.client.build_request("POST", session.url, content=message, headers=headers)
-    response = await session.send(request)
+    with session.stream_scope(outgoing) as waiting:
+        # A modern request cancelled before its headers are in: the POST is
+        # closed, which is the cancel (rule 4).
+        response = await session.send(request)
+    if waiting.cancelled_caught:
+        return outgoing
     handed_off = False
     try:
         if session.closed:
@@ -126,10 +137,10 @@ def _modern_headers(session: HttpSession, message: bytes) -> dict[str, str] | No
         body = mcp.decode_object(decoded.params) if decoded.params is not None else None
         target = body.get("requestId") if body else None
         scope = session.modern_streams.get(target) if isinstance(target, int | str) else None
-        if scope is None:
-            return {}
-        scope.cancel()
-        return None
+        if scope is not None:
+            scope.cancel()
+            return None
+        return None if session.speaks_modern else {}
     if not isinstance(decoded, jsonrpc.Request) or decoded.params is None:
         return {}
     params = mcp.decode_object(decoded.params)
