@@ -166,6 +166,10 @@ def _dispatch(session: HttpSession, response: httpx.Response, outgoing: Outgoing
             return True
         if not outgoing.request_ids and not kind:
             return False  # a bodiless 200 to a notification: fine
+    elif 400 <= status < 500 and status != 401 and kind == SSE_MEDIA_TYPE and outgoing.modern:
+        # A 2026-07-28 refusal streamed as SSE: its JSON-RPC error is the answer.
+        session.nursery.start_soon(_read_stream, session, response, outgoing)
+        return True
     problem = describe_status(response)
     if 200 <= status < 300 or kind not in (JSON_MEDIA_TYPE, ""):
         problem += f" ({kind or 'no content type'})"
@@ -303,6 +307,9 @@ def own_errors(body: bytes, unanswered: set[RequestId]) -> list[bytes]:
     """The JSON-RPC error responses in ``body`` that answer requests of ours.
 
     Each one's id leaves ``unanswered``; anything else in the body is ignored.
+    An error with a null id (the server refused the POST before it read the
+    id: a header check, a missing capability) answers the POST's one
+    request, code and data intact, when it carried exactly one.
     """
     found: list[bytes] = []
     try:
@@ -314,9 +321,14 @@ def own_errors(body: bytes, unanswered: set[RequestId]) -> list[bytes]:
             decoded = jsonrpc.decode(message)
         except LocalProtocolError:
             continue
-        if isinstance(decoded, jsonrpc.ErrorResponse) and decoded.id in unanswered:
+        if not isinstance(decoded, jsonrpc.ErrorResponse):
+            continue
+        if decoded.id in unanswered:
             unanswered.discard(decoded.id)
             found.append(message)
+        elif decoded.id is None and len(unanswered) == 1 and len(messages) == 1:
+            only = unanswered.pop()
+            found.append(jsonrpc.encode_error(only, decoded.code, decoded.message, decoded.data))
     return found
 
 

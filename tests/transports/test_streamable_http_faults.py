@@ -612,3 +612,27 @@ async def test_cancelling_a_2026_07_28_request_closes_its_post_and_posts_no_noti
                 assert await peer.request("tools/list") is not None
         posted = [r.message.get("method") for r in fake.of("POST")]
         assert posted == ["tools/call", "tools/list"]
+
+
+@pytest.mark.parametrize("shape", ["json-null-id", "json", "sse"])
+async def test_a_2026_07_28_refusal_keeps_its_own_code_and_data(shape: str) -> None:
+    """Spec (2026-07-28, errors): a 400 carrying -32021 MissingRequiredClientCapability is
+    the request's answer, code and data intact, however the backend wrote it; never -32603."""
+    data = {"requiredCapabilities": {"elicitation": {}}}
+
+    async def refuse(request: Recorded) -> Reply:
+        error = {"code": -32021, "message": "Missing required client capability", "data": data}
+        msg_id = None if shape == "json-null-id" else request.message["id"]
+        body = {"jsonrpc": "2.0", "id": msg_id, "error": error}
+        if shape == "sse":
+            return Reply(400, {"content-type": "text/event-stream"}, [sse_event(body)])
+        return json_reply(body, status=400)
+
+    async with serve_fake() as (fake, url):
+        fake.methods["tools/call"] = refuse
+        with trio.fail_after(DEADLINE):
+            async with open_streamable_http(backend(url)) as channel, open_session(channel) as peer:
+                peer.modern = True
+                with pytest.raises(RemoteProtocolError) as caught:
+                    await peer.request("tools/call", raw({"name": "t", "arguments": {}}))
+    assert (caught.value.code, caught.value.data) == (-32021, data)
