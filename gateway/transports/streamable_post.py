@@ -303,13 +303,15 @@ async def _resume(
     return True
 
 
-def own_errors(body: bytes, unanswered: set[RequestId]) -> list[bytes]:
+def own_errors(body: bytes, unanswered: set[RequestId], *, modern: bool = False) -> list[bytes]:
     """The JSON-RPC error responses in ``body`` that answer requests of ours.
 
     Each one's id leaves ``unanswered``; anything else in the body is ignored.
-    An error with a null id (the server refused the POST before it read the
-    id: a header check, a missing capability) answers the POST's one
-    request, code and data intact, when it carried exactly one.
+    For a 2026-07-28 POST (``modern``), an error with a null id (the server
+    refused the POST before it read the id: a header check, a missing
+    capability) answers the POST's one request, code and data intact, when
+    it carried exactly one. A handshake-era server's null-id error is about
+    the transport ("No valid session ID"), not the request.
     """
     found: list[bytes] = []
     try:
@@ -326,7 +328,7 @@ def own_errors(body: bytes, unanswered: set[RequestId]) -> list[bytes]:
         if decoded.id in unanswered:
             unanswered.discard(decoded.id)
             found.append(message)
-        elif decoded.id is None and len(unanswered) == 1 and len(messages) == 1:
+        elif modern and decoded.id is None and len(unanswered) == 1 and len(messages) == 1:
             only = unanswered.pop()
             found.append(jsonrpc.encode_error(only, decoded.code, decoded.message, decoded.data))
     return found
@@ -359,7 +361,7 @@ async def _fail_from_response(
         # A 2026-07-28 server answers a refused request with HTTP 4xx and a
         # JSON-RPC error for it (-32022 naming its versions, -32020, -32602):
         # that error is the answer, code and data intact, not a transport fault.
-        for message in own_errors(body, unanswered):
+        for message in own_errors(body, unanswered, modern=outgoing.modern):
             await session.deliver(message)
     await session.fail(unanswered, problem, status=response.status_code)
     # After the requests are answered: a 400 may name a forgotten session.
