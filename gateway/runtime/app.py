@@ -157,7 +157,12 @@ async def open_gateway(
             metrics.client_sessions_open.dec()
             metrics.session_closed(session.profile)
 
-        clients = ClientRegistry(config.server.max_sessions, on_open=opened, on_close=closed)
+        clients = ClientRegistry(
+            config.server.max_sessions,
+            listen_streams_per_principal=config.limits.listen_streams_per_principal,
+            on_open=opened,
+            on_close=closed,
+        )
         router.tasks.on_change = clients.listeners.broadcast  # notifications/tasks
         pool.subjects = clients.subject_of  # token exchange: whose client session is it
         server = config.server

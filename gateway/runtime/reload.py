@@ -233,6 +233,7 @@ async def apply(live: Live, old: GatewayConfig, new: GatewayConfig) -> list[str]
     if old.limits != new.limits:
         live.session_limiter.configure(new.limits.session_rate, new.limits.session_burst)
         live.principal_limiter.configure(new.limits.token_rate, new.limits.token_burst)
+        live.clients.listeners.per_principal = new.limits.listen_streams_per_principal
         changed.append("limits")
     if old.logging.level != new.logging.level:
         set_log_level(new.logging.level)
