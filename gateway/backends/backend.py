@@ -56,6 +56,7 @@ from gateway.errors import (
     BackendUnavailable,
     CredentialUnavailable,
     LocalProtocolError,
+    RemoteProtocolError,
     RequestTimeout,
     SessionExpired,
     TransportError,
@@ -128,6 +129,9 @@ class Backend:
         self.prefix = config.public_prefix
         self._on_notification = on_notification
         self._on_request = on_request
+        # The shared session that refused a subscription (-32601): a new
+        # session may serve it, so the refusal lasts as long as that one.
+        self._subscribe_refused_on: Peer | None = None
         log = logger.bind(backend=self.name)
         # The ``auth:`` block at work (its token request counts are a metric).
         self.credentials, opener, client_opener = connectors(config, connect, subjects)
@@ -254,9 +258,27 @@ class Backend:
         return self._supervisor.list_hints.get(kind, NO_CACHE)
 
     def offers(self, capability: str) -> bool:
-        """Whether the backend declared a server capability (``tools``, ``logging``...)."""
+        """Whether the backend declared a server capability (``tools``, ``logging``...)
+        and has not refused it since (``refused``)."""
         info = self._supervisor.info
-        return info is not None and capability in info.capabilities
+        return (
+            info is not None and capability in info.capabilities and capability not in self.refused
+        )
+
+    @property
+    def refused(self) -> frozenset[str]:
+        """Capabilities it declared and then refused with -32601 (robustness E7).
+
+        ``resources`` (or ``prompts``, ``tools``) when that list was refused
+        at the last walk; ``resources.subscribe`` once a subscription was
+        (``resources/subscribe``, or a 2026-07-28 backend's listen). The
+        gateway advertises to hosts only what some backend really serves.
+        """
+        refused = {kind.value for kind in self._supervisor.refused_lists}
+        peer = self._supervisor.peer
+        if peer is not None and self._subscribe_refused_on is peer:
+            refused.add("resources.subscribe")
+        return frozenset(refused)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Keep the backend alive until cancelled. Returns at once to ``start``."""
@@ -389,6 +411,10 @@ class Backend:
                     )
                 self._supervisor.note_answer()
                 return result
+            except RemoteProtocolError as exc:
+                if exc.code == METHOD_NOT_FOUND and method == "resources/subscribe":
+                    self._subscribe_refused_on = peer  # declared, not served (E7)
+                raise
             except CredentialUnavailable as exc:
                 # The backend is fine; only this call lacks a credential.
                 raise BackendUnavailable(

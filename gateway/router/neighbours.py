@@ -134,6 +134,11 @@ class BackendView(Protocol):
         """Whether it declared a server capability (``logging``, ``completions``...)."""
         ...
 
+    @property
+    def refused(self) -> frozenset[str]:
+        """Capabilities it declared and then refused with -32601 (``resources.subscribe``...)."""
+        ...
+
     def has_link(self, client: str) -> bool:
         """Whether a per-client backend session is open for this client."""
         ...
@@ -232,4 +237,6 @@ def subscribable(backend: BackendView) -> bool:
     # A 2026-07-28 backend declares the same flag; its subscriptions ride on
     # the gateway's standing listen (backends/upstream_listen.py).
     resources = info.capabilities.get("resources")
-    return isinstance(resources, dict) and resources.get("subscribe") is True
+    declared = isinstance(resources, dict) and resources.get("subscribe") is True
+    # Declared and then refused (-32601 to the list or a subscription) is not served.
+    return declared and not {"resources", "resources.subscribe"} & backend.refused

@@ -202,6 +202,9 @@ class FakeMcpServer:
         die_after: when set, each connection is dropped this many seconds
             after it was opened (a flapping backend).
         answer_pings: whether ``ping`` is answered; flip it at any time.
+        capabilities: more server capabilities to declare (say
+            ``resources.subscribe``) than the fake serves: it answers every
+            method it does not know with -32601.
         discover: how ``server/discover`` is answered: ``refuse`` (-32601,
             a handshake-era server), ``modern`` (a 2026-07-28 DiscoverResult),
             ``silent`` (never), ``envelope`` (-32022 naming 2026-07-28),
@@ -218,8 +221,10 @@ class FakeMcpServer:
         die_after: float | None = None,
         answer_pings: bool = True,
         discover: str = "refuse",
+        capabilities: Mapping[str, Any] | None = None,
     ) -> None:
         self.name = name
+        self.capabilities = dict(capabilities or {})
         self.discover = discover
         self.tools: dict[str, ToolBehaviour] = dict(
             tools if tools is not None else {"echo": Answer("echo")}
@@ -351,6 +356,7 @@ class FakeMcpServer:
         capabilities: dict[str, Any] = {"tools": {"listChanged": True}}
         if self.prompts:
             capabilities["prompts"] = {"listChanged": True}
+        capabilities.update(self.capabilities)
         return {
             "protocolVersion": version if isinstance(version, str) else DEFAULT_PROTOCOL_VERSION,
             "capabilities": capabilities,

@@ -73,6 +73,7 @@ class FakeBackend:
     notified: list[Sent] = field(default_factory=list)
     links: set[str] = field(default_factory=set)
     closed_clients: list[str] = field(default_factory=list)
+    refused: frozenset[str] = frozenset()
     config: BackendConfig = field(init=False)
     info: ServerInfo | None = field(init=False)
 
@@ -97,8 +98,11 @@ class FakeBackend:
         return NO_CACHE
 
     def offers(self, capability: str) -> bool:
-        """Whether the fake declared that capability."""
-        return self.info is not None and capability in self.info.capabilities
+        """Whether the fake declared that capability (and has not refused it)."""
+        info = self.info
+        return (
+            info is not None and capability in info.capabilities and capability not in self.refused
+        )
 
     def has_link(self, client: str) -> bool:
         """Whether a per-client session is open for ``client``."""

@@ -55,6 +55,7 @@ from gateway.backends.supervision.liveness import ping_when_quiet
 from gateway.backends.walk import walk
 from gateway.catalog.snapshot import Kind
 from gateway.errors import (
+    METHOD_NOT_FOUND,
     GatewayError,
     SessionExpired,
     TransportBroken,
@@ -146,6 +147,9 @@ class Supervisor:
         self.last_error: tuple[str, float] | None = None
         # Times a listing was cut short by a guard, by reason (metric).
         self.list_guard_trips: collections.Counter[str] = collections.Counter()
+        # The lists the backend declared and then refused with -32601 at the
+        # last walk: what it does not really serve (capabilities, E7).
+        self.refused_lists: set[Kind] = set()
         # Set once the first connect attempt has ended, either way.
         self.settled = trio.Event()
         self._state_event = trio.Event()
@@ -430,8 +434,11 @@ class Supervisor:
                 self._log.warning(
                     "backend.list.failed", kind=kind.value, error=outcome.error.message
                 )
+                if outcome.error.code == METHOD_NOT_FOUND:
+                    self.refused_lists.add(kind)
                 fresh[kind] = ()
                 continue
+            self.refused_lists.discard(kind)
             if outcome.guard is not None:
                 self.list_guard_trips[outcome.guard.value] += 1
                 event, fields = listing.guard_report(outcome, config)
