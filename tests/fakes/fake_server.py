@@ -208,7 +208,9 @@ class FakeMcpServer:
         discover: how ``server/discover`` is answered: ``refuse`` (-32601,
             a handshake-era server), ``modern`` (a 2026-07-28 DiscoverResult),
             ``silent`` (never), ``envelope`` (-32022 naming 2026-07-28),
-            ``envelope-once`` (that -32022 to the first probe only).
+            ``envelope-once`` (that -32022 to the first probe only),
+            ``modern-refusing`` (a good DiscoverResult, then -32022 to
+            every other request).
     """
 
     def __init__(
@@ -312,6 +314,10 @@ class FakeMcpServer:
         if method == "initialize":
             await trio.sleep(self.initialize_delay)
             result: dict[str, Any] | None = self._initialize_result(request.params)
+        elif self.discover == "modern-refusing" and method not in ("server/discover", "ping"):
+            data = {"supported": ["2026-07-28"], "requested": "2026-07-28"}
+            connection.send(_error(request.id, -32022, "Unsupported protocol version", data))
+            return
         elif method == "server/discover" and self.discover != "refuse":
             if self.discover == "silent":
                 return

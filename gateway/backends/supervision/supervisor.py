@@ -61,6 +61,7 @@ from gateway.errors import (
     TransportBroken,
     TransportError,
 )
+from gateway.protocol.stateless.error_codes import UNSUPPORTED_PROTOCOL_VERSION
 from gateway.session.peer import Peer, open_session
 from gateway.transports.base import schemas_for
 
@@ -150,6 +151,9 @@ class Supervisor:
         # The lists the backend declared and then refused with -32601 at the
         # last walk: what it does not really serve (capabilities, E7).
         self.refused_lists: set[Kind] = set()
+        # The lists a 2026-07-28 backend refused with -32022 at the last walk:
+        # all of them after a good discover is an incompatible backend.
+        self._version_refused: set[Kind] = set()
         # Set once the first connect attempt has ended, either way.
         self.settled = trio.Event()
         self._state_event = trio.Event()
@@ -322,6 +326,7 @@ class Supervisor:
                 )
                 await start_upstream_listen(listen, peer, nursery, timeouts.initialize)
             fresh = await self._list_all(peer, set(Kind))
+            self._check_envelope_accepted(info)
             self.peer = peer
             self.listing = fresh
             self._up_since = trio.current_time()
@@ -367,6 +372,23 @@ class Supervisor:
                 self.peer = None
                 self._links.close_all()
                 nursery.cancel_scope.cancel()
+
+    def _check_envelope_accepted(self, info: ServerInfo) -> None:
+        """A 2026-07-28 backend that refused every list with -32022 is incompatible.
+
+        Its ``server/discover`` was good, yet it refuses the requests the
+        gateway builds: shown as such (state, reason, ``/readyz``, console),
+        never "up" with nothing in it; retried at the longest delay.
+
+        Raises:
+            IncompatibleBackend: every list it declared was refused so.
+        """
+        declared = {kind for kind in Kind if listing.wanted(kind, info.capabilities, self._config)}
+        if info.modern and declared and declared <= self._version_refused:
+            raise IncompatibleBackend(
+                "backend refuses every 2026-07-28 request with -32022 (unsupported "
+                "protocol version) after a good server/discover"
+            )
 
     async def _ejector(self) -> None:
         """End the session once too many requests in a row timed out (B12)."""
@@ -436,9 +458,12 @@ class Supervisor:
                 )
                 if outcome.error.code == METHOD_NOT_FOUND:
                     self.refused_lists.add(kind)
+                if outcome.error.code == UNSUPPORTED_PROTOCOL_VERSION:
+                    self._version_refused.add(kind)
                 fresh[kind] = ()
                 continue
             self.refused_lists.discard(kind)
+            self._version_refused.discard(kind)
             if outcome.guard is not None:
                 self.list_guard_trips[outcome.guard.value] += 1
                 event, fields = listing.guard_report(outcome, config)
