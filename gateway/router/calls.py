@@ -41,7 +41,7 @@ sends it. ``Calls`` holds the handlers of the forwarded methods.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -94,7 +94,7 @@ class Call:
     per_principal: bool = False
     # The request clock of the call's forward to its backend, stopped while
     # the backend waits on the host for input (``backends/call_clock``).
-    clock: CallClock = field(default_factory=CallClock)
+    clock: CallClock | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +245,7 @@ class Forwarder:
                 params["_meta"] = {k: v for k, v in meta.items() if k != "progressToken"}
         client_id = call.client.session_id
         call.backend = backend.name
+        clock = call.clock = CallClock()
         info = backend.info
         modern = info is not None and info.modern
         if isinstance(call.client, ModernRequest) and call.client.backend_state is not None:
@@ -262,7 +263,7 @@ class Forwarder:
                     client=client_id,
                     progress_token=token,
                     on_progress=progress,
-                    clock=call.clock,
+                    clock=clock,
                 )
             except RemoteProtocolError as exc:
                 if modern and exc.code == UNSUPPORTED_PROTOCOL_VERSION:

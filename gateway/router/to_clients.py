@@ -192,7 +192,8 @@ class ToClients:
                 f"{method}: the client did not declare the {feature!r} capability",
                 METHOD_NOT_FOUND,
             )
-        with related.clock.waiting_for_input() if related is not None else nullcontext():
+        clock = related.clock if related is not None else None
+        with clock.waiting_for_input() if clock is not None else nullcontext():
             if isinstance(peer, ModernRequest):
                 return await peer.ask(backend.name, method, params)  # bounded by held_calls
             emit = related.emit if related is not None else None
