@@ -274,9 +274,7 @@ class Forwarder:
         try:
             result = await send(params)
             if modern:
-                result = await self._input_required(
-                    call, backend.name, method, params, result, send
-                )
+                result = await self._input_required(call, backend, method, params, result, send)
         finally:
             self._owners.remove(backend.name, client_id, call)
         if modern and not isinstance(call.client, ModernRequest):
@@ -286,7 +284,7 @@ class Forwarder:
     async def _input_required(
         self,
         call: Call,
-        backend: str,
+        target: BackendView,
         method: str,
         params: dict[str, Any],
         result: msgspec.Raw,
@@ -297,6 +295,7 @@ class Forwarder:
         body = mcp.decode_object(result)
         if not modern_backend.is_input_required(body):
             return result
+        backend = target.name
         assert body is not None
         client = call.client
         if isinstance(client, ModernRequest):
@@ -322,6 +321,7 @@ class Forwarder:
             params=params,
             body=body,
             send=send,
+            input_timeout=target.config.timeouts.input,
         )
 
 
