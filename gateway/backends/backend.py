@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 import structlog
 import trio
 
+from gateway.backends.call_clock import CallClock
 from gateway.backends.credentials.provider import connectors
 from gateway.backends.gate import Gate
 from gateway.backends.handshake import (
@@ -58,6 +59,7 @@ from gateway.errors import (
     BackendUnavailable,
     CredentialUnavailable,
     LocalProtocolError,
+    RemoteProtocolError,
     RequestTimeout,
     SessionExpired,
     TransportError,
@@ -130,6 +132,9 @@ class Backend:
         self.prefix = config.public_prefix
         self._on_notification = on_notification
         self._on_request = on_request
+        # The shared session that refused a subscription (-32601): a new
+        # session may serve it, so the refusal lasts as long as that one.
+        self._subscribe_refused_on: Peer | None = None
         log = logger.bind(backend=self.name)
         # The ``auth:`` block at work (its token request counts are a metric).
         self.credentials, opener, client_opener = connectors(config, connect, subjects)
@@ -261,9 +266,27 @@ class Backend:
         return self._supervisor.list_hints.get(kind, NO_CACHE)
 
     def offers(self, capability: str) -> bool:
-        """Whether the backend declared a server capability (``tools``, ``logging``...)."""
+        """Whether the backend declared a server capability (``tools``, ``logging``...)
+        and has not refused it since (``refused``)."""
         info = self._supervisor.info
-        return info is not None and capability in info.capabilities
+        return (
+            info is not None and capability in info.capabilities and capability not in self.refused
+        )
+
+    @property
+    def refused(self) -> frozenset[str]:
+        """Capabilities it declared and then refused with -32601 (robustness E7).
+
+        ``resources`` (or ``prompts``, ``tools``) when that list was refused
+        at the last walk; ``resources.subscribe`` once a subscription was
+        (``resources/subscribe``, or a 2026-07-28 backend's listen). The
+        gateway advertises to hosts only what some backend really serves.
+        """
+        refused = {kind.value for kind in self._supervisor.refused_lists}
+        peer = self._supervisor.peer
+        if peer is not None and self._subscribe_refused_on is peer:
+            refused.add("resources.subscribe")
+        return frozenset(refused)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Keep the backend alive until cancelled. Returns at once to ``start``."""
@@ -283,6 +306,7 @@ class Backend:
         client: str | None = None,
         progress_token: RequestId | None = None,
         on_progress: ProgressHandler | None = None,
+        clock: CallClock | None = None,
     ) -> msgspec.Raw:
         """Forward one request and return the backend's result.
 
@@ -299,6 +323,8 @@ class Backend:
                 backend session when this backend is per_client).
             progress_token: the backend-side token placed in ``params``.
             on_progress: receives the backend's progress params.
+            clock: the call's request clock, which the router stops while
+                the backend waits on the host for input (``call_clock``).
 
         Raises:
             BackendUnavailable: the backend is not up, or went down mid-call.
@@ -313,10 +339,12 @@ class Backend:
 
             async def send(traced: msgspec.Raw | None) -> msgspec.Raw:
                 """The same call, with the span's trace context in ``_meta``."""
-                return await self._admitted(method, traced, client, progress_token, on_progress)
+                return await self._admitted(
+                    method, traced, client, progress_token, on_progress, clock
+                )
 
             return await tracing.traced(tracer, self.name, method, params, version, send)
-        return await self._admitted(method, params, client, progress_token, on_progress)
+        return await self._admitted(method, params, client, progress_token, on_progress, clock)
 
     async def _admitted(
         self,
@@ -325,12 +353,15 @@ class Backend:
         client: str | None,
         progress_token: RequestId | None,
         on_progress: ProgressHandler | None,
+        clock: CallClock | None,
     ) -> msgspec.Raw:
         async with self._gate.admit():
             peer: Peer | None = None
             try:
                 peer = await self._peer_for(client)
-                return await self._request_on(peer, method, params, progress_token, on_progress)
+                return await self._request_on(
+                    peer, method, params, progress_token, on_progress, clock
+                )
             except BackendUnavailable as exc:
                 # The server forgot our session (an HTTP backend restarted):
                 # the supervisor re-initializes at once (rule 2).
@@ -338,7 +369,9 @@ class Backend:
                     raise
                 await self._supervisor.new_session(peer)
                 peer = await self._peer_for(client)
-                return await self._request_on(peer, method, params, progress_token, on_progress)
+                return await self._request_on(
+                    peer, method, params, progress_token, on_progress, clock
+                )
 
     async def _peer_for(self, client: str | None) -> Peer:
         supervisor = self._supervisor
@@ -356,16 +389,18 @@ class Backend:
         params: msgspec.Raw | None,
         progress_token: RequestId | None,
         on_progress: ProgressHandler | None,
+        clock: CallClock | None,
     ) -> msgspec.Raw:
         timeouts = self.config.timeouts
         started = trio.current_time()
-        hard_deadline = started + timeouts.max_total
         handler = on_progress
-        with trio.CancelScope(deadline=min(started + timeouts.request, hard_deadline)) as scope:
+        deadline = clock if clock is not None else CallClock(trio.current_time)
+        with trio.CancelScope() as scope:
+            deadline.bind(scope, timeouts.request, started + timeouts.max_total)
             if timeouts.reset_on_progress and on_progress is not None:
 
                 def handler(body: dict[str, Any]) -> None:
-                    scope.deadline = min(trio.current_time() + timeouts.request, hard_deadline)
+                    deadline.progressed()
                     on_progress(body)
 
             try:
@@ -384,6 +419,10 @@ class Backend:
                     )
                 self._supervisor.note_answer()
                 return result
+            except RemoteProtocolError as exc:
+                if exc.code == METHOD_NOT_FOUND and method == "resources/subscribe":
+                    self._subscribe_refused_on = peer  # declared, not served (E7)
+                raise
             except CredentialUnavailable as exc:
                 # The backend is fine; only this call lacks a credential.
                 raise BackendUnavailable(

@@ -30,6 +30,7 @@ from gateway.protocol.stateless.cache_hints import NO_CACHE, CacheHint
 if TYPE_CHECKING:
     import msgspec
 
+    from gateway.backends.call_clock import CallClock
     from gateway.catalog.snapshot import Kind
     from gateway.config import BackendConfig
 
@@ -108,6 +109,11 @@ class BackendView(Protocol):
         """Whether it declared a server capability (``logging``, ``completions``...)."""
         ...
 
+    @property
+    def refused(self) -> frozenset[str]:
+        """Capabilities it declared and then refused with -32601 (``resources.subscribe``...)."""
+        ...
+
     def has_link(self, client: str) -> bool:
         """Whether a per-client backend session is open for this client."""
         ...
@@ -124,6 +130,7 @@ class BackendView(Protocol):
         client: str | None = None,
         progress_token: str | None = None,
         on_progress: ProgressListener | None = None,
+        clock: CallClock | None = None,
     ) -> msgspec.Raw:
         """Forward one request, bounded by the backend's own request timeout.
 

@@ -229,19 +229,23 @@ class ServerConfig(Base, frozen=True, kw_only=True):
 
 
 class LimitsConfig(Base, frozen=True, kw_only=True):
-    """Request rate limits (token buckets); 0 turns one off.
+    """Request rate limits (token buckets; 0 turns one off) and stream caps.
 
     Attributes:
         session_rate: requests per second per client session.
         session_burst: bucket size per client session.
         token_rate: requests per second per credential (all its sessions).
         token_burst: bucket size per credential.
+        listen_streams_per_principal: open ``subscriptions/listen`` streams
+            one principal (without auth: all anonymous hosts together) may
+            hold at once; one more is refused (HTTP 429, -32603).
     """
 
     session_rate: Off = 0.0
     session_burst: Off = 100.0
     token_rate: Off = 0.0
     token_burst: Off = 200.0
+    listen_streams_per_principal: Annotated[int, Meta(gt=0)] = 100
 
 
 class NamingConfig(Base, frozen=True, kw_only=True):

@@ -85,8 +85,12 @@ class Timeouts(Base, frozen=True, kw_only=True):
             backend that answers late is still modern: the gateway never
             takes silence for a refusal, so this covers a slow start (many
             interpreters starting on a few cores), not a round trip.
-        request: for one forwarded request without progress.
-        max_total: hard ceiling for one request, progress or not.
+        request: for one forwarded request without progress; the clock
+            stands still while the backend waits on the host for input.
+        input: for one question the backend asks the host (sampling,
+            elicitation, roots, an MRTR round): the time a person has to
+            answer. It is not spent from ``request``.
+        max_total: hard ceiling for one request, progress, input or not.
         reset_on_progress: whether a progress notification restarts the
             ``request`` clock (long tools that report progress keep going).
     """
@@ -98,6 +102,7 @@ class Timeouts(Base, frozen=True, kw_only=True):
     # some, since a backend that misses it starts its next attempt from scratch.
     probe: Positive = 120.0
     request: Positive = 60.0
+    input: Positive = 600.0
     max_total: Positive = 600.0
     reset_on_progress: bool = True
 

@@ -67,15 +67,16 @@ class MrtrConfig(Base, frozen=True, kw_only=True):
         max_held_calls: calls that may wait for a client's retry at once; a
             call asking beyond it fails at once.
         held_call_lifetime: seconds a held call waits for the retry (and a
-            ``requestState`` stays valid) per round. The backend's own
-            ``timeouts.request`` for the call bounds it too.
+            ``requestState`` stays valid) per round; unset, the backend's
+            own ``timeouts.input``. The backend's ``timeouts.max_total``
+            for the call bounds it too.
         state_secret: what the HMAC key for ``requestState`` is derived
             from, or a list of them (newest first: it seals, the others
             verify); empty means a random key per process.
     """
 
     max_held_calls: PositiveInt = 256
-    held_call_lifetime: Positive = 120.0
+    held_call_lifetime: Positive | None = None
     state_secret: Secret = ""
 
     def __post_init__(self) -> None:

@@ -25,7 +25,7 @@ import trio
 
 from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.errors import INTERNAL_ERROR, RemoteProtocolError
-from gateway.frontend.stateless.listen_stream import Listener, Listeners
+from gateway.frontend.stateless.listen_stream import DEFAULT_LISTEN_STREAMS, Listener, Listeners
 from gateway.protocol import jsonrpc
 
 if TYPE_CHECKING:
@@ -222,6 +222,7 @@ class ClientRegistry:
         self,
         max_sessions: int = 10_000,
         *,
+        listen_streams_per_principal: int = DEFAULT_LISTEN_STREAMS,
         on_open: Callable[[ClientSession], None] | None = None,
         on_close: Callable[[ClientSession], None] | None = None,
     ) -> None:
@@ -229,7 +230,7 @@ class ClientRegistry:
         self.max_sessions = max_sessions
         self._on_open = on_open
         self._on_close = on_close
-        self.listeners = Listeners()
+        self.listeners = Listeners(listen_streams_per_principal)
         # The latest raw token each principal presented, for token exchange
         # towards backends (never logged: CallerToken hides itself), and how
         # many open sessions each principal has, to forget it with the last.

@@ -49,6 +49,11 @@ class RouterMetrics(Protocol):
         """List pages answered, by kind."""
         ...
 
+    @property
+    def internal_errors(self) -> LabelledCounter:
+        """Unexpected exceptions on a request path, by component."""
+        ...
+
     def observe_request(self, method: str, outcome: str, seconds: float, backend: str = "") -> None:
         """Count and time one routed request."""
         ...
@@ -97,6 +102,7 @@ class NoMetrics:
     cancellations: Final = _NoCounter()
     invalid_cursors: Final = _NoCounter()
     pages_served: Final = _NoCounter()
+    internal_errors: Final = _NoCounter()
 
     def observe_request(self, method: str, outcome: str, seconds: float, backend: str = "") -> None:
         """Record nothing."""

@@ -13,7 +13,11 @@ Rules:
 4. Payloads are forwarded as Raw bytes; the router decodes params only to
    swap a public name, URI or progress token for the backend's, and results
    only when they carry URIs to namespace.
-5. Backend errors pass through with their own code, message and data.
+5. Backend errors pass through with their own code, message and data,
+   in public names: a URI under ``data.uri`` (or any ``data`` member ending
+   in ``uri``/``Uri``) becomes the public URI, and a ``data`` member naming
+   the requested item by its backend name names it by its public one; the
+   requested URI in the message is the public one too.
 6. Progress reaches only the client whose request asked for it, under that
    client's own token, with ``progress`` strictly increasing, and never
    after the response (the session drops it once the answer is in).
@@ -40,7 +44,9 @@ import itertools
 from typing import TYPE_CHECKING, Any
 
 import structlog
+import trio
 
+from gateway.backends.call_clock import CallClock
 from gateway.backends.state import BackendState
 from gateway.catalog.naming import public_uri
 from gateway.catalog.snapshot import Kind
@@ -214,6 +220,7 @@ class Forwarder:
                 params["_meta"] = {k: v for k, v in meta.items() if k != "progressToken"}
         client_id = call.client.session_id
         call.backend = backend.name
+        clock = call.clock = CallClock(trio.current_time)
         info = backend.info
         modern = info is not None and info.modern
         if isinstance(call.client, ModernRequest) and call.client.backend_state is not None:
@@ -231,6 +238,7 @@ class Forwarder:
                     client=client_id,
                     progress_token=token,
                     on_progress=progress,
+                    clock=clock,
                 )
             except RemoteProtocolError as exc:
                 if modern and exc.code == UNSUPPORTED_PROTOCOL_VERSION:
@@ -241,9 +249,7 @@ class Forwarder:
         try:
             result = await send(params)
             if modern:
-                result = await self._input_required(
-                    call, backend.name, method, params, result, send
-                )
+                result = await self._input_required(call, backend, method, params, result, send)
         finally:
             self._owners.remove(backend.name, client_id, call)
         if modern and not isinstance(call.client, ModernRequest):
@@ -253,7 +259,7 @@ class Forwarder:
     async def _input_required(
         self,
         call: Call,
-        backend: str,
+        target: BackendView,
         method: str,
         params: dict[str, Any],
         result: msgspec.Raw,
@@ -264,6 +270,7 @@ class Forwarder:
         body = mcp.decode_object(result)
         if not modern_backend.is_input_required(body):
             return result
+        backend = target.name
         assert body is not None
         client = call.client
         if isinstance(client, ModernRequest):
@@ -274,7 +281,7 @@ class Forwarder:
                 modern_backend.seal_for_host(
                     self._held.sealer,
                     now=self._held.wall_clock(),
-                    lifetime=self._held.lifetime,
+                    lifetime=self._held.lifetime_for(backend),
                     backend=backend,
                     request=client,
                     method=method,
@@ -289,6 +296,7 @@ class Forwarder:
             params=params,
             body=body,
             send=send,
+            input_timeout=target.config.timeouts.input,
         )
 
 
@@ -308,6 +316,39 @@ def envelope_refused(backend: str, exc: RemoteProtocolError) -> LocalProtocolErr
         INTERNAL_ERROR,
         data={"backend": backend},
     )
+
+
+def in_public_names(exc: RemoteProtocolError, target: Target, public: str) -> RemoteProtocolError:
+    """A backend's error about ``target`` as the host must read it (rule 5).
+
+    The host never saw the backend's names: a URI in ``data`` (members
+    named ``uri`` or ending in ``Uri``) is made public under the backend's
+    prefix, a member equal to the item's backend name becomes its public
+    name, and the requested URI in the message becomes the public one.
+    """
+    data = exc.data
+    message = exc.message
+    if "://" in target.original and target.original in message:
+        message = message.replace(target.original, public)
+    if isinstance(data, dict):
+        prefix = target.backend.prefix
+        data = {
+            key: _public_value(key, value, prefix, target.original, public)
+            for key, value in data.items()
+        }
+    if data is exc.data and message is exc.message:
+        return exc
+    return RemoteProtocolError(message, exc.code, data)
+
+
+def _public_value(key: object, value: object, prefix: str, original: str, public: str) -> object:
+    if not isinstance(value, str):
+        return value
+    if value == original:
+        return public
+    if isinstance(key, str) and (key == "uri" or key.endswith(("Uri", "_uri"))):
+        return public_uri(prefix, value)
+    return value
 
 
 def for_legacy_host(result: msgspec.Raw) -> msgspec.Raw:
@@ -349,6 +390,15 @@ class Calls:
         self._forward = forwarder.forward
         self._metrics = metrics
 
+    async def _named(
+        self, call: Call, target: Target, public: str, method: str, params: dict[str, Any]
+    ) -> msgspec.Raw:
+        """Forward a request for one item; the backend's error in public names (rule 5)."""
+        try:
+            return await self._forward(call, target.backend, method, params)
+        except RemoteProtocolError as exc:
+            raise in_public_names(exc, target, public) from None
+
     async def call_tool(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
         """``tools/call``: forward under the original name, namespace URIs in the result."""
         name = mcp.require_str(params, "name", "tool")
@@ -361,7 +411,7 @@ class Calls:
         target = self._targets.named(Kind.TOOLS, name, call.snapshot, "tool")
         params["name"] = target.original
         self._metrics.count_tool_call(target.backend.name, target.original)
-        result = await self._forward(call, target.backend, "tools/call", params)
+        result = await self._named(call, target, name, "tools/call", params)
         result = mcp.rewrite_call_result(result, _uri_mapper(target.backend))
         return downgraded(result, call.client.protocol_version, revisions.call_result)
 
@@ -370,7 +420,7 @@ class Calls:
         name = mcp.require_str(params, "name", "prompt")
         target = self._targets.named(Kind.PROMPTS, name, call.snapshot, "prompt")
         params["name"] = target.original
-        result = await self._forward(call, target.backend, "prompts/get", params)
+        result = await self._named(call, target, name, "prompts/get", params)
         result = mcp.rewrite_prompt_result(result, _uri_mapper(target.backend))
         return downgraded(result, call.client.protocol_version, revisions.prompt_result)
 
@@ -379,7 +429,7 @@ class Calls:
         uri = mcp.require_str(params, "uri", "resource")
         target = self._targets.uri(uri, call)
         params["uri"] = target.original
-        result = await self._forward(call, target.backend, "resources/read", params)
+        result = await self._named(call, target, uri, "resources/read", params)
         result = mcp.rewrite_read_result(result, _uri_mapper(target.backend))
         if isinstance(call.client, ModernRequest):
             return with_read_hint(result, target.backend, per_principal=call.per_principal)

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
     import msgspec
 
+    from gateway.backends.call_clock import CallClock
     from gateway.backends.state import BackendView
     from gateway.catalog.snapshot import Snapshot
     from gateway.identity.principal import Principal
@@ -63,6 +64,9 @@ class Call:
     # An access policy is in force: what a request sees depends on who
     # asks, so no cache may share it (``cacheScope: private``).
     per_principal: bool = False
+    # The request clock of the call's forward to its backend, stopped while
+    # the backend waits on the host for input (``backends/call_clock``).
+    clock: CallClock | None = None
 
 
 @dataclass(frozen=True, slots=True)

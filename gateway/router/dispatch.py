@@ -4,7 +4,12 @@ Rules:
 
 1. Every host request gets exactly one encoded response for its id: a
    result, or a JSON-RPC error; nothing a handler raises other than
-   cancellation escapes ``handle_request``.
+   cancellation escapes ``handle_request``. An exception nobody expected
+   (a bug, a broken disk under the search index) is one -32603
+   ``internal error`` answer and one ``request.internal_error`` line with
+   its traceback, counted in ``internal_errors_total{component="router"}``:
+   on every path, also a held or background call that runs in the router's
+   nursery, where an escaping exception would end the process.
 2. A method the gateway does not route is -32601 and reaches no backend.
 3. ``BackendUnavailable`` becomes -32603 with ``data.reason`` (the
    condition's kind) and ``data.backend``; ``RequestTimeout`` becomes
@@ -57,7 +62,7 @@ from gateway.router.calls import Calls, Forwarder, Targets
 from gateway.router.context import Call, ModernRequest
 from gateway.router.levels import Levels
 from gateway.router.lists import Lists
-from gateway.router.outcomes import server_span
+from gateway.router.outcomes import internal_error, server_span
 from gateway.router.search_mode import SearchMode
 from gateway.router.stateless import requests as modern
 from gateway.router.stateless.gateway_tasks import HandOff, TaskRunner
@@ -427,6 +432,9 @@ class Router:
             self._metrics.cancellations.labels(direction="timeout").inc()
         except ProtocolError as exc:
             outcome, err = "error", exc
+        except Exception as exc:
+            outcome = "internal_error"
+            err = internal_error(exc, self._metrics, request.method, client.session_id)
         except trio.Cancelled:
             outcome = "cancelled"
             self._metrics.cancellations.labels(direction="client").inc()

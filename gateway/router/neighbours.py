@@ -126,4 +126,6 @@ def subscribable(backend: BackendView) -> bool:
     # A 2026-07-28 backend declares the same flag; its subscriptions ride on
     # the gateway's standing listen (backends/upstream_listen.py).
     resources = info.capabilities.get("resources")
-    return isinstance(resources, dict) and resources.get("subscribe") is True
+    declared = isinstance(resources, dict) and resources.get("subscribe") is True
+    # Declared and then refused (-32601 to the list or a subscription) is not served.
+    return declared and not {"resources", "resources.subscribe"} & backend.refused

@@ -14,11 +14,15 @@ Rules:
 3. The router never awaits a client while fanning out: messages are queued
    with ``notify_nowait`` (STYLE rule 4).
 4. A client that does not answer a backend's request within the backend's
-   request timeout is answered for, with -32001, so the backend never hangs.
+   ``timeouts.input`` is answered for, with -32001, so the backend never
+   hangs. While the question is open, the request clock of the call it
+   belongs to stands still (``backends/call_clock``): a person's time to
+   answer is not spent from ``timeouts.request``.
 """
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Final
 
 import structlog
@@ -194,13 +198,16 @@ class ToClients:
                 f"{method}: the client did not declare the {feature!r} capability",
                 METHOD_NOT_FOUND,
             )
-        if isinstance(peer, ModernRequest):
-            return await peer.ask(backend.name, method, params)  # bounded by router/held
-        emit = related.emit if related is not None else None
-        with trio.move_on_after(backend.config.timeouts.request) as scope:
-            return await peer.request(method, without_key_hint(params), emit)
+        clock = related.clock if related is not None else None
+        with clock.waiting_for_input() if clock is not None else nullcontext():
+            if isinstance(peer, ModernRequest):
+                return await peer.ask(backend.name, method, params)  # bounded by held_calls
+            emit = related.emit if related is not None else None
+            bound = backend.config.timeouts.input
+            with trio.move_on_after(bound) as scope:
+                return await peer.request(method, without_key_hint(params), emit)
         assert scope.cancelled_caught
         raise LocalProtocolError(
-            f"{method}: the client did not answer within {backend.config.timeouts.request:g} s",
+            f"{method}: the client did not answer within {bound:g} s (timeouts.input)",
             REQUEST_TIMEOUT_CODE,
         )

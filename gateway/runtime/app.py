@@ -37,7 +37,7 @@ from gateway.identity.service import IdentityService
 from gateway.router import Router
 from gateway.router.access import AccessControl
 from gateway.router.profile_setup import profile_views, record_catalog
-from gateway.router.stateless.held_calls import HeldCalls
+from gateway.router.stateless.held_calls import DEFAULT_LIFETIME, HeldCalls
 from gateway.runtime import readiness as status
 from gateway.runtime import reload as live_reload
 from gateway.telemetry.metrics import Metrics
@@ -130,7 +130,12 @@ async def open_gateway(
         metrics.client_sessions_open.dec()
         metrics.session_closed(session.profile)
 
-    clients = ClientRegistry(server.max_sessions, on_open=opened, on_close=closed)
+    clients = ClientRegistry(
+        server.max_sessions,
+        listen_streams_per_principal=config.limits.listen_streams_per_principal,
+        on_open=opened,
+        on_close=closed,
+    )
     # The console watches the router's requests and the refusals, when it is on.
     activity = Activity(trio.current_time) if config.admin.enabled else None
     rules = NamingRules(config.naming.separator, config.naming.max_length)
@@ -143,7 +148,9 @@ async def open_gateway(
         await services.start(identity.run)
         auth = await _authenticate(identity, config)
         cursors = CursorCodec(config.pagination.cursor_secret, clock=trio.current_time)
-        held = HeldCalls.from_config(config.mrtr, metrics)
+        held = HeldCalls.from_config(
+            config.mrtr, metrics, input_bound=lambda name: _input_bound(pool, name)
+        )
         access = AccessControl(
             Policy.from_config(config.policy),
             audit_calls=config.policy_audit == "calls",
@@ -254,6 +261,12 @@ async def _authenticate(identity: IdentityService, config: GatewayConfig) -> Aut
         raise ConfigError([f"auth.jwt.jwks_file: {exc}"]) from None
     assert identity.holder is not None
     return identity.holder
+
+
+def _input_bound(pool: Pool, name: str) -> float:
+    """A backend's ``timeouts.input`` (an MRTR round's default bound)."""
+    backend = pool.get(name)
+    return DEFAULT_LIFETIME if backend is None else backend.config.timeouts.input
 
 
 def _console(

@@ -25,6 +25,7 @@ from gateway.errors import ConfigError
 from gateway.frontend.origin import OriginPolicy
 from gateway.identity.keys import JwksError
 from gateway.identity.policy import Policy
+from gateway.router.stateless.held_calls import DEFAULT_LIFETIME
 from gateway.telemetry.logs import set_log_level
 
 if TYPE_CHECKING:
@@ -313,6 +314,7 @@ async def apply(live: Live, plan: ConfigPlan) -> list[str]:
     if plan.limits is not None:
         live.session_limiter.configure(plan.limits.session_rate, plan.limits.session_burst)
         live.principal_limiter.configure(plan.limits.token_rate, plan.limits.token_burst)
+        live.clients.listeners.per_principal = plan.limits.listen_streams_per_principal
     if plan.log_level is not None:
         set_log_level(plan.log_level)
     if plan.origin is not None:
@@ -329,7 +331,10 @@ async def apply(live: Live, plan: ConfigPlan) -> list[str]:
                 plan.pagination.cursor_secret, plan.pagination.previous_secret_grace
             )
     if plan.mrtr is not None:
-        live.held.apply(plan.mrtr, rotate=plan.rotate_state_secret)
+        longest_input = max(
+            (backend.timeouts.input for backend in plan.new.backends), default=DEFAULT_LIFETIME
+        )
+        live.held.apply(plan.mrtr, rotate=plan.rotate_state_secret, longest_input=longest_input)
     if plan.tasks is not None:
         live.router.tasks.configure(plan.tasks)
     if plan.policy is not None:

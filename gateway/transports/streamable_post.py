@@ -24,7 +24,10 @@ Rules:
    its ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` and
    ``Mcp-Param-*`` headers and no session id; it is cancelled by closing
    its response (the revision's cancellation on HTTP), not by a POSTed
-   ``notifications/cancelled``.
+   ``notifications/cancelled``: also while its response headers are not
+   in yet (the POST itself is cancelled), and after its answer (nothing is
+   sent). On a session that speaks 2026-07-28 no ``notifications/cancelled``
+   is ever POSTed: there is no session for it to name a request of.
 5. A 2026-07-28 ``subscriptions/listen`` is answered with an event stream;
    a JSON body can only be its error or final result, written at once. One
    that has not ended within ``LISTEN_JSON_BODY_TIMEOUT`` (a server that
@@ -110,9 +113,17 @@ async def post(session: HttpSession, message: bytes) -> Outgoing:
         headers.update(trace)
     if modern:
         outgoing = dataclasses.replace(outgoing, modern=True)
+        session.speaks_modern = True
+    elif outgoing.initialize_id is not None:
+        session.speaks_modern = False
     listen = modern.get("Mcp-Method") == LISTEN
     request = session.client.build_request("POST", session.url, content=message, headers=headers)
-    response = await session.send(request)
+    with session.stream_scope(outgoing) as waiting:
+        # A modern request cancelled before its headers are in: the POST is
+        # closed, which is the cancel (rule 4).
+        response = await session.send(request)
+    if waiting.cancelled_caught:
+        return outgoing
     handed_off = False
     try:
         if session.closed:
@@ -138,10 +149,10 @@ def _modern_headers(session: HttpSession, message: bytes) -> dict[str, str] | No
         body = mcp.decode_object(decoded.params) if decoded.params is not None else None
         target = body.get("requestId") if body else None
         scope = session.modern_streams.get(target) if isinstance(target, int | str) else None
-        if scope is None:
-            return {}
-        scope.cancel()
-        return None
+        if scope is not None:
+            scope.cancel()
+            return None
+        return None if session.speaks_modern else {}
     if not isinstance(decoded, jsonrpc.Request) or decoded.params is None:
         return {}
     params = mcp.decode_object(decoded.params)
@@ -173,6 +184,10 @@ def _dispatch(
             return True
         if not outgoing.request_ids and not kind:
             return False  # a bodiless 200 to a notification: fine
+    elif 400 <= status < 500 and status != 401 and kind == SSE_MEDIA_TYPE and outgoing.modern:
+        # A 2026-07-28 refusal streamed as SSE: its JSON-RPC error is the answer.
+        session.nursery.start_soon(_read_stream, session, response, outgoing)
+        return True
     problem = describe_status(response)
     if 200 <= status < 300 or kind not in (JSON_MEDIA_TYPE, ""):
         problem += f" ({kind or 'no content type'})"
@@ -315,10 +330,15 @@ async def _resume(
     return True
 
 
-def own_errors(body: bytes, unanswered: set[RequestId]) -> list[bytes]:
+def own_errors(body: bytes, unanswered: set[RequestId], *, modern: bool = False) -> list[bytes]:
     """The JSON-RPC error responses in ``body`` that answer requests of ours.
 
     Each one's id leaves ``unanswered``; anything else in the body is ignored.
+    For a 2026-07-28 POST (``modern``), an error with a null id (the server
+    refused the POST before it read the id: a header check, a missing
+    capability) answers the POST's one request, code and data intact, when
+    it carried exactly one. A handshake-era server's null-id error is about
+    the transport ("No valid session ID"), not the request.
     """
     found: list[bytes] = []
     try:
@@ -330,9 +350,14 @@ def own_errors(body: bytes, unanswered: set[RequestId]) -> list[bytes]:
             decoded = jsonrpc.decode(message)
         except LocalProtocolError:
             continue
-        if isinstance(decoded, jsonrpc.ErrorResponse) and decoded.id in unanswered:
+        if not isinstance(decoded, jsonrpc.ErrorResponse):
+            continue
+        if decoded.id in unanswered:
             unanswered.discard(decoded.id)
             found.append(message)
+        elif modern and decoded.id is None and len(unanswered) == 1 and len(messages) == 1:
+            only = unanswered.pop()
+            found.append(jsonrpc.encode_error(only, decoded.code, decoded.message, decoded.data))
     return found
 
 
@@ -363,7 +388,7 @@ async def _fail_from_response(
         # A 2026-07-28 server answers a refused request with HTTP 4xx and a
         # JSON-RPC error for it (-32022 naming its versions, -32020, -32602):
         # that error is the answer, code and data intact, not a transport fault.
-        for message in own_errors(body, unanswered):
+        for message in own_errors(body, unanswered, modern=outgoing.modern):
             await session.deliver(message)
     await session.fail(unanswered, problem, status=response.status_code)
     # After the requests are answered: a 400 may name a forgotten session.

@@ -137,18 +137,21 @@ class HttpSession:
         self.modern_streams: dict[RequestId, trio.CancelScope] = {}
         """The readers of 2026-07-28 requests' responses, by request id: closing
         one is how such a request is cancelled."""
+        self.speaks_modern = False
+        """Whether the session's requests are 2026-07-28 ones (no session, no
+        POSTed ``notifications/cancelled``); an ``initialize`` makes it legacy."""
         self.tool_schema: ToolSchemas | None = None
         """The backend's own tool schemas, for ``Mcp-Param-*`` headers."""
 
     @contextmanager
-    def stream_scope(self, outgoing: Outgoing) -> Iterator[None]:
-        """Run a response reader so that cancelling its modern request closes it."""
+    def stream_scope(self, outgoing: Outgoing) -> Iterator[trio.CancelScope]:
+        """Run a POST or a response reader so that cancelling its modern request closes it."""
         with trio.CancelScope() as scope:
             ids = outgoing.request_ids if outgoing.modern else ()
             for request_id in ids:
                 self.modern_streams[request_id] = scope
             try:
-                yield
+                yield scope
             finally:
                 for request_id in ids:
                     if self.modern_streams.get(request_id) is scope:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tests.fakes.fake_server import (
     Answer,
     AnswerAfter,
+    AskHost,
     CrashMidCall,
     FakeConnector,
     FakeMcpServer,
@@ -19,6 +20,7 @@ from tests.fakes.fake_server import (
 __all__ = [
     "Answer",
     "AnswerAfter",
+    "AskHost",
     "CrashMidCall",
     "FakeConnector",
     "FakeMcpServer",

@@ -138,7 +138,18 @@ class CrashMidCall:
     after: float = 0.0
 
 
-ToolBehaviour = Answer | AnswerAfter | Hang | ProgressForever | CrashMidCall
+@dataclass(frozen=True, slots=True)
+class AskHost:
+    """Send the gateway ``method`` (a request for the host) mid-call; answer with its reply.
+
+    The tool's text is the JSON of the reply's ``result``, or ``error <code>``.
+    """
+
+    method: str = "elicitation/create"
+    params: dict[str, Any] | None = None
+
+
+ToolBehaviour = Answer | AnswerAfter | Hang | ProgressForever | CrashMidCall | AskHost
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,10 +203,15 @@ class FakeMcpServer:
         die_after: when set, each connection is dropped this many seconds
             after it was opened (a flapping backend).
         answer_pings: whether ``ping`` is answered; flip it at any time.
+        capabilities: more server capabilities to declare (say
+            ``resources.subscribe``) than the fake serves: it answers every
+            method it does not know with -32601.
         discover: how ``server/discover`` is answered: ``refuse`` (-32601,
             a handshake-era server), ``modern`` (a 2026-07-28 DiscoverResult),
             ``silent`` (never), ``envelope`` (-32022 naming 2026-07-28),
-            ``envelope-once`` (that -32022 to the first probe only).
+            ``envelope-once`` (that -32022 to the first probe only),
+            ``modern-refusing`` (a good DiscoverResult, then -32022 to
+            every other request).
         discover_delay: seconds before a DiscoverResult is sent (a server
             starting on a loaded machine). Like an SDK 2.x server, a
             connection whose discover was answered refuses ``initialize``
@@ -217,8 +233,10 @@ class FakeMcpServer:
         discover: str = "refuse",
         discover_delay: float = 0.0,
         listen: str = "ack",
+        capabilities: Mapping[str, Any] | None = None,
     ) -> None:
         self.name = name
+        self.capabilities = dict(capabilities or {})
         self.discover = discover
         self.discover_delay = discover_delay
         self.listen = listen
@@ -232,6 +250,9 @@ class FakeMcpServer:
         self.connects = 0
         self.received: list[Received] = []
         self._connection: _Connection | None = None
+        # Replies to the fake's own requests (AskHost), by their id.
+        self._replies: dict[str, tuple[trio.Event, list[dict[str, Any]]]] = {}
+        self._asked = 0
 
     # -- what tests read ---------------------------------------------------
 
@@ -285,6 +306,10 @@ class FakeMcpServer:
                     self.received.append(record)
                     if record.method is not None and "id" in message:
                         nursery.start_soon(self._answer, connection, record)
+                    elif record.method is None and str(record.id) in self._replies:
+                        done, box = self._replies[str(record.id)]
+                        box.append(message)
+                        done.set()
                 nursery.cancel_scope.cancel()
         finally:
             channel.close()
@@ -305,6 +330,10 @@ class FakeMcpServer:
         if method == "initialize":
             await trio.sleep(self.initialize_delay)
             result: dict[str, Any] | None = self._initialize_result(request.params)
+        elif self.discover == "modern-refusing" and method not in ("server/discover", "ping"):
+            data = {"supported": ["2026-07-28"], "requested": "2026-07-28"}
+            connection.send(_error(request.id, -32022, "Unsupported protocol version", data))
+            return
         elif method == "server/discover" and self.discover != "refuse":
             if self.discover == "silent":
                 return
@@ -363,6 +392,7 @@ class FakeMcpServer:
         capabilities: dict[str, Any] = {"tools": {"listChanged": True}}
         if self.prompts:
             capabilities["prompts"] = {"listChanged": True}
+        capabilities.update(self.capabilities)
         return {
             "protocolVersion": version if isinstance(version, str) else DEFAULT_PROTOCOL_VERSION,
             "capabilities": capabilities,
@@ -397,10 +427,29 @@ class FakeMcpServer:
                             "params": {"progressToken": token, "progress": step},
                         }
                     )
+        if isinstance(behaviour, AskHost):
+            return await self._ask_host(connection, behaviour)
         assert isinstance(behaviour, CrashMidCall)
         await trio.sleep(behaviour.after)
         connection.channel.close()
         return None
+
+    async def _ask_host(self, connection: _Connection, behaviour: AskHost) -> dict[str, Any]:
+        self._asked += 1
+        ask_id = f"fake-ask-{self._asked}"
+        done, box = self._replies[ask_id] = (trio.Event(), [])
+        params = behaviour.params or {"message": "Name?", "requestedSchema": {"type": "object"}}
+        connection.send(
+            {"jsonrpc": "2.0", "id": ask_id, "method": behaviour.method, "params": params}
+        )
+        try:
+            await done.wait()
+        finally:
+            del self._replies[ask_id]
+        [reply] = box
+        if "error" in reply:
+            return _text_result(f"error {reply['error'].get('code')}")
+        return _text_result(json.dumps(reply.get("result"), sort_keys=True))
 
 
 def _text_result(text: str) -> dict[str, Any]:

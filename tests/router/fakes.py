@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 import trio
 
+from gateway.backends.call_clock import CallClock
 from gateway.backends.state import (
     BackendNotificationHandler,
     BackendRequestHandler,
@@ -68,6 +69,7 @@ class FakeBackend:
     prefix: str = ""
     per_client: bool = False
     request_timeout: float = 60.0
+    input_timeout: float = 600.0
     state: BackendState = BackendState.UP
     reason: str = "up"
     instructions: str | None = None
@@ -76,6 +78,7 @@ class FakeBackend:
     notified: list[Sent] = field(default_factory=list)
     links: set[str] = field(default_factory=set)
     closed_clients: list[str] = field(default_factory=list)
+    refused: frozenset[str] = frozenset()
     config: BackendConfig = field(init=False)
     info: ServerInfo | None = field(init=False)
 
@@ -85,7 +88,7 @@ class FakeBackend:
             name=self.name,
             command="fake",
             prefix=self.prefix,
-            timeouts=Timeouts(request=self.request_timeout),
+            timeouts=Timeouts(request=self.request_timeout, input=self.input_timeout),
         )
         self.info = ServerInfo(
             protocol_version=LATEST_VERSION,
@@ -100,8 +103,11 @@ class FakeBackend:
         return NO_CACHE
 
     def offers(self, capability: str) -> bool:
-        """Whether the fake declared that capability."""
-        return self.info is not None and capability in self.info.capabilities
+        """Whether the fake declared that capability (and has not refused it)."""
+        info = self.info
+        return (
+            info is not None and capability in info.capabilities and capability not in self.refused
+        )
 
     def has_link(self, client: str) -> bool:
         """Whether a per-client session is open for ``client``."""
@@ -120,6 +126,7 @@ class FakeBackend:
         client: str | None = None,
         progress_token: str | None = None,
         on_progress: ProgressListener | None = None,
+        clock: CallClock | None = None,
     ) -> msgspec.Raw:
         """Record the request, then answer it as ``answers`` says (or with ``{}``)."""
         if self.state is not BackendState.UP:
@@ -270,6 +277,7 @@ class RecordingMetrics:
         self.cancellations = _Series(self.counts, ("cancellations",))
         self.invalid_cursors = _Series(self.counts, ("invalid_cursors",))
         self.pages_served = _Series(self.counts, ("pages_served",))
+        self.internal_errors = _Series(self.counts, ("internal_errors",))
 
     def observe_request(self, method: str, outcome: str, seconds: float, backend: str = "") -> None:
         """Keep (method, outcome, backend); durations are not asserted."""

@@ -112,6 +112,48 @@ async def test_a_backend_error_passes_through_with_its_own_code_and_data(
     }
 
 
+async def test_a_backend_error_names_the_resource_by_its_public_uri(
+    nursery: trio.Nursery,
+) -> None:
+    """Router rule (calls 5): the host never saw ``py2://nope``; it reads ``py2+py2://nope``."""
+    pool = FakePool()
+    backend = pool.add(
+        FakeBackend("py2"),
+        resources=({"uri": "py2://known", "name": "known"},),
+    )
+
+    async def not_found(params: dict[str, Any], client: str | None) -> Any:
+        uri = params["uri"]
+        raise RemoteProtocolError(f"Resource not found: {uri}", -32002, data={"uri": uri})
+
+    backend.answers["resources/read"] = not_found
+    router = make_router(pool, nursery)
+    public = public_uri("py2", "py2://nope")
+    answer = await ask(router, FakeClient("c1"), "resources/read", uri=public)
+    assert backend.sent[-1].params["uri"] == "py2://nope"
+    assert answer["error"] == {
+        "code": -32002,
+        "message": f"Resource not found: {public}",
+        "data": {"uri": public},
+    }
+
+
+async def test_a_backend_error_names_the_tool_by_its_public_name(
+    nursery: trio.Nursery,
+) -> None:
+    """Router rule (calls 5): a ``data`` member naming the tool uses its public name."""
+    pool = FakePool()
+    alpha = pool.add(FakeBackend("alpha"), tools=(TOOL,))
+
+    async def refuse(params: dict[str, Any], client: str | None) -> Any:
+        raise RemoteProtocolError("tool is disabled", -32602, data={"tool": params["name"]})
+
+    alpha.answers["tools/call"] = refuse
+    router = make_router(pool, nursery)
+    answer = await ask(router, FakeClient("c1"), "tools/call", name="alpha__echo")
+    assert answer["error"]["data"] == {"tool": "alpha__echo"}
+
+
 async def test_a_backend_timeout_is_answered_with_the_timeout_code_and_counted(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:

@@ -289,3 +289,15 @@ async def test_a_key_the_backend_names_is_the_hosts_key_and_its_answer_comes_bac
     assert result is not None
     assert result["named"] == {"action": "accept", "content": {"who": "user_name"}}
     assert result["plain"] == {"action": "accept", "content": {"who": other}}
+
+
+async def test_a_round_waits_for_the_backends_timeouts_input_when_no_lifetime_is_set(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Gateway choice (E15): ``mrtr.held_call_lifetime`` unset follows ``timeouts.input``."""
+    table = HeldCalls(nursery, sealer_for("k"), input_bound=lambda backend: 45.0)
+    backend = FakeBackend(nursery)
+    start = trio.current_time()
+    await _first(table, backend)
+    await trio.sleep(100)
+    assert backend.refused == [(start + GATHER_WINDOW + 45.0, -32001)]

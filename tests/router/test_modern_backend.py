@@ -254,3 +254,31 @@ async def test_a_restored_state_goes_only_to_the_backend_it_was_sealed_for() -> 
     params = {"requestState": "gateway-token"}
     modern_backend.for_backend(request, "b", params)
     assert "requestState" not in params
+
+
+async def test_a_host_that_does_not_answer_within_timeouts_input_fails_the_call_with_32001(
+    autojump_clock: MockClock,
+) -> None:
+    """Gateway choice (E15): each question has the backend's ``timeouts.input``."""
+
+    class Silent(Host):
+        async def request(self, method: str, params: msgspec.Raw | None, emit: Any) -> msgspec.Raw:
+            await trio.sleep_forever()
+            raise AssertionError
+
+    backend = Backend([DONE])
+    started = trio.current_time()
+    with pytest.raises(LocalProtocolError) as caught:
+        await drive(
+            Silent({"elicitation": {}}),
+            None,
+            backend="b",
+            method="tools/call",
+            params={"name": "t", "arguments": {}},
+            body=asking(ELICIT),
+            send=backend.send,
+            input_timeout=90,
+        )
+    assert caught.value.code == -32001
+    assert trio.current_time() - started == 90
+    assert backend.retries == []

@@ -167,10 +167,10 @@ async def test_a_backend_request_the_owner_lacks_the_capability_for_is_method_no
     assert caught.value.code == -32601
 
 
-async def test_a_client_that_never_answers_is_answered_for_after_the_backend_timeout(
+async def test_a_client_that_never_answers_is_answered_for_after_the_backend_input_timeout(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """Router rule (to_clients 4): the backend gets -32001 after its own request timeout."""
+    """Router rule (to_clients 4): the backend gets -32001 after its own ``timeouts.input``."""
 
     async def never(method: str, params: Any) -> Any:
         await trio.sleep_forever()
@@ -179,7 +179,7 @@ async def test_a_client_that_never_answers_is_answered_for_after_the_backend_tim
     started = trio.current_time()
     with pytest.raises(LocalProtocolError, match="did not answer") as caught:
         await to_clients.backend_request(
-            FakeBackend("alpha", request_timeout=7), "roots/list", None, "c1"
+            FakeBackend("alpha", request_timeout=3, input_timeout=7), "roots/list", None, "c1"
         )
     assert caught.value.code == -32001
     assert trio.current_time() - started == 7

@@ -47,3 +47,18 @@ def test_a_batch_body_answers_each_of_its_ids() -> None:
     unanswered: set[int | str] = {1, 2, 3}
     assert len(own_errors(body, unanswered)) == 2
     assert unanswered == {3}
+
+
+def test_a_null_id_error_answers_the_posts_only_request_with_its_own_code() -> None:
+    """A 400 refusing the POST before its id was read (-32021, missing capability) keeps
+    its code and data for the one request it carried, never a -32603."""
+    error = _error(None, -32021)
+    error["error"] = {"code": -32021, "message": "missing", "data": {"requiredCapabilities": {}}}
+    unanswered: set[int | str] = {5}
+    assert own_errors(json.dumps(error).encode(), unanswered) == []  # handshake era
+    [found] = own_errors(json.dumps(error).encode(), unanswered, modern=True)
+    assert json.loads(found) == {**error, "id": 5}
+    assert unanswered == set()
+    several: set[int | str] = {5, 6}
+    assert own_errors(json.dumps(error).encode(), several, modern=True) == []
+    assert several == {5, 6}

@@ -563,3 +563,66 @@ async def test_cut_post_stream_whose_resume_is_refused_fails_the_call(
             await initialize(peer)
             with pytest.raises(RemoteProtocolError, match="closed the stream before answering"):
                 await peer.request("tools/call", raw({"name": "x"}))
+
+
+@pytest.mark.parametrize("headers_sent", [False, True], ids=["before-headers", "streaming"])
+async def test_cancelling_a_2026_07_28_request_closes_its_post_and_posts_no_notification(
+    headers_sent: bool,
+) -> None:
+    """Spec (2026-07-28, cancellation over HTTP): the cancel is closing the request's
+    response, before its headers or while it streams; a bare ``notifications/cancelled``
+    (no envelope, no session) would be refused with 400."""
+    release = trio.Event()
+
+    async def slow(request: Recorded) -> Reply:
+        if not headers_sent:
+            await release.wait()
+            return json_reply(result_of(request, {"content": []}))
+
+        async def chunks() -> AsyncIterator[bytes]:
+            yield b": open\n\n"
+            await release.wait()
+
+        return Reply(200, {"content-type": "text/event-stream"}, chunks())
+
+    async with serve_fake() as (fake, url):
+        fake.methods["tools/call"] = slow
+        with trio.fail_after(DEADLINE):
+            async with open_streamable_http(backend(url)) as channel, open_session(channel) as peer:
+                peer.modern = True
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(
+                        peer.request, "tools/call", raw({"name": "t", "arguments": {}})
+                    )
+                    await fake.wait_for(lambda: len(fake.of("POST")) == 1)
+                    await trio.sleep(0.05)  # the headers, when sent, are in
+                    nursery.cancel_scope.cancel()
+                await trio.sleep(0.2)  # a POSTed cancel would have arrived by now
+                release.set()
+                assert await peer.request("tools/list") is not None
+        posted = [r.message.get("method") for r in fake.of("POST")]
+        assert posted == ["tools/call", "tools/list"]
+
+
+@pytest.mark.parametrize("shape", ["json-null-id", "json", "sse"])
+async def test_a_2026_07_28_refusal_keeps_its_own_code_and_data(shape: str) -> None:
+    """Spec (2026-07-28, errors): a 400 carrying -32021 MissingRequiredClientCapability is
+    the request's answer, code and data intact, however the backend wrote it; never -32603."""
+    data = {"requiredCapabilities": {"elicitation": {}}}
+
+    async def refuse(request: Recorded) -> Reply:
+        error = {"code": -32021, "message": "Missing required client capability", "data": data}
+        msg_id = None if shape == "json-null-id" else request.message["id"]
+        body = {"jsonrpc": "2.0", "id": msg_id, "error": error}
+        if shape == "sse":
+            return Reply(400, {"content-type": "text/event-stream"}, [sse_event(body)])
+        return json_reply(body, status=400)
+
+    async with serve_fake() as (fake, url):
+        fake.methods["tools/call"] = refuse
+        with trio.fail_after(DEADLINE):
+            async with open_streamable_http(backend(url)) as channel, open_session(channel) as peer:
+                peer.modern = True
+                with pytest.raises(RemoteProtocolError) as caught:
+                    await peer.request("tools/call", raw({"name": "t", "arguments": {}}))
+    assert (caught.value.code, caught.value.data) == (-32021, data)

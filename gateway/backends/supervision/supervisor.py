@@ -80,6 +80,8 @@ from gateway.backends.stateless.listen_client import (
 from gateway.backends.supervision.backoff import Backoff
 from gateway.catalog.snapshot import Kind
 from gateway.errors import (
+    METHOD_NOT_FOUND,
+    UNSUPPORTED_PROTOCOL_VERSION,
     GatewayError,
     ProtocolError,
     SessionExpired,
@@ -163,6 +165,12 @@ class Supervisor:
         self.last_error: tuple[str, float] | None = None
         # Times a listing was cut short by a guard, by reason (metric).
         self.list_guard_trips: collections.Counter[str] = collections.Counter()
+        # The lists the backend declared and then refused with -32601 at the
+        # last walk: what it does not really serve (capabilities, E7).
+        self.refused_lists: set[Kind] = set()
+        # The lists a 2026-07-28 backend refused with -32022 at the last walk:
+        # all of them after a good discover is an incompatible backend.
+        self._version_refused: set[Kind] = set()
         # Set once the first connect attempt has ended, either way.
         self.settled = trio.Event()
         self._state_event = trio.Event()
@@ -382,6 +390,7 @@ class Supervisor:
                 ack_timeout = min(LISTEN_ACK_TIMEOUT, timeouts.initialize)
                 await start_upstream_listen(listen, peer, nursery, ack_timeout, strict=era.strict)
             fresh = await self._list_all(peer, set(Kind))
+            self._check_envelope_accepted(info)
             self.peer = peer
             self.listing = fresh
             self._up_since = trio.current_time()
@@ -447,6 +456,23 @@ class Supervisor:
                 "backend.era.retry_failed", problem=problem, modern_retry_in=round(delay, 1)
             )
             self._on_change()
+
+    def _check_envelope_accepted(self, info: ServerInfo) -> None:
+        """A 2026-07-28 backend that refused every list with -32022 is incompatible.
+
+        Its ``server/discover`` was good, yet it refuses the requests the
+        gateway builds: shown as such (state, reason, ``/readyz``, console),
+        never "up" with nothing in it; retried at the longest delay.
+
+        Raises:
+            IncompatibleBackend: every list it declared was refused so.
+        """
+        declared = {kind for kind in Kind if listing.wanted(kind, info.capabilities, self._config)}
+        if info.modern and declared and declared <= self._version_refused:
+            raise IncompatibleBackend(
+                "backend refuses every 2026-07-28 request with -32022 (unsupported "
+                "protocol version) after a good server/discover"
+            )
 
     async def _ejector(self) -> None:
         """End the session once too many requests in a row timed out (B12)."""
@@ -514,8 +540,14 @@ class Supervisor:
                 self._log.warning(
                     "backend.list.failed", kind=kind.value, error=outcome.error.message
                 )
+                if outcome.error.code == METHOD_NOT_FOUND:
+                    self.refused_lists.add(kind)
+                if outcome.error.code == UNSUPPORTED_PROTOCOL_VERSION:
+                    self._version_refused.add(kind)
                 fresh[kind] = ()
                 continue
+            self.refused_lists.discard(kind)
+            self._version_refused.discard(kind)
             if outcome.guard is not None:
                 self.list_guard_trips[outcome.guard.value] += 1
                 event, fields = listing.guard_report(outcome, config)

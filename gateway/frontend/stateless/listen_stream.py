@@ -17,13 +17,18 @@ does the I/O:
 5. The client closing the stream ends it; the gateway shutting down ends it
    with the spec's final ``complete`` result. Either way the listener leaves
    the fan-out and its subscriptions are released (``Router.listener_closed``).
+6. One principal holds at most ``limits.listen_streams_per_principal``
+   streams at once (anonymous hosts count as one principal); one more is
+   refused before anything is subscribed (``ListenLimitReached``: HTTP 429
+   and -32603 naming the limit), and other principals are not affected.
 """
 
 from __future__ import annotations
 
+import collections
 import itertools
 import math
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -31,7 +36,7 @@ import structlog
 import trio
 
 from gateway.catalog.profiles import DEFAULT_PROFILE
-from gateway.errors import METHOD_NOT_FOUND, LocalProtocolError
+from gateway.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, LocalProtocolError
 from gateway.frontend import http_util as h
 from gateway.frontend.http_util import KEEPALIVE_INTERVAL
 from gateway.protocol import jsonrpc
@@ -53,6 +58,8 @@ logger = structlog.get_logger("gateway.frontend")
 
 # Messages a listen stream holds before the writer catches up (rule 3).
 LISTENER_QUEUE: Final = 128
+# ``limits.listen_streams_per_principal``'s default (rule 6).
+DEFAULT_LISTEN_STREAMS: Final = 100
 _ids: Final = itertools.count(1)
 _OFFERED: Final = frozenset(LIST_CHANGED_FIELDS.values())
 
@@ -124,12 +131,47 @@ class Listener:
         raise LocalProtocolError(f"{method}: not on a listen stream", METHOD_NOT_FOUND)
 
 
-class Listeners:
-    """The open listen streams: list_changed reaches them all (rule 2)."""
+class ListenLimitReached(LocalProtocolError):
+    """A principal asked for one listen stream more than it may hold (rule 6)."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"too many open subscriptions/listen streams for this principal ({limit}; "
+            "limits.listen_streams_per_principal): close one first",
+            INTERNAL_ERROR,
+            data={"reason": "listen_streams", "limit": limit},
+        )
+
+
+class Listeners:
+    """The open listen streams: list_changed reaches them all (rule 2).
+
+    Args:
+        per_principal: streams one principal may hold at once (rule 6).
+    """
+
+    def __init__(self, per_principal: int = DEFAULT_LISTEN_STREAMS) -> None:
         self._open: dict[str, Listener] = {}
         self.closing = False
+        self.per_principal = per_principal
+        self._held: collections.Counter[str | None] = collections.Counter()
+
+    @contextmanager
+    def room_for(self, principal: str | None) -> Iterator[None]:
+        """Hold one of ``principal``'s streams for the block (rule 6).
+
+        Raises:
+            ListenLimitReached: the principal holds its limit already.
+        """
+        if self._held[principal] >= self.per_principal:
+            raise ListenLimitReached(self.per_principal)
+        self._held[principal] += 1
+        try:
+            yield
+        finally:
+            self._held[principal] -= 1
+            if not self._held[principal]:
+                del self._held[principal]
 
     def __len__(self) -> int:
         return len(self._open)
@@ -226,7 +268,27 @@ async def registered(
     subscribed at the backends, the subscription honours what was granted,
     and on leaving (however it is left) the listener leaves the broadcast
     and the router releases its subscriptions.
+
+    Raises:
+        ListenLimitReached: the caller holds its limit of streams (rule 6).
     """
+    with listeners.room_for(None if caller is None else caller.key):
+        async with _registered(
+            router, listeners, request_id, envelope, asked, profile, caller
+        ) as listener:
+            yield listener
+
+
+@asynccontextmanager
+async def _registered(
+    router: Router,
+    listeners: Listeners,
+    request_id: RequestId,
+    envelope: Envelope,
+    asked: ListenFilter,
+    profile: str,
+    caller: Principal | None,
+) -> AsyncIterator[Listener]:
     listener = Listener(
         honour(request_id, asked, _OFFERED, []),
         envelope,

@@ -39,7 +39,11 @@ from gateway.catalog.snapshot import Kind
 from gateway.errors import LocalProtocolError, http_status_for
 from gateway.frontend import http_util as h
 from gateway.frontend.rejection import Rejection
-from gateway.frontend.stateless.listen_stream import Listeners, serve_listen
+from gateway.frontend.stateless.listen_stream import (
+    Listeners,
+    ListenLimitReached,
+    serve_listen,
+)
 from gateway.frontend.streamable.post_response import respond_to_request
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.eras import (
@@ -68,6 +72,8 @@ if TYPE_CHECKING:
 logger = structlog.get_logger("gateway.frontend")
 # The four list methods, whose pages carry the hint the router merged, and
 # resources/read, whose result carries its backend's (router/modern).
+# A principal past its listen streams (listen_stream rule 6): its own limit.
+TOO_MANY_STREAMS: Final = 429
 HINTED_METHODS: Final = frozenset(kind.list_method for kind in Kind) | {"resources/read"}
 
 
@@ -176,9 +182,19 @@ async def serve_modern(
             status, exc.message, code=exc.code, msg_id=request.id, data=exc.data
         ) from None
     if asked is not None and listeners is not None:
-        await serve_listen(
-            router, listeners, receive, send, request, envelope, asked, profile, caller
-        )
+        try:
+            await serve_listen(
+                router, listeners, receive, send, request, envelope, asked, profile, caller
+            )
+        except ListenLimitReached as exc:  # raised before the stream starts
+            raise Rejection(
+                TOO_MANY_STREAMS,
+                exc.message,
+                code=exc.code,
+                msg_id=request.id,
+                data=exc.data,
+                reason="listen_limit",
+            ) from None
         return
     if request.method == "server/discover":
         version = envelope.protocol_version

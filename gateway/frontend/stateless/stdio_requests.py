@@ -63,7 +63,7 @@ from gateway.frontend.rejection import (
     ROUTER_COMPONENT,
     report_internal_error,
 )
-from gateway.frontend.stateless.listen_stream import registered
+from gateway.frontend.stateless.listen_stream import ListenLimitReached, registered
 from gateway.frontend.stateless.post import finish
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.eras import check_method, parse_modern
@@ -276,6 +276,8 @@ class ModernStdio:
                         await listener.ended.wait()
                         nursery.cancel_scope.cancel()
                     await self._write(listener.subscription.complete())
+        except ListenLimitReached as exc:
+            await self._write(jsonrpc.encode_error(request.id, exc.code, exc.message, exc.data))
         finally:
             self._forget(request.id, scope)
 

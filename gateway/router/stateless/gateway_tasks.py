@@ -51,7 +51,9 @@ from gateway.protocol.stateless.tasks import (
     declares_tasks,
     task_support,
 )
+from gateway.router.call_metrics import NO_METRICS
 from gateway.router.context import TaskRequest
+from gateway.router.outcomes import internal_error
 from gateway.router.stateless.backend_tasks import BackendTasks
 from gateway.telemetry import tracing
 from gateway.telemetry.scrape import TaskSample
@@ -250,6 +252,10 @@ class TaskRunner:
         """Run the task's work to the end and record how it ended."""
         try:
             reply = await work(background)
+        except Exception as exc:
+            # Never into the router's nursery: that would end the process.
+            err = internal_error(exc, NO_METRICS, "tools/call", background.session_id)
+            reply = jsonrpc.encode_error(task.task_id, err.code, err.message)
         finally:
             self._running.pop(task.task_id, None)
         now = trio.current_time()

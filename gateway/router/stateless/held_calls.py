@@ -17,16 +17,21 @@ backend's call open until the client's retry brings ``inputResponses``
    number. A tampered, expired or foreign state, or one for another
    request, is -32602 ``Invalid or expired requestState``.
 3. The table is bounded: at most ``max_held`` calls wait for a retry at
-   once, each at most ``lifetime`` seconds per round. A call asking beyond
-   the bound fails at once (host: -32603; backend: its request refused).
+   once, each at most ``lifetime`` seconds per round
+   (``mrtr.held_call_lifetime``; unset, the backend's ``timeouts.input``).
+   While a round waits, the backend call's request clock stands still
+   (``backends/call_clock``). A call asking beyond the bound fails at once
+   (host: -32603; backend: its request refused).
 4. Held calls live in this replica's memory: a retry reaching a replica
    (or a restarted gateway) that does not hold the call is -32602 saying
    so. Stateless retries across replicas come with modern backends (issue
    14, step 5), whose own state rides in the sealed token.
 5. Expiry: the backend's request is answered with -32001, the backend's
    call is cancelled (``notifications/cancelled``), the entry leaves the
-   table. A retry after that is -32602. A retry missing some answers is
-   asked again for the missing keys only (mrtr.mdx §Error Handling).
+   table. A call that runs out of ``timeouts.max_total`` during a round
+   answers its open requests with -32001 as well. A retry after that is
+   -32602. A retry missing some answers is asked again for the missing
+   keys only (mrtr.mdx §Error Handling).
 6. Each state is single use: a retry is accepted once per round.
 7. Several requests the backend sends before the round answers are asked
    together: the round waits until none has arrived for ``GATHER_WINDOW``;
@@ -76,6 +81,7 @@ from gateway.protocol.stateless.mrtr import (
 )
 from gateway.router.call_metrics import NO_METRICS
 from gateway.router.context import REFUSAL_GRACE
+from gateway.router.outcomes import internal_error
 from gateway.router.stateless.input_required import restore
 
 if TYPE_CHECKING:
@@ -90,7 +96,8 @@ if TYPE_CHECKING:
     from gateway.router.neighbours import Emit
 
 DEFAULT_MAX_HELD: Final = 256
-DEFAULT_LIFETIME: Final = 120.0
+# ``timeouts.input``'s default: a round's bound when nothing else says.
+DEFAULT_LIFETIME: Final = 600.0
 # Requests a backend sends together (a task group asking three things) arrive
 # a few milliseconds apart; one round asks them all.
 GATHER_WINDOW: Final = 0.05
@@ -166,6 +173,7 @@ class HeldCall:
         self._answer: HeldAction | None = None
         self._released = trio.Event()
         self._reply = b""
+        self._timed_out_reply = False
         self._emit: Emit | None = request.emit
         self.expiry = trio.CancelScope()
         request.emit = self.relay
@@ -191,13 +199,15 @@ class HeldCall:
             if action is HeldAction.SEND_RESULT or action is HeldAction.SEND_INPUT_REQUIRED:
                 self._answer = action
             elif action is HeldAction.START_EXPIRY:
-                self.expiry.deadline = trio.current_time() + self._table.lifetime
+                lifetime = self._table.lifetime_for(self.backend or "")
+                self.expiry.deadline = trio.current_time() + lifetime
             elif action is HeldAction.STOP_EXPIRY:
                 self.expiry.deadline = math.inf
             elif action is HeldAction.CANCEL_CALL:
                 self.expiry.cancel()
             elif action is HeldAction.REFUSE_ASKS or action is HeldAction.REFUSE_ASKS_EXPIRED:
-                error = self._ended(action is HeldAction.REFUSE_ASKS_EXPIRED)
+                expired = action is HeldAction.REFUSE_ASKS_EXPIRED
+                error = self._ended(expired, expired or self._timed_out_reply)
                 for ask in self._asks.values():
                     ask.refuse(error)
             elif action is HeldAction.RELEASE:
@@ -213,8 +223,18 @@ class HeldCall:
         """The backend call, in the table's nursery (rule 1)."""
         try:
             with self.expiry:
-                self._reply = await run(self.request, message, self.params)
+                try:
+                    self._reply = await run(self.request, message, self.params)
+                except Exception as exc:
+                    # Never into the router's nursery: that would end the process.
+                    err = internal_error(
+                        exc, self._table.metrics, message.method, self.request.session_id
+                    )
+                    self._reply = jsonrpc.encode_error(message.id, err.code, err.message)
         finally:
+            # What a question still open is answered with reads the reply
+            # (a timed-out call answers -32001): known before the table runs.
+            self._timed_out_reply = _timed_out(self._reply)
             ended = HeldEvent.CALL_EXPIRED if self.expiry.cancelled_caught else HeldEvent.CALL_ENDED
             self._feed(self.machine.feed(ended))
             try:
@@ -228,11 +248,17 @@ class HeldCall:
                 if self.machine.state is HeldState.ENDED_UNCOLLECTED:
                     self._feed(self.machine.feed(HeldEvent.EXPIRED))
 
-    def _ended(self, expired: bool) -> LocalProtocolError:
+    def _ended(self, expired: bool, timed_out: bool) -> LocalProtocolError:
+        """What a question still open when the call ended is answered with (rule 5)."""
         if expired:
             return LocalProtocolError(
                 "the modern client did not retry within "
-                f"{self._table.lifetime:g} s with the input asked for",
+                f"{self._table.lifetime_for(self.backend or ''):g} s with the input asked for",
+                REQUEST_TIMEOUT_CODE,
+            )
+        if timed_out:
+            return LocalProtocolError(
+                "the call ran out of time (timeouts.max_total) before the client answered",
                 REQUEST_TIMEOUT_CODE,
             )
         return LocalProtocolError("the call ended before the client answered", INTERNAL_ERROR)
@@ -327,13 +353,21 @@ class HeldCall:
             backend=self.backend or "",
             principal=self.request.principal,
             now=self._table.wall_clock(),
-            ttl=self._table.lifetime,
+            ttl=self._table.lifetime_for(self.backend or ""),
             method=self.method,
             params=self.params,
             state=f"{self.pending_key}:{self.round}".encode(),
         )
         result = input_required_result({k: a.entry for k, a in asks.items()}, state)
         return jsonrpc.encode_response(msg_id, mcp.encode(result))
+
+
+def _timed_out(reply: bytes) -> bool:
+    """Whether the call's answer is a timeout (``max_total`` ran out during a round)."""
+    if not reply:
+        return False
+    message = jsonrpc.decode(reply)
+    return isinstance(message, jsonrpc.ErrorResponse) and message.code == REQUEST_TIMEOUT_CODE
 
 
 def _with_id(reply: bytes, msg_id: RequestId) -> bytes:
@@ -356,7 +390,9 @@ class HeldCalls:
     Args:
         sealer: seals and checks ``requestState``.
         max_held: calls that may wait for a retry at once.
-        lifetime: seconds a round's ``requestState`` and held call live.
+        lifetime: seconds a round's ``requestState`` and held call live;
+            None: the backend's own ``timeouts.input`` (``input_bound``).
+        input_bound: a backend's ``timeouts.input``, by name.
         wall_clock: the clock a sealed ``requestState``'s expiry is read on.
             Wall time, not trio's clock: trio's clock starts at a random
             offset in every process, and a modern backend's state is opened by
@@ -369,11 +405,13 @@ class HeldCalls:
         sealer: Sealer,
         *,
         max_held: int = DEFAULT_MAX_HELD,
-        lifetime: float = DEFAULT_LIFETIME,
+        lifetime: float | None = None,
+        input_bound: Callable[[str], float] = lambda backend: DEFAULT_LIFETIME,
         wall_clock: Callable[[], float] = time.time,
         metrics: RouterMetrics = NO_METRICS,
     ) -> None:
         self.wall_clock = wall_clock
+        self.input_bound = input_bound
         self.sealer = sealer
         self.max_held = max_held
         self.lifetime = lifetime
@@ -383,12 +421,18 @@ class HeldCalls:
         self.metrics: RouterMetrics = metrics
 
     @classmethod
-    def from_config(cls, config: MrtrConfig, metrics: RouterMetrics = NO_METRICS) -> HeldCalls:
-        """The table an ``mrtr`` section describes."""
+    def from_config(
+        cls,
+        config: MrtrConfig,
+        metrics: RouterMetrics = NO_METRICS,
+        input_bound: Callable[[str], float] = lambda backend: DEFAULT_LIFETIME,
+    ) -> HeldCalls:
+        """The table an ``mrtr`` section describes; ``input_bound`` reads ``timeouts.input``."""
         return cls(
             sealer_for(config.state_secret),
             max_held=config.max_held_calls,
             lifetime=config.held_call_lifetime,
+            input_bound=input_bound,
             metrics=metrics,
         )
 
@@ -407,18 +451,22 @@ class HeldCalls:
             raise RuntimeError("HeldCalls.run is not running")
         self._nursery.start_soon(held.run, run, message)
 
-    def apply(self, config: MrtrConfig, *, rotate: bool) -> None:
+    def apply(
+        self, config: MrtrConfig, *, rotate: bool, longest_input: float = DEFAULT_LIFETIME
+    ) -> None:
         """A reload's ``mrtr`` section: new bounds now; ``rotate``: its secret is new.
 
         The new key seals at once; the previous one verifies until the
-        longest hold is over (``held_call_lifetime``), then is dropped.
+        longest hold is over (``held_call_lifetime``, else the longest
+        backend ``timeouts.input``), then is dropped.
         """
         if rotate:
             keys = keys_from_secret(config.state_secret)
             self.sealer = Sealer([*keys, *self.sealer.keys])
             if self._nursery is None:
                 raise RuntimeError("HeldCalls.run is not running")
-            self._nursery.start_soon(self._retire, keys, config.held_call_lifetime)
+            grace = config.held_call_lifetime
+            self._nursery.start_soon(self._retire, keys, longest_input if grace is None else grace)
         self.max_held = config.max_held_calls
         self.lifetime = config.held_call_lifetime
 
@@ -427,6 +475,10 @@ class HeldCalls:
         await trio.sleep(grace)
         if self.sealer.keys[0] == keys[0]:
             self.sealer = Sealer(keys)
+
+    def lifetime_for(self, backend: str) -> float:
+        """Seconds a round of a call to ``backend`` waits for the retry (rule 3)."""
+        return self.lifetime if self.lifetime is not None else self.input_bound(backend)
 
     def __len__(self) -> int:
         """How many calls the table holds now."""

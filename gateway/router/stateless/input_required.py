@@ -19,16 +19,18 @@ Rules:
    The answers become the ``inputResponses`` of a retry to the backend (a
    new request id, the same params, ``requestState`` echoed exactly), at
    most ``MAX_ROUNDS`` times; a round with nothing to ask (state only) is
-   retried after ``STATE_ONLY_BACKOFF``.
+   retried after ``STATE_ONLY_BACKOFF``. Each question the host is asked
+   has the backend's ``timeouts.input`` to be answered (-32001 after it).
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from gateway.errors import INTERNAL_ERROR, INVALID_PARAMS, LocalProtocolError
+from gateway.errors import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_TIMEOUT_CODE, LocalProtocolError
 from gateway.protocol import mcp
 from gateway.protocol.sealed import REQUEST_STATE
 from gateway.protocol.stateless import mrtr
@@ -152,6 +154,7 @@ async def drive(
     params: dict[str, Any],
     body: dict[str, Any],
     send: Callable[[dict[str, Any]], Awaitable[msgspec.Raw]],
+    input_timeout: float = math.inf,
 ) -> msgspec.Raw:
     """Answer a modern backend's ``input_required`` by asking a legacy host (rule 2).
 
@@ -163,10 +166,13 @@ async def drive(
         params: the backend-side params of the first request.
         body: the backend's first ``input_required`` result.
         send: sends the retry to the backend, returns its result.
+        input_timeout: the backend's ``timeouts.input``: how long the host
+            has to answer each question.
 
     Raises:
         LocalProtocolError: -32603 when the host lacks a capability, or the
-            rounds run out.
+            rounds run out; -32001 when the host did not answer a question
+            within ``input_timeout``.
         MalformedInputRequired: the backend's result breaks the shape rules.
         RemoteProtocolError: the host answered a request with an error.
     """
@@ -181,10 +187,17 @@ async def drive(
                     f"the capability {gap}; the client did not declare it at initialize",
                     INTERNAL_ERROR,
                 )
-            answer = await client.request(
-                entry["method"], mcp.encode(entry.get("params") or {}), emit
-            )
-            responses[key] = mcp.decode_object(answer) or {}
+            with trio.move_on_after(input_timeout):
+                answer = await client.request(
+                    entry["method"], mcp.encode(entry.get("params") or {}), emit
+                )
+                responses[key] = mcp.decode_object(answer) or {}
+            if key not in responses:
+                raise LocalProtocolError(
+                    f"{entry['method']}: the client did not answer within "
+                    f"{input_timeout:g} s (timeouts.input)",
+                    REQUEST_TIMEOUT_CODE,
+                )
         if not parsed.input_requests:
             await trio.sleep(STATE_ONLY_BACKOFF)
         retry = dict(params)
