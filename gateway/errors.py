@@ -21,6 +21,7 @@ of each class defined elsewhere::
     ├── ProtocolError               abstract; carries a JSON-RPC ``code``
     │   ├── LocalProtocolError      *we* were sent something invalid
     │   │   ├── TaskTableFull       protocol.stateless.tasks
+    │   │   ├── ListenLimitReached  frontend.stateless.listen_stream: a principal's listen cap
     │   │   └── ModernProtocolError protocol.stateless.error_codes: the 2026-07-28 rules
     │   │       ├── EnvelopeInvalid, HeaderMismatch, MissingClientCapability,
     │   │       │   UnsupportedVersion, InvalidSealedToken   (error_codes)
@@ -37,6 +38,8 @@ of each class defined elsewhere::
     ├── InvalidAnnotation           protocol.stateless.routing_headers: a bad x-mcp-header
     ├── NotModern                   protocol.stateless.backend_leg: the probe's answer
     ├── IncompatibleBackend         backends.handshake
+    ├── StatelessLegFailed          backends.handshake: the 2026-07-28 leg does not work
+    ├── EraRestored                 backends.stateless.era_fallback: reopen in 2026-07-28
     ├── Invalid (ValueError)        config.schema: cross-field rules of one Struct
     ├── JsoncError (ValueError)     config.jsonc
     ├── TokenRejected               identity.tokens: a bearer token not accepted

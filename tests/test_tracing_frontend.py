@@ -33,7 +33,6 @@ from tests.test_tracing import (
     host,
     serve_stdio,
 )
-from tests.test_tracing import _spans as _spans  # the fixture: tracing on, spans in memory
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager

@@ -16,7 +16,6 @@ from gateway.protocol import jsonrpc
 from gateway.protocol.stateless.envelope import Envelope
 from gateway.protocol.stateless.listen import LIST_CHANGED_FIELDS, ListenFilter, honour
 from gateway.telemetry import tracing
-from tests.test_tracing import _spans as _spans  # the fixture: tracing on, spans in memory
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter

@@ -127,7 +127,7 @@ async def test_a_backend_error_names_the_resource_by_its_public_uri(
         raise RemoteProtocolError(f"Resource not found: {uri}", -32002, data={"uri": uri})
 
     backend.answers["resources/read"] = not_found
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     public = public_uri("py2", "py2://nope")
     answer = await ask(router, FakeClient("c1"), "resources/read", uri=public)
     assert backend.sent[-1].params["uri"] == "py2://nope"
@@ -149,7 +149,7 @@ async def test_a_backend_error_names_the_tool_by_its_public_name(
         raise RemoteProtocolError("tool is disabled", -32602, data={"tool": params["name"]})
 
     alpha.answers["tools/call"] = refuse
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     answer = await ask(router, FakeClient("c1"), "tools/call", name="alpha__echo")
     assert answer["error"]["data"] == {"tool": "alpha__echo"}
 

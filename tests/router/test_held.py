@@ -295,7 +295,8 @@ async def test_a_round_waits_for_the_backends_timeouts_input_when_no_lifetime_is
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
     """Gateway choice (E15): ``mrtr.held_call_lifetime`` unset follows ``timeouts.input``."""
-    table = HeldCalls(nursery, sealer_for("k"), input_bound=lambda backend: 45.0)
+    table = HeldCalls(sealer_for("k"), input_bound=lambda backend: 45.0)
+    await nursery.start(table.run)
     backend = FakeBackend(nursery)
     start = trio.current_time()
     await _first(table, backend)

@@ -35,7 +35,7 @@ async def _gateway(
     """A router over one real backend whose tool ``ask`` elicits; a host answering late."""
     server = FakeMcpServer("alpha", tools={"ask": AskHost()})
     pool = FakePool()
-    router = make_router(pool, nursery)
+    router = await make_router(pool, nursery)
     config = one_backend("alpha", timeouts={"request": REQUEST, "input": INPUT, **timeouts})
 
     async def on_request(

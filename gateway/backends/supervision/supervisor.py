@@ -458,17 +458,19 @@ class Supervisor:
             self._on_change()
 
     def _check_envelope_accepted(self, info: ServerInfo) -> None:
-        """A 2026-07-28 backend that refused every list with -32022 is incompatible.
+        """A backend that refused every list with -32022 is incompatible.
 
         Its ``server/discover`` was good, yet it refuses the requests the
-        gateway builds: shown as such (state, reason, ``/readyz``, console),
-        never "up" with nothing in it; retried at the longest delay.
+        gateway builds (in either era: after the stateless leg failed, the
+        handshake-era session it falls back to is refused alike): shown as
+        such (state, reason, ``/readyz``, console), never "up" with nothing
+        in it; retried at the longest delay.
 
         Raises:
             IncompatibleBackend: every list it declared was refused so.
         """
         declared = {kind for kind in Kind if listing.wanted(kind, info.capabilities, self._config)}
-        if info.modern and declared and declared <= self._version_refused:
+        if declared and declared <= self._version_refused:
             raise IncompatibleBackend(
                 "backend refuses every 2026-07-28 request with -32022 (unsupported "
                 "protocol version) after a good server/discover"
