@@ -80,12 +80,17 @@ class IncompatibleBackend(GatewayError):
     """The backend answered initialize with a revision we do not speak."""
 
 
-def initialize_params() -> msgspec.Raw:
-    """The params of our ``initialize`` request."""
+def initialize_params(capabilities: dict[str, Any] | None = None) -> msgspec.Raw:
+    """The params of our ``initialize`` request.
+
+    Args:
+        capabilities: what to declare: a host's own (a session of a
+            principal or client), else the gateway's (its shared session).
+    """
     return jsonrpc.to_raw(
         {
             "protocolVersion": LATEST_VERSION,
-            "capabilities": CLIENT_CAPABILITIES,
+            "capabilities": CLIENT_CAPABILITIES if capabilities is None else capabilities,
             "clientInfo": {"name": "mcp-gateway", "version": __version__},
         }
     )
@@ -155,7 +160,9 @@ class Handshake:
         if info is not None:
             self.requests["modern" if info.modern else "legacy"] += 1
 
-    async def __call__(self, peer: Peer, protocol: str = "legacy") -> ServerInfo:
+    async def __call__(
+        self, peer: Peer, protocol: str = "legacy", *, capabilities: dict[str, Any] | None = None
+    ) -> ServerInfo:
         """Open ``peer`` as ``protocol`` says; the caller sets the deadline.
 
         The caller sends ``notifications/initialized`` when the answer is
@@ -164,6 +171,7 @@ class Handshake:
         Args:
             peer: the new session.
             protocol: the backend's ``protocol`` setting.
+            capabilities: the client capabilities to declare (None: the gateway's).
 
         Raises:
             IncompatibleBackend: the backend chose a revision we do not speak,
@@ -175,7 +183,7 @@ class Handshake:
                 self.discovered += 1
                 peer.modern = True
                 return discovered_info(found)
-        result = await peer.request("initialize", initialize_params())
+        result = await peer.request("initialize", initialize_params(capabilities))
         self.count += 1
         return server_info(result)
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from gateway.backends.channel import ChannelOpener
     from gateway.backends.credentials.provider import Subject
+    from gateway.backends.links import HostFacts
     from gateway.catalog.naming import NamingRules
     from gateway.config import BackendConfig
 
@@ -63,6 +64,12 @@ class Pool:
         self.subjects: Callable[[str], Subject | None] = lambda _client: None
         """Who a client session is (principal key, raw token), for token
         exchange; the composition root connects it to the client registry."""
+        self.hosts: Callable[[str], HostFacts | None] = lambda _client: None
+        """A client session's principal and declared capabilities, for the
+        per-principal and per-client backend sessions (set by the composition
+        root from the router's view of its clients)."""
+        self.authenticated = False
+        """Whether ``auth`` is configured (``session: auto`` follows it)."""
 
     @property
     def snapshot(self) -> Snapshot:
@@ -105,6 +112,8 @@ class Pool:
             on_request=self._backend_requested,
             connect=self._connect,
             subjects=lambda client: self.subjects(client),
+            hosts=lambda client: self.hosts(client),
+            authenticated=lambda: self.authenticated,
         )
         self.backends[cfg.name] = backend
         self._tasks[cfg.name] = _Task()

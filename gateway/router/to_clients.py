@@ -87,6 +87,10 @@ class ToClients:
         """A client session ended: nothing more goes to it."""
         self._clients.pop(session_id, None)
 
+    def get(self, session_id: str) -> ClientPeer | None:
+        """The client session of that id, while it is open."""
+        return self._clients.get(session_id)
+
     def backend_notification(
         self, backend: BackendView, method: str, params: msgspec.Raw | None, client: str | None
     ) -> None:
@@ -95,6 +99,10 @@ class ToClients:
             self._resource_updated(backend, params, client)
         elif method == "notifications/message":
             self._log_message(backend, params, client)
+        elif method == "notifications/elicitation/complete" and client is not None:
+            peer = self._clients.get(client)  # the client that was asked (backends/links)
+            if peer is not None:
+                peer.notify_nowait(jsonrpc.encode_notification(method, params))
         elif method == "notifications/cancelled":
             pass  # cancels of server-to-client requests are handled by their waiters' timeouts
         else:
@@ -172,7 +180,9 @@ class ToClients:
             if owner is None:
                 raise LocalProtocolError(
                     f"{method}: the gateway cannot tell which client this request is for "
-                    "(no single client has a call in flight to this backend)",
+                    "(no single client has a call in flight on the shared session of "
+                    f"backend {backend.name!r}; its setting session: per_client or "
+                    "per_principal gives every caller a session of its own)",
                     INTERNAL_ERROR,
                 )
             client, related = owner

@@ -159,6 +159,8 @@ async def open_gateway(
         clients = ClientRegistry(config.server.max_sessions, on_open=opened, on_close=closed)
         router.tasks.on_change = clients.listeners.broadcast  # notifications/tasks
         pool.subjects = clients.subject_of  # token exchange: whose client session is it
+        pool.hosts = router.host_of  # per-principal backend sessions: who and what can it do
+        pool.authenticated = config.auth.enabled  # session: auto follows it
         server = config.server
         gateway: Gateway
         principal_limiter = RateLimiter(config.limits.token_rate, config.limits.token_burst)

@@ -228,6 +228,7 @@ async def apply(live: Live, old: GatewayConfig, new: GatewayConfig) -> list[str]
         before = live.identity.holder.current.static_names if live.identity.holder else frozenset()
         authenticator = await live.identity.apply(new.auth, resource_url)
         _close_sessions_of_removed_tokens(live.clients, before - authenticator.static_names)
+        live.pool.authenticated = new.auth.enabled  # session: auto follows it
         changed.append("auth")
     if old.limits != new.limits:
         live.session_limiter.configure(new.limits.session_rate, new.limits.session_burst)
