@@ -49,12 +49,14 @@ if TYPE_CHECKING:
     from gateway.config import BackendConfig
     from gateway.session.peer import Peer
 
-# What the gateway tells backends about itself as a client. Roots,
-# sampling and elicitation are relayed to hosts (router), so we offer them.
+# What the gateway tells backends about itself as a client on its own
+# (catalog) session: everything it relays to hosts (router/to_clients), so
+# the catalog lists what some host can use. A session of a principal or
+# client declares that host's own capabilities instead (backends/links).
 CLIENT_CAPABILITIES: Final = {
     "roots": {"listChanged": True},
-    "sampling": {},
-    "elicitation": {},
+    "sampling": {"tools": {}},
+    "elicitation": {"form": {}, "url": {}},
 }
 # How long ``auto`` waits for an answer to ``server/discover`` before it
 # takes the backend for a handshake-era server that ignores unknown methods.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from typing import Any
 
 import httpx
@@ -47,6 +48,7 @@ class Host:
         self.logs: list[types.LoggingMessageNotificationParams] = []
         self.updates: list[str] = []
         self.session: ClientSession | None = None
+        self.roots_asked = 0
         self._heard = trio.Event()
 
     async def wait_until(self, condition: Callable[[], bool]) -> None:
@@ -65,6 +67,8 @@ class Host:
         return self.session
 
     async def roots(self, context: RequestContext[ClientSession, Any]) -> types.ListRootsResult:
+        self.roots_asked += 1
+        self._hear()
         uri = FileUrl(f"file:///home/{self.label}")
         return types.ListRootsResult(roots=[types.Root(uri=uri, name=self.label)])
 
@@ -258,3 +262,138 @@ async def test_no_principal_sees_another_principals_backend_session_state(
     async with principals_gateway(nursery) as (_, hosts):
         seen = await row(hosts)
     assert holds(seen), seen
+
+
+# -- concurrency: every question reaches its asker --------------------------------
+
+
+class Barrier:
+    """Holds each arriving task until ``parties`` have arrived."""
+
+    def __init__(self, parties: int) -> None:
+        self.parties = parties
+        self.arrived = 0
+        self._all = trio.Event()
+
+    async def wait(self) -> None:
+        self.arrived += 1
+        if self.arrived >= self.parties:
+            self._all.set()
+        await self._all.wait()
+
+
+ASKERS = 5
+ROUNDS = 3
+ELICIT = "everything__trigger-elicitation-request"
+
+
+@pytest.mark.node
+async def test_five_clients_of_one_principal_each_answer_their_own_question_at_once(
+    nursery: trio.Nursery,
+) -> None:
+    """Gateway choice (issue 25, E14): five hosts of one principal call stdio backends at
+    once and every call asks its host; each question waits until all five are asked, so
+    all five are outstanding together, and each is answered by its own asker."""
+    labels = (*((f"alice-{n}", "alice") for n in range(ASKERS)), ("bob-1", "bob"))
+    async with principals_gateway(nursery, labels) as (running, hosts):
+        answers: dict[str, list[str]] = {label: [] for label in hosts}
+        for round_number in range(ROUNDS):
+            barrier = Barrier(ASKERS)
+            for n in range(ASKERS):
+                host = hosts[f"alice-{n}"]
+
+                async def held(
+                    context: RequestContext[ClientSession, Any],
+                    params: types.ElicitRequestParams,
+                    host: Host = host,
+                    barrier: Barrier = barrier,
+                ) -> types.ElicitResult:
+                    await barrier.wait()  # all five questions are outstanding now
+                    return await host.elicit(context, params)
+
+                host.client._elicitation_callback = held  # type: ignore[attr-defined]
+
+            async def ask(label: str, tool: str) -> None:
+                host = hosts[label]
+                with trio.fail_after(WAIT):
+                    result = await host.client.call_tool(tool, {"question": label})
+                answers[label].append(text_of(result))
+
+            async with trio.open_nursery() as calls:
+                # bob's long call on the same backends stays in flight meanwhile
+                calls.start_soon(partial(call, hosts["bob-1"], "state__wait", seconds=1.0))
+                for n in range(ASKERS):
+                    tool = (
+                        "state__ask"
+                        if (n + round_number) % 2
+                        else "everything__trigger-elicitation-request"
+                    )
+                    calls.start_soon(ask, f"alice-{n}", tool)
+        backend = running.gateway.pool.backends["state"]
+        assert backend.open_links <= ASKERS + 1
+    for n in range(ASKERS):
+        label = f"alice-{n}"
+        assert len(hosts[label].asked) == ROUNDS
+        assert all(label in answer for answer in answers[label]), answers[label]
+    assert hosts["bob-1"].asked == []
+
+
+# -- what a host can do, per host ----------------------------------------------------
+
+
+@pytest.mark.node
+async def test_a_backend_hears_roots_from_its_host_outside_any_call(
+    nursery: trio.Nursery,
+) -> None:
+    """Spec (client/roots) with issue 25: a backend session of a principal asks for roots
+    whenever it likes (after roots/list_changed, outside any call) and gets its host's."""
+    async with principals_gateway(nursery, (("bob-1", "bob"),)) as (_, hosts):
+        bob = hosts["bob-1"]
+        assert "file:///home/bob-1" in await call(bob, "everything__get-roots-list")
+        asked_before = bob.roots_asked
+        bob.label = "bob-moved"  # its roots change: file:///home/bob-moved
+        await bob.client.send_roots_list_changed()
+        await bob.wait_until(lambda: bob.roots_asked > asked_before)  # outside any call
+        seen = await call(bob, "everything__get-roots-list")
+    assert "bob-moved" in seen
+    assert "bob-1" not in seen
+
+
+@pytest.mark.node
+async def test_a_url_elicitation_reaches_its_asker_and_its_completion_follows(
+    nursery: trio.Nursery,
+) -> None:
+    """Spec (2025-11-25 elicitation, URL mode) with issue 25: a session of a principal
+    declares its host's URL mode, the backend's URL elicitation reaches the asker, and
+    notifications/elicitation/complete goes back to that host only."""
+    completed: dict[str, list[str]] = {"alice-1": [], "bob-1": []}
+    async with principals_gateway(nursery, (("alice-1", "alice"), ("bob-1", "bob"))) as (
+        _,
+        hosts,
+    ):
+        for label, host in hosts.items():
+            original = host.message
+
+            async def message(msg: Any, label: str = label, original: Any = original) -> None:
+                if isinstance(msg, types.ServerNotification) and isinstance(
+                    msg.root, types.ElicitCompleteNotification
+                ):
+                    completed[label].append(msg.root.params.elicitationId)
+                await original(msg)
+
+            host.client._message_handler = message  # type: ignore[attr-defined]
+        tools = {t.name for t in (await hosts["bob-1"].client.list_tools()).tools}
+        assert "everything__trigger-url-elicitation" in tools
+        answer = await call(
+            hosts["bob-1"], "everything__trigger-url-elicitation", url="https://example.com/x"
+        )
+        assert "completed the URL elicitation" in answer, answer
+        answer = await call(
+            hosts["bob-1"], "state__visit", url="https://example.com/y", elicitation_id="e-1"
+        )
+        assert answer == "accept"
+        await hosts["bob-1"].client.send_ping()
+        await hosts["alice-1"].client.send_ping()
+    assert completed == {"alice-1": [], "bob-1": ["e-1"]}
+    assert hosts["alice-1"].asked == []
+    assert len(hosts["bob-1"].asked) == 2

@@ -4,7 +4,8 @@ One process is one session, so what it remembers, the roots it is told and
 the questions it asks all belong to whoever the gateway gave this session
 to. Tools: ``pid``, ``remember``/``recall`` (session memory), ``roots``
 (asks the host for its roots), ``ask`` (elicits a name from the host),
-``wait`` (sleeps, for a call that is in flight for a while).
+``wait`` (sleeps, for a call that is in flight for a while), ``visit`` (a
+URL-mode elicitation, then its ``notifications/elicitation/complete``).
 
 Run it as ``python tests/servers/session_state.py``.
 """
@@ -58,6 +59,15 @@ async def ask(question: str, ctx: Context) -> str:  # type: ignore[type-arg]
     """Elicit a name from the host; returns the answer (or the action)."""
     result = await ctx.elicit(question, Name)
     return result.data.name if result.action == "accept" else result.action
+
+
+@mcp.tool()
+async def visit(url: str, elicitation_id: str, ctx: Context) -> str:  # type: ignore[type-arg]
+    """Send the host to ``url`` (URL-mode elicitation); on accept, say it completed."""
+    result = await ctx.elicit_url("Open this page to go on.", url, elicitation_id)
+    if result.action == "accept":
+        await ctx.session.send_elicit_complete(elicitation_id)
+    return result.action
 
 
 @mcp.tool()
