@@ -25,6 +25,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.context import RequestContext
 from pydantic import AnyUrl, FileUrl
 
+from tests.frontend.test_modern_http import modern, send, sse_messages
+from tests.frontend.test_streamable_http import http_client
 from tests.harness import Running, everything_backend, gateway_config, sdk_backend, start_gateway
 
 TOKENS = {"alice": "alice-token-0123456789abcdef", "bob": "bob-token-0123456789abcdef0"}
@@ -397,3 +399,43 @@ async def test_a_url_elicitation_reaches_its_asker_and_its_completion_follows(
     assert completed == {"alice-1": [], "bob-1": ["e-1"]}
     assert hosts["alice-1"].asked == []
     assert len(hosts["bob-1"].asked) == 2
+
+
+# -- 2026-07-28 hosts -------------------------------------------------------------
+
+
+async def _modern_recall_and_remember(running: Running, principal: str, text: str) -> str:
+    """As a 2026-07-28 host of ``principal``: remember ``text``, then recall; the recall."""
+    auth = f"Bearer {TOKENS[principal]}"
+    async with http_client(running) as client:
+        for msg_id, tool, arguments in modern_steps(text):
+            message = modern(msg_id, "tools/call", {"name": tool, "arguments": arguments})
+            with trio.fail_after(WAIT):
+                response = await send(client, message, authorization=auth)
+            assert response.status_code == 200, response.text
+            if response.headers["content-type"].startswith("application/json"):
+                body = response.json()
+            else:
+                body = sse_messages(response)[-1]
+    return str(body["result"]["content"][0]["text"])
+
+
+def modern_steps(text: str) -> list[tuple[int, str, dict[str, Any]]]:
+    """Remember ``text``, then recall."""
+    return [(1, "state__remember", {"text": text}), (2, "state__recall", {})]
+
+
+@pytest.mark.node
+async def test_a_2026_07_28_host_never_sees_another_principals_backend_session(
+    nursery: trio.Nursery,
+) -> None:
+    """Gateway choice (E13, the other host era): each 2026-07-28 request of a principal
+    reaches a backend session of that principal; what a handshake-era host of another
+    principal left in its session stays there, and the modern host's own requests share
+    their principal's session from one request to the next."""
+    async with principals_gateway(nursery, (("alice-1", "alice"),)) as (running, hosts):
+        await call(hosts["alice-1"], "state__remember", text="alice-1")
+        bob = await _modern_recall_and_remember(running, "bob", "bob-m")
+        alice = await call(hosts["alice-1"], "state__recall")
+    assert bob == "bob-m"  # remembered in one request, recalled in the next; no alice-1
+    assert alice == "alice-1"
