@@ -12,7 +12,9 @@ of its own:
 
 What stays here is the call path that ties them together: admit, pick the
 session, apply the backend's timeouts, and map what went wrong to
-``BackendUnavailable`` or ``RequestTimeout``.
+``BackendUnavailable`` or ``RequestTimeout``. It is one idea, the call path,
+with the read-only properties the pool and the router see beside it; that
+is why the module runs past 450 lines.
 
 Rules:
 
