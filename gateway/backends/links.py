@@ -29,6 +29,10 @@ Rules:
 6. A failure to open a lane goes to the call that asked for it, as
    ``BackendUnavailable`` carrying the condition; after it opened, a broken
    lane just ends. One client's broken session never takes the backend down.
+
+The module is one idea, the life of these sessions and who may use them,
+which is why it runs past 450 lines; the pure key rules are in
+``link_keys``.
 """
 
 from __future__ import annotations
@@ -401,6 +405,13 @@ class Links:
                 self._failed_to_open(lane, exc)
             else:
                 log.info("backend.client_session.failed", error=describe(exc))
+        except Exception as exc:
+            if lane.peer is not None:
+                raise
+            # Not open yet: the calls waiting for it get the failure (rule 6),
+            # never the shared session's nursery.
+            self._failed_to_open(lane, exc)
+            log.warning("backend.client_session.open_failed", error=describe(exc))
         finally:
             lane.peer = None
             lane.ready.set()

@@ -18,6 +18,7 @@ from trio.testing import MockClock
 
 from gateway.backends.backend import Backend, BackendState
 from gateway.backends.links import SessionLimitReached
+from gateway.errors import BackendUnavailable
 from tests.backends.test_supervision import SEED, Transitions, one_backend, tool_call
 from tests.fakes import FakeConnector, FakeMcpServer
 from tests.fakes.fake_server import AnswerAfter
@@ -141,3 +142,33 @@ async def test_a_second_client_of_a_principal_with_a_call_in_flight_gets_a_secon
         assert backend.open_links == 0
     calls = server.messages("tools/call")
     assert [c.connection for c in calls] == [2, 2, 3, 2]
+
+
+async def test_a_session_that_cannot_open_fails_the_call_and_leaves_the_backend_up(
+    autojump_clock: MockClock,
+) -> None:
+    """Gateway choice (links rule 6): the call that needed the session gets the reason;
+    the backend and the other principals' sessions are untouched; the next call retries."""
+    server = FakeMcpServer("b")
+    connector = FakeConnector({"b": server})
+    transitions = Transitions()
+    backend = Backend(
+        one_backend("b"),
+        on_change=transitions,
+        connect=connector,
+        rng=random.Random(SEED),
+        hosts=HOSTS.get,
+        authenticated=lambda: True,
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(backend.run)
+        await transitions.wait_for("b", BackendState.UP)
+        await backend.request("tools/call", tool_call("echo"), client="b1")
+        connector.fail_connects("b", times=1)
+        with pytest.raises(BackendUnavailable, match="cannot open a session for this client"):
+            await backend.request("tools/call", tool_call("echo"), client="a1")
+        assert backend.state is BackendState.UP
+        assert backend.open_links == 1
+        await backend.request("tools/call", tool_call("echo"), client="a1")
+        assert backend.open_links == 2
+        nursery.cancel_scope.cancel()
