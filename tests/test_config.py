@@ -289,7 +289,8 @@ def test_semantic_problems_of_decoded_backends_are_reported_beside_type_problems
         ),
         (
             f"backends: [{stdio('a', session='solo')}]",
-            "backends[0].session: must be one of: auto, shared, per_client (got 'solo')",
+            "backends[0].session: must be one of: auto, shared, per_principal, per_client "
+            "(got 'solo')",
         ),
         (
             "backends: [{name: a, transport: stdio, command: x, timeouts: {connect: 0}}]",
@@ -527,24 +528,28 @@ def test_an_invalid_separator_is_reported_once_not_against_every_prefix() -> Non
 
 
 @pytest.mark.parametrize(
-    ("transport", "session", "expected"),
+    ("transport", "session", "authenticated", "expected"),
     [
-        ("stdio", "auto", "shared"),
-        ("http", "auto", "per_client"),
-        ("sse", "auto", "per_client"),
-        ("websocket", "auto", "per_client"),
-        ("stdio", "per_client", "per_client"),
-        ("http", "shared", "shared"),
+        ("stdio", "auto", False, "shared"),
+        ("stdio", "auto", True, "per_principal"),
+        ("http", "auto", False, "per_client"),
+        ("http", "auto", True, "per_client"),
+        ("sse", "auto", True, "per_client"),
+        ("websocket", "auto", False, "per_client"),
+        ("stdio", "per_client", True, "per_client"),
+        ("stdio", "per_principal", False, "per_principal"),
+        ("stdio", "shared", True, "shared"),
+        ("http", "shared", False, "shared"),
     ],
 )
-def test_effective_session_resolves_auto_by_transport(
-    transport: str, session: str, expected: str
+def test_effective_session_resolves_auto_by_transport_and_auth(
+    transport: str, session: str, authenticated: bool, expected: str
 ) -> None:
-    """DESIGN: auto is per_client for network backends and shared for stdio."""
+    """DESIGN: auto is per_client for network backends; for stdio per_principal with auth."""
     target = TARGETS[transport]
     text = f"backends:\n  - {{name: b, transport: {transport}, session: {session}, {target}}}"
     (backend,) = parse_ok(text).backends
-    assert backend.effective_session == expected
+    assert backend.effective_session(authenticated) == expected
 
 
 @pytest.mark.parametrize(

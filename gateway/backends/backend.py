@@ -6,12 +6,15 @@ of its own:
 - ``supervisor``: its life (connect, initialize, list, serve, restart), its
   explicit state and the only place that state changes;
 - ``gate``: admission of calls (in-flight limit, queue, drain);
-- ``links``: the per-client backend sessions of a ``per_client`` backend;
+- ``links``: the backend sessions of a ``per_principal`` or ``per_client``
+  backend;
 - ``listing``: the guarded walk over a paged list, pure.
 
 What stays here is the call path that ties them together: admit, pick the
 session, apply the backend's timeouts, and map what went wrong to
-``BackendUnavailable`` or ``RequestTimeout``.
+``BackendUnavailable`` or ``RequestTimeout``. It is one idea, the call path,
+with the read-only properties the pool and the router see beside it; that
+is why the module runs past 450 lines.
 
 Rules:
 
@@ -40,7 +43,7 @@ from gateway.backends.handshake import (
     Handshake,
     IncompatibleBackend,
 )
-from gateway.backends.links import Links
+from gateway.backends.links import HostFacts, Links
 from gateway.backends.state import (
     BackendNotificationHandler,
     BackendRequestHandler,
@@ -64,6 +67,7 @@ from gateway.errors import (
     SessionExpired,
     TransportError,
 )
+from gateway.protocol import jsonrpc
 from gateway.protocol.stateless.cache_hints import NO_CACHE, CacheHint
 from gateway.protocol.stateless.listen import ACKNOWLEDGED
 from gateway.telemetry import tracing
@@ -114,6 +118,10 @@ class Backend:
         rng: the jitter's random source (tests seed it).
         subjects: the caller (principal key and raw token) of a client
             session, for a ``token_exchange`` backend's per-client sessions.
+        hosts: a client session's principal and declared capabilities, for
+            the per-principal or per-client sessions.
+        authenticated: whether the gateway authenticates its callers (it
+            turns ``session: auto`` into ``per_principal`` for stdio).
     """
 
     def __init__(
@@ -126,8 +134,11 @@ class Backend:
         connect: ChannelOpener | None = None,
         rng: random.Random | None = None,
         subjects: Callable[[str], Subject | None] | None = None,
+        hosts: Callable[[str], HostFacts | None] | None = None,
+        authenticated: Callable[[], bool] | None = None,
     ) -> None:
         self.config = config
+        self._authenticated = authenticated or (lambda: False)
         self.name = config.name
         self.prefix = config.public_prefix
         self._on_notification = on_notification
@@ -149,6 +160,8 @@ class Backend:
             on_request=self._handle_request,
             on_notification=self._handle_notification,
             log=log,
+            mode=lambda: "per_client" if self.session_mode == "per_client" else "per_principal",
+            hosts=hosts,
             tool_schema=lambda name: self._supervisor.tool_schema(name),
             shared_info=lambda: self._supervisor.info,
         )
@@ -237,8 +250,13 @@ class Backend:
         return self._gate.in_flight
 
     @property
+    def session_mode(self) -> str:
+        """``shared``, ``per_principal`` or ``per_client``, with ``auto`` resolved."""
+        return self.config.effective_session(self._authenticated())
+
+    @property
     def per_client(self) -> bool:
-        """Whether each client session gets a backend session of its own.
+        """Whether calls go to backend sessions of their principal or client (links).
 
         Never for a 2026-07-28 backend: it holds no session, everything a
         call needs rides in the call's own envelope, so one link serves every
@@ -247,7 +265,12 @@ class Backend:
         info = self._supervisor.info
         if info is not None and info.modern:
             return False
-        return self.config.effective_session == "per_client"
+        return self.session_mode != "shared"
+
+    @property
+    def open_links(self) -> int:
+        """Per-principal or per-client backend sessions open now (a metric)."""
+        return self._links.open_count
 
     @property
     def _peer(self) -> Peer | None:
@@ -358,29 +381,59 @@ class Backend:
         async with self._gate.admit():
             peer: Peer | None = None
             try:
-                peer = await self._peer_for(client)
-                return await self._request_on(
-                    peer, method, params, progress_token, on_progress, clock
+                peer = self._shared_peer()
+                if client is None or not self.per_client:
+                    return await self._request_on(
+                        peer, method, params, progress_token, on_progress, clock
+                    )
+                return await self._on_link(
+                    client, method, params, progress_token, on_progress, clock
                 )
             except BackendUnavailable as exc:
                 # The server forgot our session (an HTTP backend restarted):
                 # the supervisor re-initializes at once (rule 2).
                 if method not in IDEMPOTENT_METHODS or not isinstance(exc.cause, SessionExpired):
                     raise
+                if client is not None and self.per_client:
+                    # The lane whose session expired has ended; another opens.
+                    return await self._on_link(
+                        client, method, params, progress_token, on_progress, clock
+                    )
                 await self._supervisor.new_session(peer)
-                peer = await self._peer_for(client)
+                peer = self._shared_peer()
                 return await self._request_on(
                     peer, method, params, progress_token, on_progress, clock
                 )
 
-    async def _peer_for(self, client: str | None) -> Peer:
+    def _shared_peer(self) -> Peer:
         supervisor = self._supervisor
         shared = supervisor.peer
         if shared is None or supervisor.state is not BackendState.UP:
             raise BackendUnavailable(self.name, supervisor.reason, cause=supervisor.cause)
-        if client is None or not self.per_client:
-            return shared
-        return await self._links.peer_for(client)
+        return shared
+
+    async def _on_link(
+        self,
+        client: str,
+        method: str,
+        params: msgspec.Raw | None,
+        progress_token: RequestId | None,
+        on_progress: ProgressHandler | None,
+        clock: CallClock | None,
+    ) -> msgspec.Raw:
+        """One request on a backend session of the client's principal or its own."""
+        lane = await self._links.acquire(client, method)
+        try:
+            if not self._links.before(lane, client, method, params):
+                return jsonrpc.EMPTY_OBJECT
+            assert lane.peer is not None  # acquire returns open lanes only
+            result = await self._request_on(
+                lane.peer, method, params, progress_token, on_progress, clock
+            )
+            self._links.after(lane, client, method, params)
+            return result
+        finally:
+            self._links.release(lane, client)
 
     async def _request_on(
         self,
@@ -448,7 +501,7 @@ class Backend:
             await peer.notify(method, params)
 
     def has_link(self, client: str) -> bool:
-        """Whether a per-client backend session is open for this client."""
+        """Whether a backend session of this client's principal or its own is open."""
         return client in self._links
 
     def close_client(self, client: str) -> None:

@@ -39,7 +39,7 @@ Rules (config ``protocol``; bounds from ``timeouts``):
 from __future__ import annotations
 
 import collections
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
@@ -57,12 +57,14 @@ if TYPE_CHECKING:
     from gateway.config import BackendConfig, Timeouts
     from gateway.session.peer import Peer
 
-# What the gateway tells backends about itself as a client. Roots,
-# sampling and elicitation are relayed to hosts (router), so we offer them.
+# What the gateway tells backends about itself as a client on its own
+# (catalog) session: everything it relays to hosts (router/to_clients), so
+# the catalog lists what some host can use. A session of a principal or
+# client declares that host's own capabilities instead (backends/links).
 CLIENT_CAPABILITIES: Final = {
     "roots": {"listChanged": True},
-    "sampling": {},
-    "elicitation": {},
+    "sampling": {"tools": {}},
+    "elicitation": {"form": {}, "url": {}},
 }
 
 
@@ -81,12 +83,17 @@ class StatelessLegFailed(GatewayError):
     """
 
 
-def initialize_params() -> msgspec.Raw:
-    """The params of our ``initialize`` request."""
+def initialize_params(capabilities: dict[str, Any] | None = None) -> msgspec.Raw:
+    """The params of our ``initialize`` request.
+
+    Args:
+        capabilities: what to declare: a host's own (a session of a
+            principal or client), else the gateway's (its shared session).
+    """
     return jsonrpc.to_raw(
         {
             "protocolVersion": LATEST_VERSION,
-            "capabilities": CLIENT_CAPABILITIES,
+            "capabilities": CLIENT_CAPABILITIES if capabilities is None else capabilities,
             "clientInfo": {"name": "mcp-gateway", "version": __version__},
         }
     )
@@ -156,7 +163,14 @@ class Handshake:
         if info is not None:
             self.requests["modern" if info.modern else "legacy"] += 1
 
-    async def __call__(self, peer: Peer, protocol: str, timeouts: Timeouts) -> ServerInfo:
+    async def __call__(
+        self,
+        peer: Peer,
+        protocol: str,
+        timeouts: Timeouts,
+        *,
+        capabilities: dict[str, Any] | None = None,
+    ) -> ServerInfo:
         """Open ``peer`` as ``protocol`` says, each step within its own bound.
 
         The caller sends ``notifications/initialized`` when the answer is
@@ -167,6 +181,7 @@ class Handshake:
             protocol: the backend's ``protocol`` setting (or the era the
                 supervisor chose for this attempt).
             timeouts: the backend's ``timeouts`` (``probe``, ``initialize``).
+            capabilities: the client capabilities to declare (None: the gateway's).
 
         Raises:
             IncompatibleBackend: the backend chose a revision we do not speak,
@@ -182,7 +197,7 @@ class Handshake:
                 peer.modern = True
                 return discovered_info(found)
         with trio.fail_after(timeouts.initialize):
-            result = await peer.request("initialize", initialize_params())
+            result = await peer.request("initialize", initialize_params(capabilities))
         self.count += 1
         return server_info(result)
 

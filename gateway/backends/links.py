@@ -1,29 +1,53 @@
-"""Per-client backend sessions (session mode ``per_client``).
+"""A backend's own sessions for principals or clients (``per_principal``, ``per_client``).
 
 Rules:
 
-1. A client's own backend session is opened on its first call and runs as a
-   task in the backend's session nursery (``attach``), so it never outlives
-   the shared session it belongs to: when that ends, every link ends too
-   (``close_all``).
-2. A failure to open a link goes to the call that asked for it, as
+1. A call from a client goes to a backend session of the client's key
+   (``link_keys``): its own in ``per_client``, its principal's and declared
+   capabilities' in ``per_principal``. The key is fixed at the client's
+   first call and kept for its life.
+2. One key may have several sessions ("lanes"). A call takes a lane on which
+   no other client has a call in flight, preferring the first; when there is
+   none it opens another. So at any moment every call in flight on a lane is
+   one client's, and a backend's question on that lane (sampling,
+   elicitation, roots) has exactly one asker, whatever the transport.
+   Requests that only change session state (subscribe, unsubscribe,
+   setLevel) always take the first lane, where that state lives.
+3. A lane opens on first use as a task in the backend's session nursery
+   (``attach``), so it never outlives the shared session: when that ends,
+   every lane ends too (``close_all``). It closes after
+   ``sessions.idle_timeout`` without a call unless it holds a subscription;
+   ``sessions.max`` bounds the lanes open at once, and a call past it fails
+   with ``SessionLimitReached`` naming the setting.
+4. A lane declares the host's own client capabilities in its
+   ``initialize``; every client sharing it declared the same.
+5. What the backend sends on a lane reaches only clients of that lane's key:
+   a request goes to the client whose call is in flight there (with none,
+   ``roots/list`` goes to any client of the key); log messages go to the
+   key's clients; ``resources/updated`` to those that subscribed on it; a
+   URL elicitation's completion to the client that was asked.
+6. A failure to open a lane goes to the call that asked for it, as
    ``BackendUnavailable`` carrying the condition; after it opened, a broken
-   link just ends. One client's broken session never takes the backend down.
-3. Calls that arrive while a link is opening wait for that one opening
-   rather than starting another.
+   lane just ends. One client's broken session never takes the backend down.
+
+The module is one idea, the life of these sessions and who may use them,
+which is why it runs past 450 lines; the pure key rules are in
+``link_keys``.
 """
 
 from __future__ import annotations
 
+import collections
 from dataclasses import dataclass, field
-from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import trio
 
 from gateway.backends.failure_reasons import EXPECTED, condition, describe
 from gateway.backends.handshake import effective_protocol
-from gateway.errors import BackendUnavailable
+from gateway.backends.link_keys import LinkMode, declared, link_key
+from gateway.errors import INTERNAL_ERROR, BackendUnavailable, LocalProtocolError
+from gateway.protocol import mcp
 from gateway.session.peer import Peer, open_session
 from gateway.transports.base import schemas_for
 
@@ -37,6 +61,27 @@ if TYPE_CHECKING:
     from gateway.backends.state import ServerInfo
     from gateway.config import BackendConfig
     from gateway.transports.base import ToolSchemas
+
+#: Requests that change a session's state rather than do work: they go to
+#: the key's first lane, where that state lives (rule 2).
+HOME_METHODS: Final = frozenset(
+    {"resources/subscribe", "resources/unsubscribe", "logging/setLevel", "ping"}
+)
+
+HostFacts = tuple[str | None, dict[str, Any]]
+"""A client session's principal key (None: auth off) and declared capabilities."""
+
+
+class SessionLimitReached(BackendUnavailable):
+    """A call would open one backend session more than ``sessions.max`` allows."""
+
+    def __init__(self, backend: str, limit: int) -> None:
+        super().__init__(
+            backend,
+            f"{limit} backend sessions are open (backends[].sessions.max); raise "
+            "sessions.max or lower sessions.idle_timeout",
+            kind="session_limit",
+        )
 
 
 class SessionRequestHandler(Protocol):
@@ -60,25 +105,43 @@ class SessionNotificationHandler(Protocol):
 
 
 @dataclass(eq=False)
-class _ClientLink:
-    """One client's backend session."""
+class Lane:
+    """One backend session of a key, and who is using it."""
 
-    client: str
+    key: str
+    capabilities: dict[str, Any]
+    label: str
     peer: Peer | None = None
     ready: trio.Event = field(default_factory=trio.Event)
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    members: set[str] = field(default_factory=set)
+    calls: collections.Counter[str] = field(default_factory=collections.Counter)
+    subscriptions: dict[str, set[str]] = field(default_factory=dict)
+    elicitations: dict[str, str] = field(default_factory=dict)
+    used: float = 0.0
+    failure: BackendUnavailable | None = None
+
+    def free_for(self, client: str) -> bool:
+        """Whether no other client has a call in flight here (rule 2)."""
+        return all(owner == client for owner, n in self.calls.items() if n > 0)
+
+    def busy(self) -> list[str]:
+        """The clients with calls in flight here."""
+        return [owner for owner, n in self.calls.items() if n > 0]
 
 
 class Links:
-    """The per-client backend sessions of one backend.
+    """The per-principal or per-client backend sessions of one backend.
 
     Args:
         config: the backend's config.
         connect: opens the transport.
         handshake: runs ``initialize`` on each new session.
-        on_request: answers the backend's requests on a link.
-        on_notification: takes the backend's notifications on a link.
+        on_request: answers the backend's requests on a lane.
+        on_notification: takes the backend's notifications on a lane.
         log: the backend's bound logger.
+        mode: the session mode in force (it follows a reload of ``auth``).
+        hosts: a client session's principal and declared capabilities.
         tool_schema: the backend's own ``inputSchema`` by tool name, for a
             modern HTTP link's ``Mcp-Param-*`` headers.
         shared_info: what the shared session learnt; a link speaks the same
@@ -96,6 +159,8 @@ class Links:
         on_request: SessionRequestHandler,
         on_notification: SessionNotificationHandler,
         log: Any,
+        mode: Callable[[], LinkMode] | None = None,
+        hosts: Callable[[str], HostFacts | None] | None = None,
         tool_schema: ToolSchemas | None = None,
         shared_info: Callable[[], ServerInfo | None] | None = None,
         connect_client: Callable[[str], ChannelOpener] | None = None,
@@ -110,8 +175,11 @@ class Links:
         self._on_request = on_request
         self._on_notification = on_notification
         self._log = log
+        self._mode = mode or (lambda: "per_client")
+        self._hosts = hosts or (lambda _client: None)
         self._nursery: trio.Nursery | None = None
-        self._links: dict[str, _ClientLink] = {}
+        self._lanes: dict[str, list[Lane]] = {}
+        self._keys: dict[str, tuple[str, dict[str, Any]]] = {}
 
     def _protocol(self) -> str:
         """The era for a new link: the shared session's, else the configured probe."""
@@ -130,100 +198,266 @@ class Links:
 
     def close_all(self) -> None:
         """End every link (the shared session ended)."""
-        for link in list(self._links.values()):
-            link.scope.cancel()
-        self._links.clear()
+        for lanes in list(self._lanes.values()):
+            for lane in lanes:
+                lane.scope.cancel()
+        self._lanes.clear()
+
+    @property
+    def open_count(self) -> int:
+        """Backend sessions of this kind open or opening (a metric, ``sessions.max``)."""
+        return sum(len(lanes) for lanes in self._lanes.values())
 
     def __contains__(self, client: object) -> bool:
-        return client in self._links
+        return isinstance(client, str) and self._home(client) is not None
+
+    def _key_of(self, client: str) -> tuple[str, dict[str, Any]]:
+        """The client's key and the capabilities its lanes declare (rule 1)."""
+        known = self._keys.get(client)
+        if known is None:
+            facts = self._hosts(client)
+            principal, capabilities = facts if facts is not None else (None, {})
+            mode = self._mode() if facts is not None else "per_client"
+            known = self._keys[client] = (
+                link_key(mode, client, principal, capabilities),
+                declared(capabilities),
+            )
+        return known
+
+    def _home(self, client: str) -> Lane | None:
+        known = self._keys.get(client)
+        lanes = self._lanes.get(known[0]) if known is not None else None
+        return lanes[0] if lanes else None
 
     def peer_of(self, client: str) -> Peer | None:
-        """The client's open session, if any; never opens one."""
-        link = self._links.get(client)
-        return link.peer if link is not None else None
+        """The client's first open session, if any; never opens one."""
+        lane = self._home(client)
+        return lane.peer if lane is not None else None
 
     def close(self, client: str) -> None:
-        """The client session ended: close its own backend session, if any."""
-        link = self._links.pop(client, None)
-        if link is not None:
-            link.scope.cancel()
-            link.ready.set()
+        """The client session ended: it leaves its lanes; its own (``per_client``) close."""
+        known = self._keys.pop(client, None)
+        if known is None:
+            return
+        key = known[0]
+        lanes = self._lanes.get(key, [])
+        for lane in lanes:
+            lane.members.discard(client)
+            for holders in lane.subscriptions.values():
+                holders.discard(client)
+            lane.subscriptions = {uri: h for uri, h in lane.subscriptions.items() if h}
+        if key == client:  # per_client: the session was this client's alone
+            for lane in self._lanes.pop(key, []):
+                lane.scope.cancel()
+                lane.ready.set()
 
-    async def peer_for(self, client: str) -> Peer:
-        """The client's own session, opened on first use.
+    async def acquire(self, client: str, method: str) -> Lane:
+        """A lane of the client's key for one request, opened if need be (rules 2, 3).
 
-        Only called while the backend is up, which is when a nursery is attached.
+        The caller gives it back with ``release``. Only called while the
+        backend is up, which is when a nursery is attached.
 
         Raises:
+            SessionLimitReached: ``sessions.max`` lanes are open already.
             BackendUnavailable: the session could not be opened, or closed.
         """
-        link = self._links.get(client)
-        if link is None:
-            link = _ClientLink(client)
-            self._links[client] = link
-            assert self._nursery is not None  # attached whenever the backend is up
-            try:
-                await self._nursery.start(self._run, link)
-            except (*EXPECTED, BaseExceptionGroup) as exc:
-                self._links.pop(client, None)
-                link.ready.set()
-                raise BackendUnavailable(
-                    self._name,
-                    f"cannot open a session for this client: {describe(exc)}",
-                    cause=condition(exc),
-                ) from None
-        await link.ready.wait()
-        if link.peer is None:
-            raise BackendUnavailable(self._name, "the client's backend session closed")
-        return link.peer
-
-    async def _run(
-        self, link: _ClientLink, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        """One client's own backend session.
-
-        Failures before ``started`` go to the caller; after that, the link
-        just ends.
-        """
-        started = False
-        log = self._log.bind(client_session=link.client[:8])
+        key, capabilities = self._key_of(client)
+        lanes = self._lanes.setdefault(key, [])
+        if method in HOME_METHODS and lanes:
+            lane = lanes[0]
+        else:
+            lane = next((ln for ln in lanes if ln.free_for(client)), None) or self._new(
+                key, capabilities, lanes
+            )
+        lane.members.add(client)
+        lane.calls[client] += 1
         try:
-            with link.scope:
+            await lane.ready.wait()
+            if lane.peer is None:
+                raise lane.failure or BackendUnavailable(
+                    self._name, "the client's backend session closed"
+                )
+        except BaseException:
+            self.release(lane, client)
+            raise
+        return lane
+
+    def release(self, lane: Lane, client: str) -> None:
+        """A request on ``lane`` ended: the lane's idle time starts over."""
+        lane.calls[client] -= 1
+        if lane.calls[client] <= 0:
+            del lane.calls[client]
+        lane.used = trio.current_time()
+
+    def _new(self, key: str, capabilities: dict[str, Any], lanes: list[Lane]) -> Lane:
+        """Start opening one more lane of ``key``; its outcome arrives on ``ready``."""
+        limit = self._config.sessions.max
+        if limit and self.open_count >= limit:
+            raise SessionLimitReached(self._name, limit)
+        label = f"{self._name}/{key[:24]}/{len(lanes)}"
+        lane = Lane(key, capabilities, label, used=trio.current_time())
+        lanes.append(lane)
+        assert self._nursery is not None  # attached whenever the backend is up
+        self._nursery.start_soon(self._run, lane, name=f"link:{label}")
+        return lane
+
+    # -- bookkeeping of session state on a lane (rule 2) ---------------------
+
+    def before(self, lane: Lane, client: str, method: str, params: msgspec.Raw | None) -> bool:
+        """Whether the request goes to the backend; an unsubscribe another holds does not."""
+        if method != "resources/unsubscribe":
+            return True
+        uri = _uri(params)
+        holders = lane.subscriptions.get(uri or "", set())
+        holders.discard(client)
+        if holders:
+            return False  # another client of the key still holds it
+        lane.subscriptions.pop(uri or "", None)
+        return True
+
+    def after(self, lane: Lane, client: str, method: str, params: msgspec.Raw | None) -> None:
+        """Note a subscription the backend accepted on ``lane``."""
+        if method == "resources/subscribe":
+            uri = _uri(params)
+            if uri is not None:
+                lane.subscriptions.setdefault(uri, set()).add(client)
+
+    # -- what the backend sends on a lane (rule 5) ---------------------------
+
+    def asker(self, lane: Lane, method: str) -> str:
+        """The client a backend's request on ``lane`` goes to.
+
+        Raises:
+            LocalProtocolError: nobody's call is in flight and it is not ``roots/list``.
+        """
+        busy = lane.busy()
+        if len(busy) == 1:
+            return busy[0]
+        if not busy and method == "roots/list" and lane.members:
+            return min(lane.members)  # every client of the key declared the same roots capability
+        raise LocalProtocolError(
+            f"{method}: the gateway cannot tell which client this request is for "
+            f"({'no call' if not busy else 'calls of several clients'} in flight on this "
+            "backend session)",
+            INTERNAL_ERROR,
+        )
+
+    async def _request(self, lane: Lane, method: str, params: msgspec.Raw | None) -> msgspec.Raw:
+        client = self.asker(lane, method)
+        if method == "elicitation/create" and params is not None:
+            body = mcp.decode_object(params) or {}
+            if body.get("mode") == "url" and isinstance(body.get("elicitationId"), str):
+                lane.elicitations[body["elicitationId"]] = client
+        return await self._on_request(method, params, client=client)
+
+    def _notification(self, lane: Lane, method: str, params: msgspec.Raw | None) -> None:
+        if method == "notifications/resources/updated":
+            targets: set[str] | list[str] = lane.subscriptions.get(_uri(params) or "", set())
+        elif method == "notifications/elicitation/complete":
+            body = _body(params)
+            asked = lane.elicitations.pop(str(body.get("elicitationId")), None)
+            targets = [asked] if asked is not None else []
+        else:
+            targets = sorted(lane.members)
+        for client in list(targets):
+            self._on_notification(method, params, client=client)
+
+    # -- the lane's life (rules 3, 6) ------------------------------------------
+
+    async def _run(self, lane: Lane) -> None:
+        """One backend session of a key; a failure to open goes to its callers."""
+        log = self._log.bind(link=lane.label)
+        try:
+            with lane.scope:
                 connect = (
-                    self._connect_client(link.client)
-                    if self._connect_client is not None
+                    self._connect_client(min(lane.members))
+                    if self._connect_client is not None and lane.members
                     else self._connect
                 )
                 async with (
                     connect(self._config) as channel,
                     open_session(
                         channel,
-                        name=f"{self._name}/{link.client[:8]}",
-                        on_request=partial(self._on_request, client=link.client),
-                        on_notification=partial(self._on_notification, client=link.client),
+                        name=lane.label,
+                        on_request=lambda m, p: self._request(lane, m, p),
+                        on_notification=lambda m, p: self._notification(lane, m, p),
                     ) as peer,
                 ):
                     schemas_for(channel, self._tool_schema)
-                    info = await self._handshake(peer, self._protocol(), self._config.timeouts)
+                    info = await self._handshake(
+                        peer,
+                        self._protocol(),
+                        self._config.timeouts,
+                        capabilities=lane.capabilities,
+                    )
                     if not info.modern:
                         await peer.notify("notifications/initialized")
-                    link.peer = peer
-                    link.ready.set()
-                    started = True
-                    task_status.started()
+                    lane.peer = peer
+                    lane.ready.set()
                     log.info("backend.client_session.opened")
-                    await peer.closed.wait()
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(self._expire_when_idle, lane, log)
+                        await peer.closed.wait()
+                        nursery.cancel_scope.cancel()
         except (*EXPECTED, BaseExceptionGroup) as exc:
             if isinstance(exc, BaseExceptionGroup):
                 _, rest = exc.split(EXPECTED)
                 if rest is not None:
                     raise
-            if not started:
+            if lane.peer is None:
+                self._failed_to_open(lane, exc)
+            else:
+                log.info("backend.client_session.failed", error=describe(exc))
+        except Exception as exc:
+            if lane.peer is not None:
                 raise
-            log.info("backend.client_session.failed", error=describe(exc))
+            # Not open yet: the calls waiting for it get the failure (rule 6),
+            # never the shared session's nursery.
+            self._failed_to_open(lane, exc)
+            log.warning("backend.client_session.open_failed", error=describe(exc))
         finally:
-            link.peer = None
-            link.ready.set()
-            if self._links.get(link.client) is link:
-                del self._links[link.client]
+            lane.peer = None
+            lane.ready.set()
+            lanes = self._lanes.get(lane.key)
+            if lanes is not None and lane in lanes:
+                lanes.remove(lane)
+                if not lanes:
+                    del self._lanes[lane.key]
             log.info("backend.client_session.closed")
+
+    def _failed_to_open(self, lane: Lane, exc: BaseException) -> None:
+        """Tell the calls waiting for ``lane`` why it never opened (rule 6)."""
+        lane.failure = BackendUnavailable(
+            self._name,
+            f"cannot open a session for this client: {describe(exc)}",
+            cause=condition(exc),
+        )
+
+    async def _expire_when_idle(self, lane: Lane, log: Any) -> None:
+        """Close ``lane`` after ``sessions.idle_timeout`` without a call (rule 3)."""
+        idle = self._config.sessions.idle_timeout
+        if not idle:
+            return
+        while True:
+            await trio.sleep_until(lane.used + idle)
+            if lane.busy() or lane.subscriptions:
+                lane.used = max(lane.used, trio.current_time())
+                continue
+            if trio.current_time() >= lane.used + idle:
+                log.info("backend.client_session.idle", seconds=idle)
+                lane.scope.cancel()
+                return
+
+
+def _body(params: msgspec.Raw | None) -> dict[str, Any]:
+    """Params as an object; ``{}`` when absent or not one."""
+    return (mcp.decode_object(params) or {}) if params is not None else {}
+
+
+def _uri(params: msgspec.Raw | None) -> str | None:
+    """The ``uri`` of a subscribe, unsubscribe or updated notification."""
+    uri = _body(params).get("uri")
+    return uri if isinstance(uri, str) else None
+
+
+__all__ = ["HOME_METHODS", "HostFacts", "Lane", "Links", "SessionLimitReached"]

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from gateway.backends.channel import ChannelOpener
     from gateway.backends.credentials.provider import Subject
+    from gateway.backends.links import HostFacts
     from gateway.catalog.naming import NamingRules
     from gateway.config import BackendConfig
 
@@ -62,6 +63,8 @@ class Pool:
         connect: ChannelOpener | None = None,
         *,
         subjects: Callable[[str], Subject | None] | None = None,
+        hosts: Callable[[str], HostFacts | None] | None = None,
+        authenticated: bool = False,
     ) -> None:
         self._nursery = nursery
         self._connect = connect
@@ -76,6 +79,14 @@ class Pool:
         self.subjects: Callable[[str], Subject | None] = (
             subjects if subjects is not None else lambda _client: None
         )
+        self.hosts: Callable[[str], HostFacts | None] = (
+            hosts if hosts is not None else lambda _client: None
+        )
+        """A client session's principal and declared capabilities, for the
+        per-principal and per-client backend sessions."""
+        self.authenticated = authenticated
+        """Whether ``auth`` is configured (``session: auto`` follows it; a
+        reload's ``apply_auth`` changes it)."""
 
     @property
     def snapshot(self) -> Snapshot:
@@ -140,6 +151,8 @@ class Pool:
             on_request=self._backend_requested,
             connect=self._connect,
             subjects=lambda client: self.subjects(client),
+            hosts=lambda client: self.hosts(client),
+            authenticated=lambda: self.authenticated,
         )
         self.backends[cfg.name] = backend
         self._tasks[cfg.name] = _Task()
@@ -225,6 +238,10 @@ class Pool:
             for problem in self.catalog.snapshot.problems:
                 logger.warning("catalog.item_skipped", problem=problem)
 
+    def apply_auth(self, enabled: bool) -> None:
+        """A reload changed ``auth``: ``session: auto`` follows whether it is on."""
+        self.authenticated = enabled
+
     async def settled(self) -> None:
         """Wait until every backend has finished its first connect attempt."""
         for backend in list(self.backends.values()):
@@ -274,10 +291,14 @@ async def open_pool(
     connect: ChannelOpener | None = None,
     *,
     subjects: Callable[[str], Subject | None] | None = None,
+    hosts: Callable[[str], HostFacts | None] | None = None,
+    authenticated: bool = False,
 ) -> AsyncIterator[Pool]:
     """Run every configured backend for the body of the block."""
     async with trio.open_nursery() as nursery:
-        pool = Pool(nursery, rules, connect, subjects=subjects)
+        pool = Pool(
+            nursery, rules, connect, subjects=subjects, hosts=hosts, authenticated=authenticated
+        )
         pool.start(configs)
         try:
             yield pool

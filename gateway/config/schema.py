@@ -65,7 +65,7 @@ NAME_PATTERN: Final = f"^{NAME}$"
 MIN_NAME_LENGTH: Final = 16
 MAX_NAME_LENGTH: Final = 128
 
-SessionMode: TypeAlias = Literal["auto", "shared", "per_client"]
+SessionMode: TypeAlias = Literal["auto", "shared", "per_principal", "per_client"]
 LogLevel: TypeAlias = Literal["debug", "info", "warning", "error"]
 LogFormat: TypeAlias = Literal["auto", "json", "console"]
 

@@ -34,6 +34,7 @@ __all__ = [
     "ResourceFilter",
     "RestartPolicy",
     "HealthConfig",
+    "SessionLimits",
     "BackendBase",
     "StdioBackend",
     "NetworkBackend",
@@ -189,6 +190,22 @@ class HealthConfig(Base, frozen=True, kw_only=True):
     eject_after_timeouts: OffInt = 5
 
 
+class SessionLimits(Base, frozen=True, kw_only=True):
+    """Bounds on a backend's own sessions for principals or clients.
+
+    Attributes:
+        max: most such sessions open at once for this backend (0: no limit);
+            a call that would open one more fails with an error naming this
+            setting.
+        idle_timeout: seconds without a call after which such a session
+            closes (0: only when its client goes); it reopens on the next
+            call. A session holding a resource subscription is not idle.
+    """
+
+    max: NoLimit = 100
+    idle_timeout: Off = 600.0
+
+
 class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
     """What every backend has, whatever its transport.
 
@@ -200,8 +217,11 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
         prefix: namespace for this backend's items; None means the name, ""
             mounts the backend unprefixed.
         session: ``shared`` multiplexes every client over one backend
-            session; ``per_client`` opens one per client session; ``auto``
-            picks by transport (see :attr:`effective_session`).
+            session; ``per_principal`` opens one per principal and set of
+            declared host capabilities; ``per_client`` opens one per client
+            session; ``auto`` picks by transport and auth (see
+            :meth:`effective_session`).
+        sessions: bounds on the per-principal or per-client sessions.
         required: whether the gateway is not ready until this backend is.
         enabled: False keeps the entry in the file but never starts it.
         timeouts: time limits for this backend.
@@ -235,6 +255,7 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
     name: Name
     prefix: Prefix | None = None
     session: SessionMode = "auto"
+    sessions: SessionLimits = msgspec.field(default_factory=SessionLimits)
     required: bool = False
     enabled: bool = True
     timeouts: Timeouts = msgspec.field(default_factory=Timeouts)
@@ -261,20 +282,26 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
         """The prefix actually used: ``prefix``, or the name when unset."""
         return self.prefix if self.prefix is not None else self.name
 
-    @property
-    def effective_session(self) -> Literal["shared", "per_client"]:
+    def effective_session(
+        self, authenticated: bool = False
+    ) -> Literal["shared", "per_principal", "per_client"]:
         """The session mode after resolving ``auto``.
 
         ``auto`` means per_client for network backends, where an initialize
-        is cheap and per-client state is then never mixed up, and shared for
-        stdio, where a process per client is not cheap (DESIGN "Backend
-        sessions").
+        is cheap and per-client state is then never mixed up. For stdio,
+        where a process per client is not cheap, it means per_principal when
+        the gateway authenticates its callers (one person's backend state
+        never reaches another) and shared when it does not (DESIGN "Backend
+        sessions", "Trust between people").
+
+        Args:
+            authenticated: whether ``auth`` is configured.
         """
-        if self.session == "shared":
-            return "shared"
-        if self.session == "per_client":
+        if self.session != "auto":
+            return self.session
+        if not isinstance(self, StdioBackend):
             return "per_client"
-        return "shared" if isinstance(self, StdioBackend) else "per_client"
+        return "per_principal" if authenticated else "shared"
 
 
 class StdioBackend(BackendBase, tag="stdio", frozen=True, kw_only=True):

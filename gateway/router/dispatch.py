@@ -244,6 +244,15 @@ class Router:
         for backend in self._pool.backends.values():
             backend.close_client(session_id)
 
+    def host_of(self, session_id: str) -> tuple[str | None, dict[str, Any]] | None:
+        """A client session's principal and declared capabilities; None once it is gone.
+
+        The backends key their per-principal sessions on it (DESIGN "Trust
+        between people").
+        """
+        client = self._to_clients.get(session_id)
+        return None if client is None else (client.principal, client.capabilities)
+
     async def client_notification(
         self, client: ClientPeer, method: str, params: msgspec.Raw | None
     ) -> None:

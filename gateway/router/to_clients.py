@@ -3,7 +3,8 @@
 Rules:
 
 1. A backend's own request (sampling, elicitation, roots) goes to the one
-   client that owns it: the client of a per-client backend session, else the
+   client that owns it: the client the backend session named (a session of
+   a principal or client knows whose call is in flight on it), else the
    only client with calls in flight to that backend. No owner, several
    owners, or an owner without the capability: the backend gets an error at
    once, never a guess and never a hang. A held modern call waiting for its
@@ -18,12 +19,15 @@ Rules:
    hangs. While the question is open, the request clock of the call it
    belongs to stands still (``backends/call_clock``): a person's time to
    answer is not spent from ``timeouts.request``.
+5. A backend's request that needs a mode the owner did not declare (URL
+   elicitation, sampling with tools) is refused, -32601; a URL elicitation's
+   ``notifications/elicitation/complete`` goes to the client that was asked.
 """
 
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import structlog
 import trio
@@ -63,6 +67,48 @@ _CLIENT_FEATURES: Final = {
 ASKABLE_FEATURES: Final = frozenset(_CLIENT_FEATURES.values())
 
 
+def lacking_mode(
+    method: str, params: msgspec.Raw | None, capabilities: dict[str, Any]
+) -> str | None:
+    """The sub-capability a backend's request needs and the host did not declare.
+
+    A URL-mode elicitation needs ``elicitation.url``; a form one needs
+    ``elicitation.form`` unless the host declared ``elicitation: {}`` (form,
+    by the 2025-11-25 rule); a sampling request with ``tools`` needs
+    ``sampling.tools``. None when nothing is missing.
+    """
+    if method not in ("elicitation/create", "sampling/createMessage") or params is None:
+        return None
+    body = mcp.decode_object(params) or {}
+    if method == "sampling/createMessage":
+        sampling = capabilities.get("sampling")
+        if body.get("tools") and not (isinstance(sampling, dict) and "tools" in sampling):
+            return "sampling.tools"
+        return None
+    declared = capabilities.get("elicitation")
+    modes = declared if isinstance(declared, dict) else {}
+    mode = body.get("mode", "form")
+    if mode == "url" and "url" not in modes:
+        return "elicitation.url"
+    if mode == "form" and modes and "form" not in modes:
+        return "elicitation.form"
+    return None
+
+
+def url_elicitation_id(method: str, params: msgspec.Raw | None) -> str | None:
+    """The ``elicitationId`` of a URL-mode ``elicitation/create``; None for anything else."""
+    if method != "elicitation/create" or params is None:
+        return None
+    body = mcp.decode_object(params) or {}
+    found = body.get("elicitationId")
+    return found if body.get("mode") == "url" and isinstance(found, str) else None
+
+
+def _elicitation_id(params: msgspec.Raw | None) -> str:
+    body = (mcp.decode_object(params) or {}) if params is not None else {}
+    return str(body.get("elicitationId"))
+
+
 class ToClients:
     """The client sessions the router can reach, and what goes to them.
 
@@ -84,6 +130,8 @@ class ToClients:
         self._subscriptions = subscriptions
         self._levels = levels
         self._clients: dict[str, ClientPeer] = {}
+        # URL elicitations relayed, by (backend, elicitationId): who was asked.
+        self._asked: dict[tuple[str, str], str] = {}
         # Whether a client may see a public resource URI now (the access
         # policy): a subscription made before a reload hid its resource
         # delivers nothing more. None: every holder may.
@@ -96,6 +144,12 @@ class ToClients:
     def closed(self, session_id: str) -> None:
         """A client session ended: nothing more goes to it."""
         self._clients.pop(session_id, None)
+        for key in [k for k, asked in self._asked.items() if asked == session_id]:
+            del self._asked[key]
+
+    def get(self, session_id: str) -> ClientPeer | None:
+        """The client session of that id, while it is open."""
+        return self._clients.get(session_id)
 
     def backend_notification(
         self, backend: BackendView, method: str, params: msgspec.Raw | None, client: str | None
@@ -105,10 +159,24 @@ class ToClients:
             self._resource_updated(backend, params, client)
         elif method == "notifications/message":
             self._log_message(backend, params, client)
+        elif method == "notifications/elicitation/complete":
+            self._elicitation_complete(backend, params, client)
         elif method == "notifications/cancelled":
             pass  # cancels of server-to-client requests are handled by their waiters' timeouts
         else:
             logger.debug("backend.notification.dropped", backend=backend.name, method=method)
+
+    def _elicitation_complete(
+        self, backend: BackendView, params: msgspec.Raw | None, client: str | None
+    ) -> None:
+        """A URL elicitation finished: tell the client that was asked, and only it (rule 5)."""
+        asked = self._asked.pop((backend.name, _elicitation_id(params)), None)
+        target = client if client is not None else asked
+        peer = self._clients.get(target) if target is not None else None
+        if peer is not None:
+            peer.notify_nowait(
+                jsonrpc.encode_notification("notifications/elicitation/complete", params)
+            )
 
     def _resource_updated(
         self, backend: BackendView, params: msgspec.Raw | None, client: str | None
@@ -182,7 +250,9 @@ class ToClients:
             if owner is None:
                 raise LocalProtocolError(
                     f"{method}: the gateway cannot tell which client this request is for "
-                    "(no single client has a call in flight to this backend)",
+                    "(no single client has a call in flight on the shared session of "
+                    f"backend {backend.name!r}; its setting session: per_client or "
+                    "per_principal gives every caller a session of its own)",
                     INTERNAL_ERROR,
                 )
             client, related = owner
@@ -198,10 +268,18 @@ class ToClients:
                 f"{method}: the client did not declare the {feature!r} capability",
                 METHOD_NOT_FOUND,
             )
+        lacking = lacking_mode(method, params, peer.capabilities)
+        if lacking is not None:
+            raise LocalProtocolError(
+                f"{method}: the client did not declare {lacking!r}", METHOD_NOT_FOUND
+            )
         clock = related.clock if related is not None else None
         with clock.waiting_for_input() if clock is not None else nullcontext():
             if isinstance(peer, ModernRequest):
                 return await peer.ask(backend.name, method, params)  # bounded by held_calls
+            elicitation = url_elicitation_id(method, params)
+            if elicitation is not None:  # its completion goes to this client (rule 5)
+                self._asked[(backend.name, elicitation)] = client
             emit = related.emit if related is not None else None
             bound = backend.config.timeouts.input
             with trio.move_on_after(bound) as scope:

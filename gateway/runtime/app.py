@@ -141,7 +141,15 @@ async def open_gateway(
     rules = NamingRules(config.naming.separator, config.naming.max_length)
     async with (
         # token exchange: whose client session is it
-        open_pool(config.backends, rules, connect, subjects=clients.subject_of) as pool,
+        open_pool(
+            config.backends,
+            rules,
+            connect,
+            subjects=clients.subject_of,  # token exchange: whose client session is it
+            # per-principal backend sessions: who calls and what its host can do
+            hosts=lambda client: router.host_of(client),
+            authenticated=config.auth.enabled,  # session: auto follows it
+        ) as pool,
         trio.open_nursery() as services,
     ):
         identity = IdentityService(metrics)

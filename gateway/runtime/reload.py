@@ -311,6 +311,7 @@ async def apply(live: Live, plan: ConfigPlan) -> list[str]:
         before = live.identity.holder.current.static_names if live.identity.holder else frozenset()
         authenticator = await live.identity.apply(*plan.auth)
         _close_sessions_of_removed_tokens(live.clients, before - authenticator.static_names)
+        live.pool.apply_auth(plan.new.auth.enabled)  # session: auto follows it
     if plan.limits is not None:
         live.session_limiter.configure(plan.limits.session_rate, plan.limits.session_burst)
         live.principal_limiter.configure(plan.limits.token_rate, plan.limits.token_burst)

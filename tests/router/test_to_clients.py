@@ -12,7 +12,7 @@ from gateway.errors import LocalProtocolError
 from gateway.protocol import jsonrpc
 from gateway.protocol.tables import LogLevels, Owners, Subscriptions
 from gateway.router.context import Call
-from gateway.router.to_clients import ToClients
+from gateway.router.to_clients import ToClients, lacking_mode
 from tests.router.fakes import FakeBackend, FakeClient, FakePool, ask, make_router
 
 URI = "file:///notes.txt"
@@ -104,6 +104,7 @@ async def test_a_backend_request_without_a_single_owner_is_refused_at_once() -> 
     with pytest.raises(LocalProtocolError, match="cannot tell which client") as caught:
         await to_clients.backend_request(FakeBackend("alpha"), "sampling/createMessage", None, None)
     assert caught.value.code == -32603
+    assert "session: per_client or per_principal" in caught.value.message  # the fix, named
 
 
 async def test_a_backend_request_goes_to_the_client_whose_call_is_in_flight(
@@ -183,3 +184,51 @@ async def test_a_client_that_never_answers_is_answered_for_after_the_backend_inp
         )
     assert caught.value.code == -32001
     assert trio.current_time() - started == 7
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "capabilities", "lacking"),
+    [
+        (
+            "elicitation/create",
+            {"mode": "url", "url": "https://x"},
+            {"elicitation": {}},
+            "elicitation.url",
+        ),
+        ("elicitation/create", {"mode": "url"}, {"elicitation": {"url": {}}}, None),
+        ("elicitation/create", {"message": "m"}, {"elicitation": {}}, None),
+        ("elicitation/create", {"message": "m"}, {"elicitation": {"url": {}}}, "elicitation.form"),
+        ("elicitation/create", {"message": "m"}, {"elicitation": {"form": {}}}, None),
+        ("sampling/createMessage", {"tools": [{"name": "t"}]}, {"sampling": {}}, "sampling.tools"),
+        ("sampling/createMessage", {"tools": [{"name": "t"}]}, {"sampling": {"tools": {}}}, None),
+        ("sampling/createMessage", {"messages": []}, {"sampling": {}}, None),
+        ("roots/list", {}, {"roots": {}}, None),
+    ],
+)
+def test_a_request_needing_a_mode_the_host_did_not_declare_names_it(
+    method: str, params: dict[str, Any], capabilities: dict[str, Any], lacking: str | None
+) -> None:
+    """Spec (2025-11-25 client capabilities): URL elicitation needs elicitation.url, form
+    needs form (``{}`` means form), sampling with tools needs sampling.tools."""
+    assert lacking_mode(method, jsonrpc.to_raw(params), capabilities) == lacking
+
+
+async def test_a_url_elicitations_completion_reaches_only_the_client_that_was_asked() -> None:
+    """Spec (2025-11-25 URL elicitation): notifications/elicitation/complete goes to the
+    host that got the elicitation, on a shared backend session too."""
+    caps = {"elicitation": {"url": {}}}
+    one, two = FakeClient("c1", capabilities=caps), FakeClient("c2", capabilities=caps)
+    to_clients, _, _, _ = _fan_out(one, two)
+    backend = FakeBackend("alpha")
+    params = jsonrpc.to_raw({"mode": "url", "url": "https://x", "elicitationId": "e1"})
+    await to_clients.backend_request(backend, "elicitation/create", params, "c2")
+    complete = jsonrpc.to_raw({"elicitationId": "e1"})
+    to_clients.backend_notification(backend, "notifications/elicitation/complete", complete, None)
+    assert one.notifications == []
+    assert two.notifications == [
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/elicitation/complete",
+            "params": {"elicitationId": "e1"},
+        }
+    ]
