@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,8 +46,7 @@ async def _serve_until_signal(config: GatewayConfig, config_path: str | None) ->
     signals_wanted = [signal.SIGTERM, signal.SIGINT, signal.SIGHUP]
     with trio.open_signal_receiver(*signals_wanted) as signals:
         async with trio.open_nursery() as nursery:
-            gateway, _ = await nursery.start(serve, config)
-            gateway.config_path = config_path
+            gateway, _ = await nursery.start(partial(serve, config, config_path=config_path))
             pid_file = config.shutdown.pid_file
             _write_pid_file(pid_file)
             try:
@@ -74,7 +74,10 @@ async def serve_stdio(
     stdin = trio.lowlevel.FdStream(os.dup(0))
     stdout = trio.lowlevel.FdStream(os.dup(1))
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-        async with open_gateway(config) as gateway, trio.open_nursery() as nursery:
+        async with (
+            open_gateway(config, config_path=config_path) as gateway,
+            trio.open_nursery() as nursery,
+        ):
 
             async def watch_signals() -> None:
                 """SIGHUP reloads; SIGTERM/SIGINT end stdio mode."""

@@ -40,6 +40,7 @@ from gateway.router.profile_setup import profile_views, record_catalog
 from gateway.router.stateless.held_calls import DEFAULT_LIFETIME, HeldCalls
 from gateway.runtime import readiness as status
 from gateway.runtime import reload as live_reload
+from gateway.store.opening import open_store
 from gateway.telemetry.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from gateway.catalog.snapshot import Kind, Snapshot
     from gateway.config import GatewayConfig
     from gateway.identity.authenticator import AuthHolder
+    from gateway.store.api import Store
 from gateway.errors import ConfigError
 
 logger = structlog.get_logger("gateway.runtime.app")
@@ -76,6 +78,8 @@ class Gateway:
     live: live_reload.Live | None = None
     # The file a reload re-reads (the console's reload button); None without one.
     config_path: str | None = None
+    # The state store (``store:``): the embedded one unless a server is set.
+    store: Store | None = None
     draining: bool = False
     # Set when shutdown starts: the HTTP engine's shutdown trigger, so its
     # listeners close at once while requests in flight drain.
@@ -85,7 +89,10 @@ class Gateway:
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         """(ready, details) for ``/readyz`` (``runtime.readiness``); keeps mcp_gateway_ready."""
-        ready, details = status.readiness(self.pool, self.clients, self.started, self.draining)
+        health = self.store.health() if self.store is not None else None
+        ready, details = status.readiness(
+            self.pool, self.clients, self.started, self.draining, health
+        )
         self.metrics.ready.set(1 if ready else 0)
         return ready, details
 
@@ -100,6 +107,7 @@ async def open_gateway(
     *,
     registry: CollectorRegistry | None = None,
     connect: ChannelOpener | None = None,
+    config_path: str | None = None,
 ) -> AsyncIterator[Gateway]:
     """Start the backends and the services, build the frontend on them; stop all on exit.
 
@@ -150,6 +158,7 @@ async def open_gateway(
             hosts=lambda client: router.host_of(client),
             authenticated=config.auth.enabled,  # session: auto follows it
         ) as pool,
+        open_store(config.store, config_file=config_path) as store,
         trio.open_nursery() as services,
     ):
         identity = IdentityService(metrics)
@@ -233,7 +242,9 @@ async def open_gateway(
             pool=pool,
             clients=clients,
         )
-        gateway = Gateway(config, pool, router, clients, app, metrics, endpoint, live)
+        gateway = Gateway(
+            config, pool, router, clients, app, metrics, endpoint, live, config_path, store
+        )
 
         def catalog_changed(snapshot: Snapshot, kinds: frozenset[Kind]) -> None:
             """Tell each profile's hosts what changed in their view (coalesced); refresh gauges."""
@@ -335,6 +346,7 @@ async def serve(
     *,
     registry: CollectorRegistry | None = None,
     connect: ChannelOpener | None = None,
+    config_path: str | None = None,
     task_status: trio.TaskStatus[tuple[Gateway, list[str]]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the gateway until cancelled.
@@ -343,7 +355,9 @@ async def serve(
     (``http://127.0.0.1:PORT``) once the socket is listening.
     """
     async with (
-        open_gateway(config, registry=registry, connect=connect) as gateway,
+        open_gateway(
+            config, registry=registry, connect=connect, config_path=config_path
+        ) as gateway,
         trio.open_nursery() as nursery,
     ):
         # The engine's graceful shutdown runs when the drain starts (stopping):

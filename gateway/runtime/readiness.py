@@ -15,7 +15,13 @@ import trio
 
 from gateway import __version__
 from gateway.backends.state import BackendState
-from gateway.telemetry.overview import BackendStatus, LastError, Overview, SessionGroup
+from gateway.telemetry.overview import (
+    BackendStatus,
+    LastError,
+    Overview,
+    SessionGroup,
+    StoreStatus,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -23,6 +29,7 @@ if TYPE_CHECKING:
     from gateway.backends.backend import Backend
     from gateway.backends.pool import Pool
     from gateway.frontend.clients import ClientSession
+    from gateway.store.api import StoreHealth
 
 
 def backend_status(backend: Backend, now: float) -> BackendStatus:
@@ -60,20 +67,28 @@ def session_groups(sessions: Iterable[ClientSession]) -> list[SessionGroup]:
 
 
 def readiness(
-    pool: Pool, sessions: Iterable[ClientSession], started: float, draining: bool
+    pool: Pool,
+    sessions: Iterable[ClientSession],
+    started: float,
+    draining: bool,
+    store: StoreHealth | None = None,
 ) -> tuple[bool, dict[str, Any]]:
     """(ready, details) for ``/readyz``.
 
     Ready when every backend marked ``required`` is up and no drain is on.
     The details keep the keys ``/readyz`` always had (``backends`` as name
     to state, ``down``, ``required_down``) and add ``overview``
-    (:class:`~gateway.telemetry.overview.Overview`).
+    (:class:`~gateway.telemetry.overview.Overview`), ``store`` (the state
+    store's kind, state and location) and ``degraded``: a store that is
+    down makes the gateway degraded, not unready, since requests that do not
+    need it are served as before and those that do fail with a typed error.
 
     Args:
         pool: the backends.
         sessions: the open client sessions.
         started: when the gateway started serving (trio clock).
         draining: whether shutdown has begun.
+        store: the state store's health; None when there is none.
     """
     now = trio.current_time()
     rows = sorted(
@@ -83,6 +98,17 @@ def readiness(
     down = [row.name for row in rows if row.state != BackendState.UP.value]
     required_down = [row.name for row in rows if row.required and row.name in down]
     ready = not required_down and not draining
+    store_status = (
+        None
+        if store is None
+        else StoreStatus(
+            kind=store.kind,
+            state=store.state.value,
+            location=store.location,
+            detail=store.detail,
+            reconnects=store.reconnects,
+        )
+    )
     overview = Overview(
         version=__version__,
         uptime_seconds=round(now - started, 3),
@@ -91,10 +117,15 @@ def readiness(
         backends=rows,
         sessions=session_groups(sessions),
         calls_in_flight=sum(len(session.inflight) for session in sessions),
+        store=store_status,
     )
-    return ready, {
+    details: dict[str, Any] = {
         "backends": {row.name: row.state for row in rows},
         "down": down,
         "required_down": required_down,
         "overview": msgspec.to_builtins(overview),
     }
+    if store_status is not None:
+        details["store"] = msgspec.to_builtins(store_status)
+        details["degraded"] = store_status.state != "ok"
+    return ready, details

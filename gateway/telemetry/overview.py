@@ -82,6 +82,24 @@ class SessionGroup(msgspec.Struct, frozen=True, kw_only=True):
     count: int
 
 
+class StoreStatus(msgspec.Struct, frozen=True, kw_only=True):
+    """The state store as ``/readyz`` shows it (``gateway.store.api.StoreHealth``).
+
+    Args:
+        kind: ``embedded`` or ``redis``.
+        state: ``ok`` or ``down``.
+        location: the SQLite file, ``memory``, or the server's address.
+        detail: why it is down.
+        reconnects: how often the connection to the server came back.
+    """
+
+    kind: str
+    state: str
+    location: str
+    detail: str = ""
+    reconnects: int = 0
+
+
 class Overview(msgspec.Struct, frozen=True, kw_only=True):
     """The whole gateway at one moment.
 
@@ -93,6 +111,7 @@ class Overview(msgspec.Struct, frozen=True, kw_only=True):
         backends: every configured backend, by name.
         sessions: open client sessions, grouped.
         calls_in_flight: host requests being handled, over every session.
+        store: the state store; None from an older gateway.
     """
 
     version: str
@@ -102,6 +121,7 @@ class Overview(msgspec.Struct, frozen=True, kw_only=True):
     backends: list[BackendStatus]
     sessions: list[SessionGroup]
     calls_in_flight: int = 0
+    store: StoreStatus | None = None
 
 
 class Readyz(msgspec.Struct, frozen=True, kw_only=True):
