@@ -30,6 +30,7 @@ of each class defined elsewhere::
     │   │       └── UnknownRequestState                      router.stateless.held_calls
     │   └── RemoteProtocolError     the peer answered with a JSON-RPC error
     ├── BackendUnavailable          the backend is down, starting or gone
+    │   └── SessionLimitReached     backends.links: backends[].sessions.max reached
     ├── RequestTimeout              a forwarded request ran out of time
     ├── UnexpectedEvent             protocol.stateless.held_call_states: a defect in the driver
     ├── InvalidToken                protocol.signing: a token we did not sign, or a dead one

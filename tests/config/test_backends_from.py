@@ -208,7 +208,8 @@ def test_defaults_apply_to_every_server_and_their_problems_are_reported_once(
         "backends_from[0].defaults.command: not a key every backend has (one of: session, "
     )
     assert problems[1:] == [
-        "backends_from[0].defaults.session: must be one of: auto, shared, per_client "
+        "backends_from[0].defaults.session: must be one of: auto, shared, per_principal, "
+        "per_client "
         "(got 'sometimes')",
         "backends_from[0].defaults.timeouts.request: must not exceed max_total (600.0)",
     ]
