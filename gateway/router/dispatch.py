@@ -26,6 +26,11 @@ raises; the handlers live by job in ``calls``, ``lists``, ``levels`` and
 ``subscriptions``, and what flows back to clients in ``to_clients``. The
 ``Router`` also keeps the per-client state in step with client sessions and
 backends coming and going.
+
+Past 450 lines and still one idea: the ``Router`` is the place where the
+method table, the per-request invariants above and the parts' wiring meet;
+every handler already lives in a module of its own job, and splitting the
+table from the invariants it enforces would put rule 1 in two places.
 """
 
 from __future__ import annotations

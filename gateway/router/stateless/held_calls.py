@@ -42,6 +42,11 @@ backend's call open until the client's retry brings ``inputResponses``
 Theory of operation: every transition of a held call is a row of
 ``protocol/stateless/held_call_states.TRANSITIONS``; :class:`HeldCall` turns
 what happens into its events and performs the actions it returns.
+
+Past 450 lines and still one idea: one held call's life (the backend call,
+its rounds, the sealed state that names it, the table that bounds them) is
+one protocol mechanism; its transitions are data in
+``protocol/stateless/held_call_states`` and this module only performs them.
 """
 
 from __future__ import annotations
