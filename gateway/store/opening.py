@@ -11,8 +11,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import structlog
 import trio
 
+from gateway.store.api import StoreUnavailable
 from gateway.store.embedded import EmbeddedStore
 
 if TYPE_CHECKING:
@@ -22,6 +24,8 @@ if TYPE_CHECKING:
     from gateway.store.api import Store
 
 __all__ = ["default_path", "open_store"]
+
+logger = structlog.get_logger("gateway.store")
 
 
 def default_path(config: StoreConfig, config_file: str | None) -> str:
@@ -42,6 +46,25 @@ def default_path(config: StoreConfig, config_file: str | None) -> str:
         return ""
     source = Path(config_file)
     return str(source.with_name(source.stem + ".state.sqlite"))
+
+
+def _embedded(config: StoreConfig, config_file: str | None) -> EmbeddedStore:
+    """The embedded store; memory only when the *default* file cannot be opened.
+
+    A ``store.path`` the operator set that cannot be opened stops the start
+    (``StoreUnavailable`` names the file). The default beside the config
+    file may sit where the gateway may not write (a config inside a
+    read-only install, the packaged default): then the store keeps
+    everything in memory, with one warning saying what a restart will lose.
+    """
+    path = default_path(config, config_file)
+    if config.path or not path:
+        return EmbeddedStore(path)
+    try:
+        return EmbeddedStore(path)
+    except StoreUnavailable as exc:
+        logger.warning("store.embedded.memory_only", path=path, reason=exc.reason)
+        return EmbeddedStore()
 
 
 @asynccontextmanager
@@ -65,7 +88,7 @@ async def open_store(config: StoreConfig, *, config_file: str | None) -> AsyncIt
             yield shared
             nursery.cancel_scope.cancel()
         return
-    embedded = EmbeddedStore(default_path(config, config_file))
+    embedded = _embedded(config, config_file)
     try:
         async with trio.open_nursery() as nursery:
             await nursery.start(embedded.run)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import trio
+from structlog.testing import capture_logs
 
 from gateway.config import StoreConfig, parse
 from gateway.errors import ConfigError
@@ -163,3 +164,19 @@ async def test_a_server_down_at_start_is_not_fatal(tmp_path: Path) -> None:
         with pytest.raises(StoreUnavailable):
             await store.get("cache:x")
         assert store.health().state is StoreState.DOWN
+
+
+async def test_a_default_file_that_cannot_be_written_leaves_the_store_in_memory(
+    tmp_path: Path,
+) -> None:
+    """Gateway choice: a config where no file can be made (a directory that is gone, a
+    read-only install) still starts, memory only, with a warning; a store.path the
+    operator set that cannot be opened stops the start."""
+    gone = tmp_path / "gone"
+    with capture_logs() as logs:
+        async with open_store(StoreConfig(), config_file=str(gone / "gw.yaml")) as store:
+            assert store.health().location == "memory"
+    assert [e["event"] for e in logs] == ["store.embedded.memory_only"]
+    with pytest.raises(StoreUnavailable):
+        async with open_store(StoreConfig(path=str(gone / "s.sqlite")), config_file=None):
+            pass
