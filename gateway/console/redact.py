@@ -44,6 +44,9 @@ SECRET_KEYS: Final = frozenset(
         # tracing.headers (an OTLP collector's API key)
         "env",
         "headers",
+        # store: the shared server's password (its URL's password is
+        # redacted as every URL's is)
+        "password",
     }
 )
 

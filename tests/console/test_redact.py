@@ -149,6 +149,8 @@ NOT_SECRETS = {
     "token_burst",
     "client_auth",
     "inherit_env",
+    "password_file",  # store.password_file: the file's path
+    "key_prefix",  # store.key_prefix: the namespace in front of every key
 }
 
 
