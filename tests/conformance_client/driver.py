@@ -123,6 +123,12 @@ def config_document(server_url: str, auth: dict[str, Any], protocol: str) -> dic
         "prefix": "",
         "required": True,
         "protocol": protocol,
+        # One backend session: the scenario servers count every GET stream
+        # they see as the client's reconnection (sse-retry), so a second
+        # session's own GET stream, opened while the first session's POST
+        # stream closes, would be judged an early reconnect without
+        # Last-Event-ID. The shared session runs the same transport code.
+        "session": "shared",
     }
     if auth:
         backend["auth"] = auth
