@@ -30,57 +30,13 @@ from typing import Any
 
 import anyio
 import uvicorn
+from handshake_tools import add_handshake_tools  # type: ignore[import-not-found]
 from mcp.server.fastmcp import Context, FastMCP
-from mcp.types import SamplingMessage, TextContent
 
 KEY = "io.modelcontextprotocol/"
 server = FastMCP("broken-listen", log_level="WARNING")
-_grown: list[str] = []
+add_handshake_tools(server)
 _subscribed: set[str] = set()
-
-
-@server.tool()
-def add(a: int, b: int) -> str:
-    """Add two integers."""
-    return str(a + b)
-
-
-@server.tool()
-async def ask_name(ctx: Context) -> str:  # type: ignore[type-arg]
-    """Elicit a name (form mode); answer with the action and content as JSON."""
-    result = await ctx.session.elicit_form(
-        "What is your name?",
-        {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
-        related_request_id=ctx.request_id,
-    )
-    return json.dumps({"action": result.action, "content": result.content})
-
-
-@server.tool()
-async def ask_sample(ctx: Context) -> str:  # type: ignore[type-arg]
-    """Ask the host's model to say hi; answer with the model and its text as JSON."""
-    result = await ctx.session.create_message(
-        [SamplingMessage(role="user", content=TextContent(type="text", text="Say hi"))],
-        max_tokens=10,
-        related_request_id=ctx.request_id,
-    )
-    text = result.content.text if isinstance(result.content, TextContent) else None
-    return json.dumps({"model": result.model, "text": text})
-
-
-def _grown_tool() -> str:
-    """A tool ``grow`` added; it only says so."""
-    return "grown"
-
-
-@server.tool()
-async def grow(ctx: Context) -> str:  # type: ignore[type-arg]
-    """Add a tool ``grown_<n>`` and tell the client its tool list changed."""
-    name = f"grown_{len(_grown) + 1}"
-    _grown.append(name)
-    server.add_tool(_grown_tool, name=name)
-    await ctx.session.send_tool_list_changed()
-    return name
 
 
 @server.resource("note://one")
