@@ -134,9 +134,12 @@ typecheck: install-dev
 
 # Under coverage, child processes included (pyproject [tool.coverage]); the
 # floor (fail_under) applies to the whole suite, not to a PYTEST_ARGS subset.
+# PYTEST_WORKERS: pytest-xdist workers (work stealing evens out the long
+# end-to-end files); 0 runs the suite in this one process.
+PYTEST_WORKERS ?= 2
 pytest: install-dev node-deps sdk2-venv haproxy redis chromium
 	$(BIN)/coverage erase
-	$(BIN)/coverage run -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/coverage run -m pytest -q $(if $(filter 0,$(PYTEST_WORKERS)),-p no:xdist,-n $(PYTEST_WORKERS) --dist worksteal) $(PYTEST_ARGS)
 	$(BIN)/coverage combine --quiet
 	$(BIN)/coverage report $(if $(PYTEST_ARGS),--fail-under=0)
 

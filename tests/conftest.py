@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import structlog
 from hypothesis import HealthCheck, settings
@@ -23,6 +24,18 @@ from tests.redis_server import RedisServer
 # clone's `make test` failed on the second). Every other check stays on.
 settings.register_profile("gateway", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("gateway")
+
+# The same rule for the tests' own HTTP clients: httpx's default 5 s read
+# timeout is a speed assertion no test means to make, and it failed requests
+# on 2 cores shared by two pytest workers and a CPU hog. Every client built
+# without a timeout of its own waits 60 s; the tests that are about timeouts
+# set theirs. (httpx binds this object as the constructors' default, so it
+# is changed in place; the gateway's own clients always pass one.)
+_LOADED_MACHINE_TIMEOUT = 60.0
+httpx._config.DEFAULT_TIMEOUT_CONFIG.read = _LOADED_MACHINE_TIMEOUT
+httpx._config.DEFAULT_TIMEOUT_CONFIG.write = _LOADED_MACHINE_TIMEOUT
+httpx._config.DEFAULT_TIMEOUT_CONFIG.connect = _LOADED_MACHINE_TIMEOUT
+httpx._config.DEFAULT_TIMEOUT_CONFIG.pool = _LOADED_MACHINE_TIMEOUT
 
 
 @pytest.fixture(autouse=True)

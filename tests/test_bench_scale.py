@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import resource
+import select
 import socket
 import time
 
@@ -150,6 +151,10 @@ def test_the_watch_reports_when_the_kernel_received_the_event_not_when_it_was_re
             before = time.clock_gettime(time.CLOCK_MONOTONIC)
             sender.sendall(b": keep-alive\n\n")
             sender.sendall(b"event: message\ndata: " + crowd.MARKER + b"\n\n")
+            # On a loaded machine loopback delivery can lag the send: wait
+            # until the kernel holds the bytes (select reads nothing), so the
+            # pause below starts after the arrival, however busy the cores.
+            select.select([stream], [], [], 10.0)
             time.sleep(0.2)  # the reader is late, on purpose
             read_from = time.clock_gettime(time.CLOCK_MONOTONIC)
             arrivals = watch.await_marker(timeout=0.6)  # the quiet stream never gets it

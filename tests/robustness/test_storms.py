@@ -49,7 +49,7 @@ async def test_a_storm_of_initializes_is_admitted_up_to_the_limit_and_shed_with_
     retry_after: list[str | None] = []
     limits = httpx.Limits(max_connections=CLIENTS, max_keepalive_connections=0)
     async with httpx.AsyncClient(
-        base_url=running.base_url, trust_env=False, timeout=20.0, limits=limits
+        base_url=running.base_url, trust_env=False, timeout=60.0, limits=limits
     ) as client:
 
         async def host() -> None:
