@@ -30,6 +30,7 @@ from tests.frontend.test_streamable_http import http_client
 from tests.harness import Running, everything_backend, gateway_config, sdk_backend, start_gateway
 
 TOKENS = {"alice": "alice-token-0123456789abcdef", "bob": "bob-token-0123456789abcdef0"}
+CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 WAIT = 10.0  # the bound on any wait for something a real peer does at once
 # Hosts: (label, principal); two of alice's, one of bob's.
 HOSTS = (("alice-1", "alice"), ("alice-2", "alice"), ("bob-1", "bob"))
@@ -439,3 +440,58 @@ async def test_a_2026_07_28_host_never_sees_another_principals_backend_session(
         alice = await call(hosts["alice-1"], "state__recall")
     assert bob == "bob-m"  # remembered in one request, recalled in the next; no alice-1
     assert alice == "alice-1"
+
+
+async def _modern_visit(
+    client: httpx.AsyncClient, msg_id: int, caps: dict[str, Any], **extra: Any
+) -> tuple[int, dict[str, Any]]:
+    """As a 2026-07-28 host of bob: call state__visit; (HTTP status, the last message)."""
+    arguments = {"url": "https://example.com/m", "elicitation_id": "m-1"}
+    params = {"name": "state__visit", "arguments": arguments, **extra}
+    message = modern(msg_id, "tools/call", params, **{CAPABILITIES: caps})
+    with trio.fail_after(WAIT):
+        response = await send(client, message, authorization=f"Bearer {TOKENS['bob']}")
+    if response.headers["content-type"].startswith("application/json"):
+        return response.status_code, response.json()
+    return response.status_code, sse_messages(response)[-1]
+
+
+async def test_a_2026_07_28_host_gets_a_url_elicitation_from_its_principals_session(
+    nursery: trio.Nursery,
+) -> None:
+    """Spec (2026-07-28 MRTR, URL mode) with issue 25: a handshake-era backend's URL
+    elicitation on a principal's session reaches the 2026-07-28 host as input_required
+    (no elicitationId), its consent reaches the backend, and no other host hears of it;
+    a request that did not declare elicitation.url gets -32021 naming it."""
+    async with (
+        principals_gateway(nursery, (("alice-1", "alice"),)) as (running, hosts),
+        http_client(running) as client,
+    ):
+        status, first = await _modern_visit(client, 1, {"elicitation": {"url": {}}})
+        assert status == 200, first
+        result = first["result"]
+        assert result["resultType"] == "input_required"
+        ((key, entry),) = result["inputRequests"].items()
+        assert entry == {
+            "method": "elicitation/create",
+            "params": {
+                "mode": "url",
+                "message": "Open this page to go on.",
+                "url": "https://example.com/m",
+            },
+        }
+        status, done = await _modern_visit(
+            client,
+            2,
+            {"elicitation": {"url": {}}},
+            inputResponses={key: {"action": "accept"}},
+            requestState=result["requestState"],
+        )
+        assert status == 200, done
+        assert done["result"]["content"][0]["text"] == "accept"
+        status, refused = await _modern_visit(client, 3, {"elicitation": {"form": {}}})
+        assert status == 400, refused
+        assert refused["error"]["code"] == -32021
+        assert refused["error"]["data"] == {"requiredCapabilities": {"elicitation": {"url": {}}}}
+        await hosts["alice-1"].client.send_ping()
+    assert hosts["alice-1"].asked == []
