@@ -3,9 +3,10 @@
 Rules:
 
 1. A call from a client goes to a backend session of the client's key
-   (``link_keys``): its own in ``per_client``, its principal's and declared
-   capabilities' in ``per_principal``. The key is fixed at the client's
-   first call and kept for its life.
+   (``link_keys``): its own in ``per_client``, its principal's, declared
+   capabilities' and roots' in ``per_principal``. The key is fixed at the
+   client's first call and kept until its roots change
+   (``roots_changed``, ``rekey``).
 2. One key may have several sessions ("lanes"). A call takes a lane on which
    no other client has a call in flight, preferring the first; when there is
    none it opens another. So at any moment every call in flight on a lane is
@@ -26,7 +27,12 @@ Rules:
    ``roots/list`` goes to any client of the key); log messages go to the
    key's clients; ``resources/updated`` to those that subscribed on it; a
    URL elicitation's completion to the client that was asked.
-6. A failure to open a lane goes to the call that asked for it, as
+6. When a host's roots change (``notifications/roots/list_changed``), a
+   lane that is the host's alone hears the notification (its backend asks
+   again and gets the new roots) and follows the host to its new key; a
+   lane shared with other hosts does not (their roots did not change): the
+   host leaves it at once, and its next call takes a lane of its new key.
+7. A failure to open a lane goes to the call that asked for it, as
    ``BackendUnavailable`` carrying the condition; after it opened, a broken
    lane just ends. One client's broken session never takes the backend down.
 
@@ -68,8 +74,9 @@ HOME_METHODS: Final = frozenset(
     {"resources/subscribe", "resources/unsubscribe", "logging/setLevel", "ping"}
 )
 
-HostFacts = tuple[str | None, dict[str, Any]]
-"""A client session's principal key (None: auth off) and declared capabilities."""
+HostFacts = tuple[str | None, dict[str, Any], str | None]
+"""A client session's principal key (None: auth off), declared capabilities and
+the digest of its roots (None: none known; ``link_keys.roots_digest``)."""
 
 
 class SessionLimitReached(BackendUnavailable):
@@ -215,14 +222,70 @@ class Links:
         """The client's key and the capabilities its lanes declare (rule 1)."""
         known = self._keys.get(client)
         if known is None:
-            facts = self._hosts(client)
-            principal, capabilities = facts if facts is not None else (None, {})
-            mode = self._mode() if facts is not None else "per_client"
-            known = self._keys[client] = (
-                link_key(mode, client, principal, capabilities),
-                declared(capabilities),
-            )
+            known = self._keys[client] = self._fresh_key(client)
         return known
+
+    def _fresh_key(self, client: str) -> tuple[str, dict[str, Any]]:
+        """The client's key from what is known of its host now (rule 1)."""
+        facts = self._hosts(client)
+        principal, capabilities, roots = facts if facts is not None else (None, {}, None)
+        mode = self._mode() if facts is not None else "per_client"
+        return link_key(mode, client, principal, capabilities, roots), declared(capabilities)
+
+    def rekey(self, client: str) -> None:
+        """The client's roots are known anew: its key follows them (rules 1, 6).
+
+        Lanes that are the client's alone move to the new key with it; the
+        client leaves lanes it shares. Nothing happens when the key is the
+        same (``per_client``, or the same roots).
+        """
+        known = self._keys.get(client)
+        if known is None:
+            return
+        fresh = self._fresh_key(client)
+        if fresh[0] == known[0]:
+            return
+        self._keys[client] = fresh
+        lanes = self._lanes.pop(known[0], [])
+        kept = [lane for lane in lanes if not self._alone(lane, client)]
+        for lane in lanes:
+            if lane in kept:
+                self._discard(lane, client)
+            else:
+                lane.key = fresh[0]
+                self._lanes.setdefault(fresh[0], []).append(lane)
+        if kept:
+            self._lanes[known[0]] = kept
+
+    def roots_changed(self, client: str) -> Peer | None:
+        """The host says its roots changed: the session that should hear it (rule 6).
+
+        The client's first lane when it is the client's alone (its backend
+        asks again); else the client leaves the lanes it shares, forgets its
+        key (its next call's key takes the new roots), and None.
+        """
+        home = self._home(client)
+        if home is not None and self._alone(home, client):
+            return home.peer
+        known = self._keys.pop(client, None)
+        if known is not None:
+            for lane in self._lanes.get(known[0], []):
+                if not self._alone(lane, client):
+                    self._discard(lane, client)
+        return None
+
+    @staticmethod
+    def _alone(lane: Lane, client: str) -> bool:
+        """Whether ``lane`` serves ``client`` and no other client."""
+        return lane.members <= {client} and lane.free_for(client)
+
+    @staticmethod
+    def _discard(lane: Lane, client: str) -> None:
+        """``client`` no longer uses ``lane``: its membership and subscriptions there go."""
+        lane.members.discard(client)
+        for holders in lane.subscriptions.values():
+            holders.discard(client)
+        lane.subscriptions = {uri: h for uri, h in lane.subscriptions.items() if h}
 
     def _home(self, client: str) -> Lane | None:
         known = self._keys.get(client)
@@ -362,7 +425,7 @@ class Links:
         for client in list(targets):
             self._on_notification(method, params, client=client)
 
-    # -- the lane's life (rules 3, 6) ------------------------------------------
+    # -- the lane's life (rules 3, 7) ------------------------------------------
 
     async def _run(self, lane: Lane) -> None:
         """One backend session of a key; a failure to open goes to its callers."""
@@ -411,7 +474,7 @@ class Links:
         except Exception as exc:
             if lane.peer is not None:
                 raise
-            # Not open yet: the calls waiting for it get the failure (rule 6),
+            # Not open yet: the calls waiting for it get the failure (rule 7),
             # never the shared session's nursery.
             self._failed_to_open(lane, exc)
             log.warning("backend.client_session.open_failed", error=describe(exc))
@@ -426,7 +489,7 @@ class Links:
             log.info("backend.client_session.closed")
 
     def _failed_to_open(self, lane: Lane, exc: BaseException) -> None:
-        """Tell the calls waiting for ``lane`` why it never opened (rule 6)."""
+        """Tell the calls waiting for ``lane`` why it never opened (rule 7)."""
         lane.failure = BackendUnavailable(
             self._name,
             f"cannot open a session for this client: {describe(exc)}",

@@ -122,6 +122,10 @@ class BackendView(Protocol):
         """The client session ended: close its own backend session, if any."""
         ...
 
+    def rekey_client(self, client: str) -> None:
+        """The client's roots are known anew: its principal's session follows them."""
+        ...
+
     async def request(
         self,
         method: str,

@@ -24,12 +24,12 @@ from tests.fakes import FakeConnector, FakeMcpServer
 from tests.fakes.fake_server import AnswerAfter
 
 ASKS = {"roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}}}
-# client session -> (principal, declared capabilities)
-HOSTS: dict[str, tuple[str | None, dict[str, Any]]] = {
-    "a1": ("alice", ASKS),
-    "a2": ("alice", ASKS),
-    "a3": ("alice", {}),
-    "b1": ("bob", ASKS),
+# client session -> (principal, declared capabilities, roots digest)
+HOSTS: dict[str, tuple[str | None, dict[str, Any], str | None]] = {
+    "a1": ("alice", ASKS, None),
+    "a2": ("alice", ASKS, None),
+    "a3": ("alice", {}, None),
+    "b1": ("bob", ASKS, None),
 }
 
 
@@ -172,3 +172,43 @@ async def test_a_session_that_cannot_open_fails_the_call_and_leaves_the_backend_
         await backend.request("tools/call", tool_call("echo"), client="a1")
         assert backend.open_links == 2
         nursery.cancel_scope.cancel()
+
+
+async def test_a_host_whose_roots_change_follows_them_to_the_session_of_its_new_roots(
+    autojump_clock: MockClock,
+) -> None:
+    """Gateway choice (links rules 1, 6): hosts of one principal and capabilities share a
+    session only with the same roots; a host whose roots change leaves the session it
+    shares (the notification does not reach it) and its next call takes a session of its
+    new roots; a session that is a host's alone hears the change and moves with it."""
+    server = FakeMcpServer("b")
+    roots = {"a1": "r1", "a2": "r2", "a3": "r1"}
+    transitions = Transitions()
+    backend = Backend(
+        one_backend("b"),
+        on_change=transitions,
+        connect=FakeConnector({"b": server}),
+        rng=random.Random(SEED),
+        hosts=lambda c: ("alice", ASKS, roots[c]) if c in roots else None,
+        authenticated=lambda: True,
+    )
+    changed = "notifications/roots/list_changed"
+    async with trio.open_nursery() as nursery:
+        await nursery.start(backend.run)
+        await transitions.wait_for("b", BackendState.UP)
+        for client in ("a1", "a2", "a3"):
+            await backend.request("tools/call", tool_call("echo"), client=client)
+        assert backend.open_links == 2
+        roots["a3"] = "r2"  # a3 shared r1's session with a1: it leaves it
+        await backend.notify(changed, None, client="a3")
+        backend.rekey_client("a3")
+        await backend.request("tools/call", tool_call("echo"), client="a3")
+        roots["a1"] = "r3"  # a1 is alone on r1's session now: it hears, and it moves
+        await backend.notify(changed, None, client="a1")
+        backend.rekey_client("a1")
+        await backend.request("tools/call", tool_call("echo"), client="a1")
+        assert backend.open_links == 2
+        nursery.cancel_scope.cancel()
+    calls = server.messages("tools/call")
+    assert [c.connection for c in calls] == [2, 3, 2, 3, 2]
+    assert [m.connection for m in server.messages(changed)] == [2]

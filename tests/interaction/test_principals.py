@@ -52,6 +52,7 @@ class Host:
         self.updates: list[str] = []
         self.session: ClientSession | None = None
         self.roots_asked = 0
+        self.home: str | None = None  # the root it lists: file:///home/<home or label>
         self._heard = trio.Event()
 
     async def wait_until(self, condition: Callable[[], bool]) -> None:
@@ -72,8 +73,9 @@ class Host:
     async def roots(self, context: RequestContext[ClientSession, Any]) -> types.ListRootsResult:
         self.roots_asked += 1
         self._hear()
-        uri = FileUrl(f"file:///home/{self.label}")
-        return types.ListRootsResult(roots=[types.Root(uri=uri, name=self.label)])
+        home = self.home or self.label
+        uri = FileUrl(f"file:///home/{home}")
+        return types.ListRootsResult(roots=[types.Root(uri=uri, name=home)])
 
     async def elicit(
         self, context: RequestContext[ClientSession, Any], params: types.ElicitRequestParams
@@ -360,6 +362,30 @@ async def test_a_backend_hears_roots_from_its_host_outside_any_call(
         seen = await call(bob, "everything__get-roots-list")
     assert "bob-moved" in seen
     assert "bob-1" not in seen
+
+
+async def test_hosts_of_one_principal_share_a_backend_session_only_when_their_roots_agree(
+    nursery: trio.Nursery,
+) -> None:
+    """Gateway choice (issue 25: the key holds the roots its hosts declared): hosts of
+    one principal with the same capabilities share a backend session when they list
+    the same roots and get another when not; a host whose roots change to another's
+    joins that host's session at its next call."""
+    labels = (("alice-1", "alice"), ("alice-2", "alice"), ("alice-3", "alice"))
+    async with principals_gateway(nursery, labels) as (_, hosts):
+        hosts["alice-3"].home = "alice-1"  # the same roots as alice-1
+        await call(hosts["alice-1"], "state__remember", text="one")
+        seen = {label: await call(host, "state__recall") for label, host in hosts.items()}
+        assert seen == {"alice-1": "one", "alice-2": "", "alice-3": "one"}
+        assert [host.roots_asked for host in hosts.values()] == [1, 1, 1]
+        moved = hosts["alice-2"]
+        moved.home = "alice-1"
+        await moved.client.send_roots_list_changed()
+        with trio.fail_after(WAIT):  # the notification travels on a POST of its own
+            while await call(moved, "state__recall") != "one":  # noqa: ASYNC110
+                await trio.sleep(0.05)
+        assert moved.roots_asked == 2  # asked again once, before the call after the change
+        assert await call(hosts["alice-1"], "state__recall") == "one"
 
 
 @pytest.mark.node
