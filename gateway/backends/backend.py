@@ -511,6 +511,11 @@ class Backend:
         """The client session ended: close its own backend session, if any."""
         self._links.close(client)
 
+    @property
+    def keyed_by_roots(self) -> bool:
+        """Whether its sessions are a principal's, keyed by its hosts' roots too."""
+        return self.per_client and self.session_mode == "per_principal"
+
     def rekey_client(self, client: str) -> None:
         """The client's roots are known anew: its principal's session follows them."""
         if self.per_client:

@@ -257,7 +257,7 @@ class Forwarder:
                 raise
 
         legacy_host = not isinstance(call.client, ModernRequest)
-        if self._roots is not None and backend.per_client and not modern and legacy_host:
+        if self._roots is not None and backend.keyed_by_roots and not modern and legacy_host:
             # Its principal's session is keyed by its roots (host_roots rule 1).
             await self._roots.ensure(call.client, call.emit)
         self._owners.add(backend.name, client_id, call)

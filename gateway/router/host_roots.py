@@ -3,8 +3,9 @@
 Rules:
 
 1. A host that declared ``roots`` is asked ``roots/list`` once, before its
-   first call to a backend whose sessions follow principals or clients
-   (``BackendView.per_client``), on that call's stream; the answer's digest
+   first call to a backend whose sessions are its principal's
+   (``BackendView.keyed_by_roots``; a ``per_client`` session is the host's
+   alone and needs no key), on that call's stream; the answer's digest
    (``roots_digest``) joins its principal's session key, so hosts
    of one principal with other roots never share a backend session.
 2. ``notifications/roots/list_changed`` from the host marks its digest

@@ -68,6 +68,7 @@ class FakeBackend:
     )
     prefix: str = ""
     per_client: bool = False
+    keyed_by_roots: bool = False
     request_timeout: float = 60.0
     input_timeout: float = 600.0
     state: BackendState = BackendState.UP
