@@ -21,7 +21,10 @@ Rules:
    ``sessions.max`` bounds the lanes open at once, and a call past it fails
    with ``SessionLimitReached`` naming the setting.
 4. A lane declares the host's own client capabilities in its
-   ``initialize``; every client sharing it declared the same.
+   ``initialize``; every client sharing it declared the same. A lane that
+   opens while its key has a log level acknowledged on another lane
+   (``logging/setLevel``) is set to it before its first call, so a
+   principal's second session logs as its first does.
 5. What the backend sends on a lane reaches only clients of that lane's key:
    a request goes to the client whose call is in flight there (with none,
    ``roots/list`` goes to any client of the key); log messages go to the
@@ -52,7 +55,7 @@ import trio
 from gateway.backends.failure_reasons import EXPECTED, condition, describe
 from gateway.backends.handshake import effective_protocol
 from gateway.backends.link_keys import LinkMode, declared, link_key
-from gateway.errors import INTERNAL_ERROR, BackendUnavailable, LocalProtocolError
+from gateway.errors import INTERNAL_ERROR, BackendUnavailable, GatewayError, LocalProtocolError
 from gateway.protocol import mcp
 from gateway.session.peer import Peer, open_session
 from gateway.transports.base import schemas_for
@@ -187,6 +190,8 @@ class Links:
         self._nursery: trio.Nursery | None = None
         self._lanes: dict[str, list[Lane]] = {}
         self._keys: dict[str, tuple[str, dict[str, Any]]] = {}
+        # The last logging/setLevel params a lane of each key acknowledged (rule 4).
+        self._levels: dict[str, msgspec.Raw | None] = {}
 
     def _protocol(self) -> str:
         """The era for a new link: the shared session's, else the configured probe."""
@@ -209,6 +214,7 @@ class Links:
             for lane in lanes:
                 lane.scope.cancel()
         self._lanes.clear()
+        self._levels.clear()
 
     @property
     def open_count(self) -> int:
@@ -246,6 +252,8 @@ class Links:
         if fresh[0] == known[0]:
             return
         self._keys[client] = fresh
+        if known[0] in self._levels:
+            self._levels.setdefault(fresh[0], self._levels[known[0]])
         lanes = self._lanes.pop(known[0], [])
         kept = [lane for lane in lanes if not self._alone(lane, client)]
         for lane in lanes:
@@ -309,6 +317,8 @@ class Links:
             for holders in lane.subscriptions.values():
                 holders.discard(client)
             lane.subscriptions = {uri: h for uri, h in lane.subscriptions.items() if h}
+        if all(other[0] != key for other in self._keys.values()):
+            self._levels.pop(key, None)  # no client of the key is left
         if key == client:  # per_client: the session was this client's alone
             for lane in self._lanes.pop(key, []):
                 lane.scope.cancel()
@@ -379,8 +389,10 @@ class Links:
         return True
 
     def after(self, lane: Lane, client: str, method: str, params: msgspec.Raw | None) -> None:
-        """Note a subscription the backend accepted on ``lane``."""
-        if method == "resources/subscribe":
+        """Note a subscription or a log level the backend accepted on ``lane``."""
+        if method == "logging/setLevel":
+            self._levels[lane.key] = params  # rule 4: the key's next lanes get it
+        elif method == "resources/subscribe":
             uri = _uri(params)
             if uri is not None:
                 lane.subscriptions.setdefault(uri, set()).add(client)
@@ -455,6 +467,8 @@ class Links:
                     )
                     if not info.modern:
                         await peer.notify("notifications/initialized")
+                    if lane.key in self._levels:
+                        await self._set_level(peer, self._levels[lane.key], log)
                     lane.peer = peer
                     lane.ready.set()
                     log.info("backend.client_session.opened")
@@ -487,6 +501,16 @@ class Links:
                 if not lanes:
                     del self._lanes[lane.key]
             log.info("backend.client_session.closed")
+
+    async def _set_level(self, peer: Peer, params: msgspec.Raw | None, log: Any) -> None:
+        """Set a new lane to its key's log level (rule 4); a failure only logs."""
+        with trio.move_on_after(self._config.timeouts.request) as scope:
+            try:
+                await peer.request("logging/setLevel", params)
+            except GatewayError as exc:
+                log.warning("backend.client_session.set_level_failed", error=describe(exc))
+        if scope.cancelled_caught:
+            log.warning("backend.client_session.set_level_failed", error="timed out")
 
     def _failed_to_open(self, lane: Lane, exc: BaseException) -> None:
         """Tell the calls waiting for ``lane`` why it never opened (rule 7)."""

@@ -19,6 +19,7 @@ from trio.testing import MockClock
 from gateway.backends.backend import Backend, BackendState
 from gateway.backends.links import SessionLimitReached
 from gateway.errors import BackendUnavailable
+from gateway.protocol import jsonrpc
 from tests.backends.test_supervision import SEED, Transitions, one_backend, tool_call
 from tests.fakes import FakeConnector, FakeMcpServer
 from tests.fakes.fake_server import AnswerAfter
@@ -212,3 +213,32 @@ async def test_a_host_whose_roots_change_follows_them_to_the_session_of_its_new_
     calls = server.messages("tools/call")
     assert [c.connection for c in calls] == [2, 3, 2, 3, 2]
     assert [m.connection for m in server.messages(changed)] == [2]
+
+
+async def test_a_principals_second_session_opens_at_the_log_level_its_first_was_set_to(
+    autojump_clock: MockClock,
+) -> None:
+    """Gateway choice (links rule 4): a lane that opens while its key's first lane has an
+    acknowledged log level gets logging/setLevel with it before its first call; a key with
+    no level set sends none."""
+    server = FakeMcpServer(
+        "b", tools={"slow": AnswerAfter(10.0, "done")}, capabilities={"logging": {}}
+    )
+    async with principal_backend(server, sessions={"idle_timeout": 60}) as backend:
+        await backend.request("tools/call", tool_call("slow"), client="b1")
+        level = jsonrpc.to_raw({"level": "debug"})
+        await backend.request("logging/setLevel", level, client="a1")
+        async with trio.open_nursery() as nursery:
+            for client in ("a1", "a2"):  # a2 overlaps a1: a second lane of alice's key
+                nursery.start_soon(
+                    lambda c: backend.request("tools/call", tool_call("slow"), client=c), client
+                )
+                await trio.sleep(1)
+        assert backend.open_links == 3
+    set_level = server.messages("logging/setLevel")
+    calls = server.messages("tools/call")
+    assert [m.connection for m in set_level] == [3, 4]  # alice's first lane, then her second
+    assert [m.params for m in set_level] == [{"level": "debug"}] * 2
+    second = [m for m in server.received if m.connection == 4]
+    assert [m.method for m in second][-2:] == ["logging/setLevel", "tools/call"]
+    assert [c.connection for c in calls] == [2, 3, 4]
