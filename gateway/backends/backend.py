@@ -492,7 +492,10 @@ class Backend:
     ) -> None:
         """Forward a notification; dropped when there is no session to carry it."""
         if client is not None and self.per_client:
-            peer = self._links.peer_of(client)
+            if method == "notifications/roots/list_changed":
+                peer = self._links.roots_changed(client)  # links rule 6
+            else:
+                peer = self._links.peer_of(client)
         else:
             peer = self._supervisor.peer
         if peer is None:
@@ -507,6 +510,16 @@ class Backend:
     def close_client(self, client: str) -> None:
         """The client session ended: close its own backend session, if any."""
         self._links.close(client)
+
+    @property
+    def keyed_by_roots(self) -> bool:
+        """Whether its sessions are a principal's, keyed by its hosts' roots too."""
+        return self.per_client and self.session_mode == "per_principal"
+
+    def rekey_client(self, client: str) -> None:
+        """The client's roots are known anew: its principal's session follows them."""
+        if self.per_client:
+            self._links.rekey(client)
 
     # -- messages from the backend --------------------------------------------
 

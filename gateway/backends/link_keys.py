@@ -13,6 +13,13 @@ Rules:
    without auth separates hosts by what they can do, never by who they are.
 4. A session declares towards the backend exactly the host's bridged
    capabilities, nothing the host did not declare.
+5. ``per_principal`` keys also carry a digest of the roots the host
+   listed (``router/host_roots.roots_digest``; the router asks a host that declared
+   ``roots`` before its first call, and again after its
+   ``notifications/roots/list_changed``): hosts of one principal with
+   other roots get other sessions, so the roots a session's backend is
+   told are those of every host it serves. ``None``: no roots known (the
+   host declared none, or has not been asked yet).
 """
 
 from __future__ import annotations
@@ -40,11 +47,15 @@ def declared(capabilities: dict[str, Any]) -> dict[str, Any]:
 
 
 def link_key(
-    mode: LinkMode, client: str, principal: str | None, capabilities: dict[str, Any]
+    mode: LinkMode,
+    client: str,
+    principal: str | None,
+    capabilities: dict[str, Any],
+    roots: str | None = None,
 ) -> str:
-    """The key of the backend session that serves ``client`` (rules 1-3)."""
+    """The key of the backend session that serves ``client`` (rules 1-3, 5)."""
     if mode == "per_client":
         return client
     digest = hashlib.sha256(_ENCODER.encode(declared(capabilities))).hexdigest()[:16]
     who = "anonymous" if principal is None else f"principal:{principal}"
-    return f"{who}#{digest}"
+    return f"{who}#{digest}" if roots is None else f"{who}#{digest}#roots:{roots}"

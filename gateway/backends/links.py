@@ -3,9 +3,10 @@
 Rules:
 
 1. A call from a client goes to a backend session of the client's key
-   (``link_keys``): its own in ``per_client``, its principal's and declared
-   capabilities' in ``per_principal``. The key is fixed at the client's
-   first call and kept for its life.
+   (``link_keys``): its own in ``per_client``, its principal's, declared
+   capabilities' and roots' in ``per_principal``. The key is fixed at the
+   client's first call and kept until its roots change
+   (``roots_changed``, ``rekey``).
 2. One key may have several sessions ("lanes"). A call takes a lane on which
    no other client has a call in flight, preferring the first; when there is
    none it opens another. So at any moment every call in flight on a lane is
@@ -20,13 +21,21 @@ Rules:
    ``sessions.max`` bounds the lanes open at once, and a call past it fails
    with ``SessionLimitReached`` naming the setting.
 4. A lane declares the host's own client capabilities in its
-   ``initialize``; every client sharing it declared the same.
+   ``initialize``; every client sharing it declared the same. A lane that
+   opens while its key has a log level acknowledged on another lane
+   (``logging/setLevel``) is set to it before its first call, so a
+   principal's second session logs as its first does.
 5. What the backend sends on a lane reaches only clients of that lane's key:
    a request goes to the client whose call is in flight there (with none,
    ``roots/list`` goes to any client of the key); log messages go to the
    key's clients; ``resources/updated`` to those that subscribed on it; a
    URL elicitation's completion to the client that was asked.
-6. A failure to open a lane goes to the call that asked for it, as
+6. When a host's roots change (``notifications/roots/list_changed``), a
+   lane that is the host's alone hears the notification (its backend asks
+   again and gets the new roots) and follows the host to its new key; a
+   lane shared with other hosts does not (their roots did not change): the
+   host leaves it at once, and its next call takes a lane of its new key.
+7. A failure to open a lane goes to the call that asked for it, as
    ``BackendUnavailable`` carrying the condition; after it opened, a broken
    lane just ends. One client's broken session never takes the backend down.
 
@@ -46,7 +55,7 @@ import trio
 from gateway.backends.failure_reasons import EXPECTED, condition, describe
 from gateway.backends.handshake import effective_protocol
 from gateway.backends.link_keys import LinkMode, declared, link_key
-from gateway.errors import INTERNAL_ERROR, BackendUnavailable, LocalProtocolError
+from gateway.errors import INTERNAL_ERROR, BackendUnavailable, GatewayError, LocalProtocolError
 from gateway.protocol import mcp
 from gateway.session.peer import Peer, open_session
 from gateway.transports.base import schemas_for
@@ -68,8 +77,9 @@ HOME_METHODS: Final = frozenset(
     {"resources/subscribe", "resources/unsubscribe", "logging/setLevel", "ping"}
 )
 
-HostFacts = tuple[str | None, dict[str, Any]]
-"""A client session's principal key (None: auth off) and declared capabilities."""
+HostFacts = tuple[str | None, dict[str, Any], str | None]
+"""A client session's principal key (None: auth off), declared capabilities and
+the digest of its roots (None: none known; ``link_keys.roots_digest``)."""
 
 
 class SessionLimitReached(BackendUnavailable):
@@ -180,6 +190,8 @@ class Links:
         self._nursery: trio.Nursery | None = None
         self._lanes: dict[str, list[Lane]] = {}
         self._keys: dict[str, tuple[str, dict[str, Any]]] = {}
+        # The last logging/setLevel params a lane of each key acknowledged (rule 4).
+        self._levels: dict[str, msgspec.Raw | None] = {}
 
     def _protocol(self) -> str:
         """The era for a new link: the shared session's, else the configured probe."""
@@ -202,6 +214,7 @@ class Links:
             for lane in lanes:
                 lane.scope.cancel()
         self._lanes.clear()
+        self._levels.clear()
 
     @property
     def open_count(self) -> int:
@@ -215,14 +228,72 @@ class Links:
         """The client's key and the capabilities its lanes declare (rule 1)."""
         known = self._keys.get(client)
         if known is None:
-            facts = self._hosts(client)
-            principal, capabilities = facts if facts is not None else (None, {})
-            mode = self._mode() if facts is not None else "per_client"
-            known = self._keys[client] = (
-                link_key(mode, client, principal, capabilities),
-                declared(capabilities),
-            )
+            known = self._keys[client] = self._fresh_key(client)
         return known
+
+    def _fresh_key(self, client: str) -> tuple[str, dict[str, Any]]:
+        """The client's key from what is known of its host now (rule 1)."""
+        facts = self._hosts(client)
+        principal, capabilities, roots = facts if facts is not None else (None, {}, None)
+        mode = self._mode() if facts is not None else "per_client"
+        return link_key(mode, client, principal, capabilities, roots), declared(capabilities)
+
+    def rekey(self, client: str) -> None:
+        """The client's roots are known anew: its key follows them (rules 1, 6).
+
+        Lanes that are the client's alone move to the new key with it; the
+        client leaves lanes it shares. Nothing happens when the key is the
+        same (``per_client``, or the same roots).
+        """
+        known = self._keys.get(client)
+        if known is None:
+            return
+        fresh = self._fresh_key(client)
+        if fresh[0] == known[0]:
+            return
+        self._keys[client] = fresh
+        if known[0] in self._levels:
+            self._levels.setdefault(fresh[0], self._levels[known[0]])
+        lanes = self._lanes.pop(known[0], [])
+        kept = [lane for lane in lanes if not self._alone(lane, client)]
+        for lane in lanes:
+            if lane in kept:
+                self._discard(lane, client)
+            else:
+                lane.key = fresh[0]
+                self._lanes.setdefault(fresh[0], []).append(lane)
+        if kept:
+            self._lanes[known[0]] = kept
+
+    def roots_changed(self, client: str) -> Peer | None:
+        """The host says its roots changed: the session that should hear it (rule 6).
+
+        The client's first lane when it is the client's alone (its backend
+        asks again); else the client leaves the lanes it shares, forgets its
+        key (its next call's key takes the new roots), and None.
+        """
+        home = self._home(client)
+        if home is not None and self._alone(home, client):
+            return home.peer
+        known = self._keys.pop(client, None)
+        if known is not None:
+            for lane in self._lanes.get(known[0], []):
+                if not self._alone(lane, client):
+                    self._discard(lane, client)
+        return None
+
+    @staticmethod
+    def _alone(lane: Lane, client: str) -> bool:
+        """Whether ``lane`` serves ``client`` and no other client."""
+        return lane.members <= {client} and lane.free_for(client)
+
+    @staticmethod
+    def _discard(lane: Lane, client: str) -> None:
+        """``client`` no longer uses ``lane``: its membership and subscriptions there go."""
+        lane.members.discard(client)
+        for holders in lane.subscriptions.values():
+            holders.discard(client)
+        lane.subscriptions = {uri: h for uri, h in lane.subscriptions.items() if h}
 
     def _home(self, client: str) -> Lane | None:
         known = self._keys.get(client)
@@ -246,6 +317,8 @@ class Links:
             for holders in lane.subscriptions.values():
                 holders.discard(client)
             lane.subscriptions = {uri: h for uri, h in lane.subscriptions.items() if h}
+        if all(other[0] != key for other in self._keys.values()):
+            self._levels.pop(key, None)  # no client of the key is left
         if key == client:  # per_client: the session was this client's alone
             for lane in self._lanes.pop(key, []):
                 lane.scope.cancel()
@@ -316,8 +389,10 @@ class Links:
         return True
 
     def after(self, lane: Lane, client: str, method: str, params: msgspec.Raw | None) -> None:
-        """Note a subscription the backend accepted on ``lane``."""
-        if method == "resources/subscribe":
+        """Note a subscription or a log level the backend accepted on ``lane``."""
+        if method == "logging/setLevel":
+            self._levels[lane.key] = params  # rule 4: the key's next lanes get it
+        elif method == "resources/subscribe":
             uri = _uri(params)
             if uri is not None:
                 lane.subscriptions.setdefault(uri, set()).add(client)
@@ -362,7 +437,7 @@ class Links:
         for client in list(targets):
             self._on_notification(method, params, client=client)
 
-    # -- the lane's life (rules 3, 6) ------------------------------------------
+    # -- the lane's life (rules 3, 7) ------------------------------------------
 
     async def _run(self, lane: Lane) -> None:
         """One backend session of a key; a failure to open goes to its callers."""
@@ -392,6 +467,8 @@ class Links:
                     )
                     if not info.modern:
                         await peer.notify("notifications/initialized")
+                    if lane.key in self._levels:
+                        await self._set_level(peer, self._levels[lane.key], log)
                     lane.peer = peer
                     lane.ready.set()
                     log.info("backend.client_session.opened")
@@ -411,7 +488,7 @@ class Links:
         except Exception as exc:
             if lane.peer is not None:
                 raise
-            # Not open yet: the calls waiting for it get the failure (rule 6),
+            # Not open yet: the calls waiting for it get the failure (rule 7),
             # never the shared session's nursery.
             self._failed_to_open(lane, exc)
             log.warning("backend.client_session.open_failed", error=describe(exc))
@@ -425,8 +502,18 @@ class Links:
                     del self._lanes[lane.key]
             log.info("backend.client_session.closed")
 
+    async def _set_level(self, peer: Peer, params: msgspec.Raw | None, log: Any) -> None:
+        """Set a new lane to its key's log level (rule 4); a failure only logs."""
+        with trio.move_on_after(self._config.timeouts.request) as scope:
+            try:
+                await peer.request("logging/setLevel", params)
+            except GatewayError as exc:
+                log.warning("backend.client_session.set_level_failed", error=describe(exc))
+        if scope.cancelled_caught:
+            log.warning("backend.client_session.set_level_failed", error="timed out")
+
     def _failed_to_open(self, lane: Lane, exc: BaseException) -> None:
-        """Tell the calls waiting for ``lane`` why it never opened (rule 6)."""
+        """Tell the calls waiting for ``lane`` why it never opened (rule 7)."""
         lane.failure = BackendUnavailable(
             self._name,
             f"cannot open a session for this client: {describe(exc)}",

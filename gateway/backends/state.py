@@ -101,6 +101,11 @@ class BackendView(Protocol):
         """Whether each client session gets a backend session of its own."""
         ...
 
+    @property
+    def keyed_by_roots(self) -> bool:
+        """Whether its sessions are shared by a principal's hosts with the same roots."""
+        ...
+
     def list_hint(self, kind: Kind) -> CacheHint:
         """The cache hint of this backend's list of ``kind`` (``{0, private}`` if legacy)."""
         ...
@@ -120,6 +125,10 @@ class BackendView(Protocol):
 
     def close_client(self, client: str) -> None:
         """The client session ended: close its own backend session, if any."""
+        ...
+
+    def rekey_client(self, client: str) -> None:
+        """The client's roots are known anew: its principal's session follows them."""
         ...
 
     async def request(

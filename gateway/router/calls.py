@@ -79,6 +79,7 @@ if TYPE_CHECKING:
     from gateway.catalog.snapshot import Snapshot
     from gateway.protocol.tables import LogLevels, Owners
     from gateway.router.call_metrics import RouterMetrics
+    from gateway.router.host_roots import HostRoots
     from gateway.router.neighbours import Emit, PoolView
     from gateway.router.stateless.held_calls import HeldCalls
 
@@ -178,11 +179,16 @@ class Forwarder:
     """
 
     def __init__(
-        self, owners: Owners[Call], levels: LogLevels | None = None, held: HeldCalls | None = None
+        self,
+        owners: Owners[Call],
+        levels: LogLevels | None = None,
+        held: HeldCalls | None = None,
+        roots: HostRoots | None = None,
     ) -> None:
         self._owners = owners
         self._levels = levels
         self._held = held
+        self._roots = roots
         self._tokens = itertools.count(1)
 
     def _envelope(self, call: Call, params: dict[str, Any]) -> dict[str, Any]:
@@ -250,6 +256,10 @@ class Forwarder:
                     raise envelope_refused(backend.name, exc) from None
                 raise
 
+        legacy_host = not isinstance(call.client, ModernRequest)
+        if self._roots is not None and backend.keyed_by_roots and not modern and legacy_host:
+            # Its principal's session is keyed by its roots (host_roots rule 1).
+            await self._roots.ensure(call.client, call.emit)
         self._owners.add(backend.name, client_id, call)
         try:
             result = await send(params)

@@ -161,8 +161,15 @@ class ModernRequest:
             self.scope.cancel()
 
     def lacks(self, feature: str) -> None:
-        """A backend asked for ``feature``, which this request did not declare (rule 4)."""
-        self.fail(MissingClientCapability({feature: {}}), grace=REFUSAL_GRACE)
+        """A backend asked for ``feature``, which this request did not declare (rule 4).
+
+        ``feature`` is a capability (``sampling``) or one of its modes
+        (``elicitation.url``); the -32021 names it as ``ClientCapabilities``
+        shape in ``requiredCapabilities``.
+        """
+        name, _, mode = feature.partition(".")
+        required: dict[str, Any] = {name: {mode: {}} if mode else {}}
+        self.fail(MissingClientCapability(required), grace=REFUSAL_GRACE)
 
     def notify_nowait(self, message: bytes) -> None:
         """Only log messages reach a modern request unasked (rule 3); others drop."""

@@ -65,6 +65,7 @@ from gateway.router.access import AccessControl, item_of, list_changes
 from gateway.router.call_metrics import NO_METRICS
 from gateway.router.calls import Calls, Forwarder, Targets
 from gateway.router.context import Call, ModernRequest
+from gateway.router.host_roots import HostRoots
 from gateway.router.levels import Levels
 from gateway.router.lists import Lists
 from gateway.router.outcomes import internal_error, server_span
@@ -151,7 +152,8 @@ class Router:
         subscriptions = Subscriptions()
         wanted = LogLevels()
         targets = Targets(pool, separator)
-        forwarder = Forwarder(owners, wanted, self._held)
+        self._roots = HostRoots(self._rekey)
+        forwarder = Forwarder(owners, wanted, self._held, self._roots)
         calls = Calls(targets, forwarder, metrics)
         self._lists = Lists(pool, cursors, page_size, metrics)
         self.search = SearchMode(
@@ -243,26 +245,35 @@ class Router:
         Unsubscribes that must reach backends run in the router's nursery.
         """
         self._to_clients.closed(session_id)
+        self._roots.closed(session_id)
         self._subscriptions.client_closed(session_id, self._follow_up)
         self._wanted.drop_client(session_id)
         self._follow_up(self._levels.apply)
         for backend in self._pool.backends.values():
             backend.close_client(session_id)
 
-    def host_of(self, session_id: str) -> tuple[str | None, dict[str, Any]] | None:
-        """A client session's principal and declared capabilities; None once it is gone.
+    def host_of(self, session_id: str) -> tuple[str | None, dict[str, Any], str | None] | None:
+        """A client session's principal, declared capabilities and roots digest; None once gone.
 
         The backends key their per-principal sessions on it (DESIGN "Trust
-        between people").
+        between people"; ``router/host_roots``).
         """
         client = self._to_clients.get(session_id)
-        return None if client is None else (client.principal, client.capabilities)
+        if client is None:
+            return None
+        return client.principal, client.capabilities, self._roots.digest_of(session_id)
+
+    def _rekey(self, session_id: str) -> None:
+        """A host's roots changed: every backend's session key for it follows."""
+        for backend in self._pool.backends.values():
+            backend.rekey_client(session_id)
 
     async def client_notification(
         self, client: ClientPeer, method: str, params: msgspec.Raw | None
     ) -> None:
         """A notification from a host other than initialized/cancelled."""
         if method == "notifications/roots/list_changed":
+            self._roots.changed(client.session_id)  # asked again before its next call
             for backend in self._pool.backends.values():
                 if backend.state is BackendState.UP:
                     await backend.notify(method, params, client=client.session_id)

@@ -20,8 +20,13 @@ Rules:
    belongs to stands still (``backends/call_clock``): a person's time to
    answer is not spent from ``timeouts.request``.
 5. A backend's request that needs a mode the owner did not declare (URL
-   elicitation, sampling with tools) is refused, -32601; a URL elicitation's
-   ``notifications/elicitation/complete`` goes to the client that was asked.
+   elicitation, sampling with tools) is refused, -32601; a 2026-07-28
+   host's call then ends with -32021 naming the mode in
+   ``requiredCapabilities`` (``S/basic/index.mdx``), as for a missing
+   capability. A URL elicitation's ``notifications/elicitation/complete``
+   goes to the client that was asked; a 2026-07-28 host has no such
+   notification (removed in that revision) and learns the outcome from its
+   retry's result.
 """
 
 from __future__ import annotations
@@ -270,6 +275,8 @@ class ToClients:
             )
         lacking = lacking_mode(method, params, peer.capabilities)
         if lacking is not None:
+            if isinstance(peer, ModernRequest):
+                peer.lacks(lacking)  # -32021 naming the mode, as for a capability
             raise LocalProtocolError(
                 f"{method}: the client did not declare {lacking!r}", METHOD_NOT_FOUND
             )

@@ -19,17 +19,18 @@ from trio.testing import MockClock
 from gateway.backends.backend import Backend, BackendState
 from gateway.backends.links import SessionLimitReached
 from gateway.errors import BackendUnavailable
+from gateway.protocol import jsonrpc
 from tests.backends.test_supervision import SEED, Transitions, one_backend, tool_call
 from tests.fakes import FakeConnector, FakeMcpServer
 from tests.fakes.fake_server import AnswerAfter
 
 ASKS = {"roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}}}
-# client session -> (principal, declared capabilities)
-HOSTS: dict[str, tuple[str | None, dict[str, Any]]] = {
-    "a1": ("alice", ASKS),
-    "a2": ("alice", ASKS),
-    "a3": ("alice", {}),
-    "b1": ("bob", ASKS),
+# client session -> (principal, declared capabilities, roots digest)
+HOSTS: dict[str, tuple[str | None, dict[str, Any], str | None]] = {
+    "a1": ("alice", ASKS, None),
+    "a2": ("alice", ASKS, None),
+    "a3": ("alice", {}, None),
+    "b1": ("bob", ASKS, None),
 }
 
 
@@ -172,3 +173,72 @@ async def test_a_session_that_cannot_open_fails_the_call_and_leaves_the_backend_
         await backend.request("tools/call", tool_call("echo"), client="a1")
         assert backend.open_links == 2
         nursery.cancel_scope.cancel()
+
+
+async def test_a_host_whose_roots_change_follows_them_to_the_session_of_its_new_roots(
+    autojump_clock: MockClock,
+) -> None:
+    """Gateway choice (links rules 1, 6): hosts of one principal and capabilities share a
+    session only with the same roots; a host whose roots change leaves the session it
+    shares (the notification does not reach it) and its next call takes a session of its
+    new roots; a session that is a host's alone hears the change and moves with it."""
+    server = FakeMcpServer("b")
+    roots = {"a1": "r1", "a2": "r2", "a3": "r1"}
+    transitions = Transitions()
+    backend = Backend(
+        one_backend("b"),
+        on_change=transitions,
+        connect=FakeConnector({"b": server}),
+        rng=random.Random(SEED),
+        hosts=lambda c: ("alice", ASKS, roots[c]) if c in roots else None,
+        authenticated=lambda: True,
+    )
+    changed = "notifications/roots/list_changed"
+    async with trio.open_nursery() as nursery:
+        await nursery.start(backend.run)
+        await transitions.wait_for("b", BackendState.UP)
+        for client in ("a1", "a2", "a3"):
+            await backend.request("tools/call", tool_call("echo"), client=client)
+        assert backend.open_links == 2
+        roots["a3"] = "r2"  # a3 shared r1's session with a1: it leaves it
+        await backend.notify(changed, None, client="a3")
+        backend.rekey_client("a3")
+        await backend.request("tools/call", tool_call("echo"), client="a3")
+        roots["a1"] = "r3"  # a1 is alone on r1's session now: it hears, and it moves
+        await backend.notify(changed, None, client="a1")
+        backend.rekey_client("a1")
+        await backend.request("tools/call", tool_call("echo"), client="a1")
+        assert backend.open_links == 2
+        nursery.cancel_scope.cancel()
+    calls = server.messages("tools/call")
+    assert [c.connection for c in calls] == [2, 3, 2, 3, 2]
+    assert [m.connection for m in server.messages(changed)] == [2]
+
+
+async def test_a_principals_second_session_opens_at_the_log_level_its_first_was_set_to(
+    autojump_clock: MockClock,
+) -> None:
+    """Gateway choice (links rule 4): a lane that opens while its key's first lane has an
+    acknowledged log level gets logging/setLevel with it before its first call; a key with
+    no level set sends none."""
+    server = FakeMcpServer(
+        "b", tools={"slow": AnswerAfter(10.0, "done")}, capabilities={"logging": {}}
+    )
+    async with principal_backend(server, sessions={"idle_timeout": 60}) as backend:
+        await backend.request("tools/call", tool_call("slow"), client="b1")
+        level = jsonrpc.to_raw({"level": "debug"})
+        await backend.request("logging/setLevel", level, client="a1")
+        async with trio.open_nursery() as nursery:
+            for client in ("a1", "a2"):  # a2 overlaps a1: a second lane of alice's key
+                nursery.start_soon(
+                    lambda c: backend.request("tools/call", tool_call("slow"), client=c), client
+                )
+                await trio.sleep(1)
+        assert backend.open_links == 3
+    set_level = server.messages("logging/setLevel")
+    calls = server.messages("tools/call")
+    assert [m.connection for m in set_level] == [3, 4]  # alice's first lane, then her second
+    assert [m.params for m in set_level] == [{"level": "debug"}] * 2
+    second = [m for m in server.received if m.connection == 4]
+    assert [m.method for m in second][-2:] == ["logging/setLevel", "tools/call"]
+    assert [c.connection for c in calls] == [2, 3, 4]

@@ -372,6 +372,8 @@ class FakeMcpServer:
             if not self.answer_pings:
                 return
             result = {}
+        elif method == "logging/setLevel" and "logging" in self.capabilities:
+            result = {}
         elif method == "tools/list":
             result = {
                 "tools": [{"name": name, "inputSchema": {"type": "object"}} for name in self.tools]

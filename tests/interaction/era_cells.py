@@ -41,6 +41,7 @@ HEARD_WAIT: Final = 5.0  # how long a host waits for a list_changed (debounce: 0
 # The progress tool of each backend (same contract: ``steps`` reports, then "done").
 PROGRESS_TOOL: Final = {"legacy": "b__progress", "modern": "b__slow"}
 NAME_ANSWER: Final = {"action": "accept", "content": {"name": "Ada"}}
+VISIT_URL: Final = "https://example.com/visit"  # what both backends' ask_visit opens
 SAMPLED: Final = {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m1"}
 # The backends' tools that ask the host, and the capability each needs.
 ASKING: Final = (("b__ask_name", "elicitation"), ("b__ask_sample", "sampling"))
@@ -183,6 +184,38 @@ async def legacy_elicitation(running: Running, era: str, tmp_path: Path) -> None
     assert (answer["action"], answer["content"]) == ("accept", {"name": "Ada"})
 
 
+async def legacy_url_elicitation(running: Running, era: str, tmp_path: Path) -> None:
+    """A URL-mode elicitation/create reaches the host with an elicitationId; after its
+    consent, notifications/elicitation/complete names that id (the backend's own id from
+    a handshake-era backend; one the gateway minted for a 2026-07-28 backend)."""
+    asked: list[types.ElicitRequestURLParams] = []
+    completed: list[str] = []
+    heard = trio.Event()
+
+    async def on_elicit(context: Any, params: Any) -> Any:
+        asked.append(params)
+        return types.ElicitResult(action="accept")
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ServerNotification) and isinstance(
+            message.root, types.ElicitCompleteNotification
+        ):
+            completed.append(message.root.params.elicitationId)
+            heard.set()
+
+    async with open_client(
+        running.url, elicitation_callback=on_elicit, message_handler=on_message
+    ) as session:
+        result = await session.call_tool("b__ask_visit", {})
+        with trio.fail_after(WAIT):
+            await heard.wait()
+    ((params,),) = (asked,)
+    assert (params.mode, params.url) == ("url", VISIT_URL)
+    assert params.elicitationId
+    assert completed == [params.elicitationId]
+    assert json.loads(_call_text(result)) == {"action": "accept"}
+
+
 async def legacy_sampling(running: Running, era: str, tmp_path: Path) -> None:
     """The host is asked with sampling/createMessage; the backend gets its answer."""
     prompts: list[str] = []
@@ -323,6 +356,29 @@ async def modern_elicitation(running: Running, era: str, tmp_path: Path) -> None
     assert (answer["action"], answer["content"]) == ("accept", {"name": "Ada"})
 
 
+async def modern_url_elicitation(running: Running, era: str, tmp_path: Path) -> None:
+    """input_required carries the URL request (no elicitationId: removed in 2026-07-28);
+    the host's consent reaches the backend. A request that declared form only gets
+    -32021 with requiredCapabilities elicitation.url, and is never asked."""
+    caps = {"elicitation": {"url": {}}}
+    entry, result = await _mrtr(running, "b__ask_visit", caps, {"action": "accept"})
+    assert entry["method"] == "elicitation/create"
+    assert (entry["params"]["mode"], entry["params"]["url"]) == ("url", VISIT_URL)
+    assert "elicitationId" not in entry["params"]
+    assert json.loads(text_of(result)) == {"action": "accept"}
+    await wait_for_states(running.gateway, {"b": BackendState.UP})
+    form_only = {META + "clientCapabilities": {"elicitation": {"form": {}}}}
+    async with http_client(running) as client:
+        ask = modern(1, "tools/call", {"name": "b__ask_visit", "arguments": {}}, **form_only)
+        response = await send(client, ask)
+    body = messages_of(response)[-1]
+    if body.get("result", {}).get("resultType") == "input_required":
+        raise UndeclaredAskPassedOn(f"url elicitation passed on: {body['result']}")
+    assert response.status_code == 400, response.text
+    assert body["error"]["code"] == -32021
+    assert body["error"]["data"]["requiredCapabilities"] == {"elicitation": {"url": {}}}
+
+
 async def modern_sampling(running: Running, era: str, tmp_path: Path) -> None:
     """input_required with sampling/createMessage; the retry's answer reaches the backend."""
     entry, result = await _mrtr(running, "b__ask_sample", {"sampling": {}}, SAMPLED)
@@ -358,6 +414,7 @@ CELLS: Final[dict[tuple[str, str], Cell]] = {
     ("legacy", "list_changed"): legacy_list_changed,
     ("legacy", "elicitation"): legacy_elicitation,
     ("legacy", "sampling"): legacy_sampling,
+    ("legacy", "url_elicitation"): legacy_url_elicitation,
     ("legacy", "undeclared"): legacy_undeclared,
     ("modern", "list"): modern_list,
     ("modern", "call"): modern_call_cell,
@@ -366,5 +423,6 @@ CELLS: Final[dict[tuple[str, str], Cell]] = {
     ("modern", "list_changed"): modern_list_changed,
     ("modern", "elicitation"): modern_elicitation,
     ("modern", "sampling"): modern_sampling,
+    ("modern", "url_elicitation"): modern_url_elicitation,
     ("modern", "undeclared"): modern_undeclared,
 }

@@ -10,7 +10,7 @@ Each cell starts one gateway in front of one real backend named ``b``:
   module, since a trio test's own nursery cannot outlive it).
 
 Both have tools of the same contract (``add``, progress, ``wait_forever``,
-``ask_name``, ``ask_sample``, ``grow``), so one assertion reads both. Hosts:
+``ask_name``, ``ask_sample``, ``ask_visit``, ``grow``), so one assertion reads both. Hosts:
 
 * **legacy host**: the official SDK 1.x ``ClientSession`` with callbacks
   (``initialize``, ``Mcp-Session-Id``, server-to-client requests on the
@@ -69,6 +69,7 @@ FEATURES: Final = (
     "list_changed",
     "elicitation",
     "sampling",
+    "url_elicitation",
     "undeclared",
 )
 # (host, backend, feature) -> (the gap, the GapSeen it raises). Empty: every

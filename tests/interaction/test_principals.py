@@ -30,6 +30,7 @@ from tests.frontend.test_streamable_http import http_client
 from tests.harness import Running, everything_backend, gateway_config, sdk_backend, start_gateway
 
 TOKENS = {"alice": "alice-token-0123456789abcdef", "bob": "bob-token-0123456789abcdef0"}
+CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 WAIT = 10.0  # the bound on any wait for something a real peer does at once
 # Hosts: (label, principal); two of alice's, one of bob's.
 HOSTS = (("alice-1", "alice"), ("alice-2", "alice"), ("bob-1", "bob"))
@@ -51,6 +52,7 @@ class Host:
         self.updates: list[str] = []
         self.session: ClientSession | None = None
         self.roots_asked = 0
+        self.home: str | None = None  # the root it lists: file:///home/<home or label>
         self._heard = trio.Event()
 
     async def wait_until(self, condition: Callable[[], bool]) -> None:
@@ -71,8 +73,9 @@ class Host:
     async def roots(self, context: RequestContext[ClientSession, Any]) -> types.ListRootsResult:
         self.roots_asked += 1
         self._hear()
-        uri = FileUrl(f"file:///home/{self.label}")
-        return types.ListRootsResult(roots=[types.Root(uri=uri, name=self.label)])
+        home = self.home or self.label
+        uri = FileUrl(f"file:///home/{home}")
+        return types.ListRootsResult(roots=[types.Root(uri=uri, name=home)])
 
     async def elicit(
         self, context: RequestContext[ClientSession, Any], params: types.ElicitRequestParams
@@ -361,6 +364,30 @@ async def test_a_backend_hears_roots_from_its_host_outside_any_call(
     assert "bob-1" not in seen
 
 
+async def test_hosts_of_one_principal_share_a_backend_session_only_when_their_roots_agree(
+    nursery: trio.Nursery,
+) -> None:
+    """Gateway choice (issue 25: the key holds the roots its hosts declared): hosts of
+    one principal with the same capabilities share a backend session when they list
+    the same roots and get another when not; a host whose roots change to another's
+    joins that host's session at its next call."""
+    labels = (("alice-1", "alice"), ("alice-2", "alice"), ("alice-3", "alice"))
+    async with principals_gateway(nursery, labels) as (_, hosts):
+        hosts["alice-3"].home = "alice-1"  # the same roots as alice-1
+        await call(hosts["alice-1"], "state__remember", text="one")
+        seen = {label: await call(host, "state__recall") for label, host in hosts.items()}
+        assert seen == {"alice-1": "one", "alice-2": "", "alice-3": "one"}
+        assert [host.roots_asked for host in hosts.values()] == [1, 1, 1]
+        moved = hosts["alice-2"]
+        moved.home = "alice-1"
+        await moved.client.send_roots_list_changed()
+        with trio.fail_after(WAIT):  # the notification travels on a POST of its own
+            while await call(moved, "state__recall") != "one":  # noqa: ASYNC110
+                await trio.sleep(0.05)
+        assert moved.roots_asked == 2  # asked again once, before the call after the change
+        assert await call(hosts["alice-1"], "state__recall") == "one"
+
+
 @pytest.mark.node
 async def test_a_url_elicitation_reaches_its_asker_and_its_completion_follows(
     nursery: trio.Nursery,
@@ -439,3 +466,58 @@ async def test_a_2026_07_28_host_never_sees_another_principals_backend_session(
         alice = await call(hosts["alice-1"], "state__recall")
     assert bob == "bob-m"  # remembered in one request, recalled in the next; no alice-1
     assert alice == "alice-1"
+
+
+async def _modern_visit(
+    client: httpx.AsyncClient, msg_id: int, caps: dict[str, Any], **extra: Any
+) -> tuple[int, dict[str, Any]]:
+    """As a 2026-07-28 host of bob: call state__visit; (HTTP status, the last message)."""
+    arguments = {"url": "https://example.com/m", "elicitation_id": "m-1"}
+    params = {"name": "state__visit", "arguments": arguments, **extra}
+    message = modern(msg_id, "tools/call", params, **{CAPABILITIES: caps})
+    with trio.fail_after(WAIT):
+        response = await send(client, message, authorization=f"Bearer {TOKENS['bob']}")
+    if response.headers["content-type"].startswith("application/json"):
+        return response.status_code, response.json()
+    return response.status_code, sse_messages(response)[-1]
+
+
+async def test_a_2026_07_28_host_gets_a_url_elicitation_from_its_principals_session(
+    nursery: trio.Nursery,
+) -> None:
+    """Spec (2026-07-28 MRTR, URL mode) with issue 25: a handshake-era backend's URL
+    elicitation on a principal's session reaches the 2026-07-28 host as input_required
+    (no elicitationId), its consent reaches the backend, and no other host hears of it;
+    a request that did not declare elicitation.url gets -32021 naming it."""
+    async with (
+        principals_gateway(nursery, (("alice-1", "alice"),)) as (running, hosts),
+        http_client(running) as client,
+    ):
+        status, first = await _modern_visit(client, 1, {"elicitation": {"url": {}}})
+        assert status == 200, first
+        result = first["result"]
+        assert result["resultType"] == "input_required"
+        ((key, entry),) = result["inputRequests"].items()
+        assert entry == {
+            "method": "elicitation/create",
+            "params": {
+                "mode": "url",
+                "message": "Open this page to go on.",
+                "url": "https://example.com/m",
+            },
+        }
+        status, done = await _modern_visit(
+            client,
+            2,
+            {"elicitation": {"url": {}}},
+            inputResponses={key: {"action": "accept"}},
+            requestState=result["requestState"],
+        )
+        assert status == 200, done
+        assert done["result"]["content"][0]["text"] == "accept"
+        status, refused = await _modern_visit(client, 3, {"elicitation": {"form": {}}})
+        assert status == 400, refused
+        assert refused["error"]["code"] == -32021
+        assert refused["error"]["data"] == {"requiredCapabilities": {"elicitation": {"url": {}}}}
+        await hosts["alice-1"].client.send_ping()
+    assert hosts["alice-1"].asked == []

@@ -68,6 +68,7 @@ class FakeBackend:
     )
     prefix: str = ""
     per_client: bool = False
+    keyed_by_roots: bool = False
     request_timeout: float = 60.0
     input_timeout: float = 600.0
     state: BackendState = BackendState.UP
@@ -78,6 +79,7 @@ class FakeBackend:
     notified: list[Sent] = field(default_factory=list)
     links: set[str] = field(default_factory=set)
     closed_clients: list[str] = field(default_factory=list)
+    rekeyed_clients: list[str] = field(default_factory=list)
     refused: frozenset[str] = frozenset()
     config: BackendConfig = field(init=False)
     info: ServerInfo | None = field(init=False)
@@ -117,6 +119,10 @@ class FakeBackend:
         """Record that the router closed a client's backend session."""
         self.closed_clients.append(client)
         self.links.discard(client)
+
+    def rekey_client(self, client: str) -> None:
+        """Record that the router learnt a client's roots anew."""
+        self.rekeyed_clients.append(client)
 
     async def request(
         self,

@@ -10,12 +10,14 @@ import trio
 from gateway.catalog.naming import public_uri
 from gateway.errors import LocalProtocolError
 from gateway.protocol import jsonrpc
+from gateway.protocol.stateless.envelope import Envelope
 from gateway.protocol.tables import LogLevels, Owners, Subscriptions
-from gateway.router.context import Call
+from gateway.router.context import Call, ModernRequest
 from gateway.router.to_clients import ToClients, lacking_mode
 from tests.router.fakes import FakeBackend, FakeClient, FakePool, ask, make_router
 
 URI = "file:///notes.txt"
+MODERN = "2026-07-28"
 
 
 def _fan_out(
@@ -232,3 +234,29 @@ async def test_a_url_elicitations_completion_reaches_only_the_client_that_was_as
             "params": {"elicitationId": "e1"},
         }
     ]
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "required"),
+    [
+        ("elicitation/create", {"mode": "url", "url": "https://x"}, {"elicitation": {"url": {}}}),
+        ("sampling/createMessage", {"tools": [{"name": "t"}]}, {"sampling": {"tools": {}}}),
+    ],
+)
+async def test_a_2026_07_28_request_lacking_a_mode_ends_with_32021_naming_it(
+    method: str, params: dict[str, Any], required: dict[str, Any]
+) -> None:
+    """Spec (2026-07-28 MissingRequiredClientCapability): a backend asking for a mode the
+    request did not declare ends the host's call with -32021 and requiredCapabilities
+    naming the mode; the backend's own request is refused."""
+    caps = {"elicitation": {"form": {}}, "sampling": {}}
+    request = ModernRequest(envelope=Envelope(protocol_version=MODERN, client_capabilities=caps))
+    to_clients, _, _, _ = _fan_out()
+    to_clients.opened(request)
+    with pytest.raises(LocalProtocolError):
+        await to_clients.backend_request(
+            FakeBackend("alpha"), method, jsonrpc.to_raw(params), request.session_id
+        )
+    assert request.failure is not None
+    assert request.failure.code == -32021
+    assert request.failure.data == {"requiredCapabilities": required}

@@ -10,6 +10,8 @@ exercises, so a single process stands for "a legacy backend":
   peer's tool of that name, so one test reads both);
 * ``ask_name()``: ``elicitation/create`` (form), answers with what came back;
 * ``ask_sample()``: ``sampling/createMessage``, answers with the reply;
+* ``ask_visit()``: ``elicitation/create`` in URL mode; on ``accept`` sends
+  ``notifications/elicitation/complete``; answers with the action as JSON;
 * ``grow()``: adds a tool ``grown_<n>`` and sends ``notifications/tools/list_changed``.
 
 Run it as ``python tests/servers/era_legacy.py``; it speaks MCP on stdin/stdout.
@@ -17,6 +19,7 @@ Run it as ``python tests/servers/era_legacy.py``; it speaks MCP on stdin/stdout.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anyio
@@ -25,6 +28,8 @@ from mcp.server.fastmcp import Context, FastMCP
 
 mcp = FastMCP("era-legacy", log_level="WARNING")
 add_handshake_tools(mcp)
+VISIT_URL = "https://example.com/visit"
+VISIT_ID = "visit-1"
 
 
 @mcp.tool()
@@ -50,6 +55,20 @@ async def wait_forever(marker: str) -> str:
         _mark(marker, "cancelled")
         raise
     return "never"
+
+
+@mcp.tool()
+async def ask_visit(ctx: Context) -> str:  # type: ignore[type-arg]
+    """Send the host to a page (URL mode); on accept, say the visit completed."""
+    result = await ctx.session.elicit_url(
+        "Open this page to go on.",
+        VISIT_URL,
+        VISIT_ID,
+        related_request_id=ctx.request_id,
+    )
+    if result.action == "accept":
+        await ctx.session.send_elicit_complete(VISIT_ID, related_request_id=ctx.request_id)
+    return json.dumps({"action": result.action})
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from mcp_types import (
     CreateMessageRequestParams,
     ElicitRequest,
     ElicitRequestFormParams,
+    ElicitRequestURLParams,
     InputRequiredResult,
     SamplingMessage,
     TextContent,
@@ -151,6 +152,25 @@ async def ask_name(ctx: Context) -> Any:
     answer = responses.get("name")
     dumped = answer.model_dump(mode="json") if hasattr(answer, "model_dump") else answer
     return json.dumps({"state": ctx.request_state, "answer": dumped})
+
+
+@server.tool()
+async def ask_visit(ctx: Context) -> Any:
+    """Send the host to a page (URL-mode ``input_required``); then report the action."""
+    responses = ctx.input_responses
+    if not responses:
+        return InputRequiredResult(
+            input_requests={
+                "visit": ElicitRequest(
+                    params=ElicitRequestURLParams(
+                        message="Open this page to go on.", url="https://example.com/visit"
+                    )
+                )
+            },
+        )
+    answer = responses.get("visit")
+    dumped = answer.model_dump(mode="json") if hasattr(answer, "model_dump") else answer
+    return json.dumps({"action": (dumped or {}).get("action")})
 
 
 @server.tool()

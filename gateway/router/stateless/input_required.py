@@ -21,17 +21,26 @@ Rules:
    most ``MAX_ROUNDS`` times; a round with nothing to ask (state only) is
    retried after ``STATE_ONLY_BACKOFF``. Each question the host is asked
    has the backend's ``timeouts.input`` to be answered (-32001 after it).
+3. **URL elicitation to a legacy host.** 2026-07-28 has no
+   ``elicitationId``; a 2025-11-25 host needs one (its URL-mode
+   ``elicitation/create`` requires it). The gateway mints one per question
+   and, once the backend's answer to the retry that carried the host's
+   consent (``accept``) has come, sends the host
+   ``notifications/elicitation/complete`` with it: the backend's result is
+   the outcome of the out-of-band step (``S/client/elicitation.mdx``), so
+   the interaction is complete then.
 """
 
 from __future__ import annotations
 
 import math
+import secrets
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
 from gateway.errors import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_TIMEOUT_CODE, LocalProtocolError
-from gateway.protocol import mcp
+from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.sealed import REQUEST_STATE
 from gateway.protocol.stateless import mrtr
 from gateway.protocol.stateless.cache_hints import INPUT_REQUIRED
@@ -179,6 +188,7 @@ async def drive(
     for _ in range(MAX_ROUNDS):
         parsed = mrtr.parse_input_required(method, body)
         responses: dict[str, Any] = {}
+        minted: dict[str, str] = {}  # key -> the elicitationId minted for it
         for key, entry in parsed.input_requests.items():
             gap = _capability_gap(client, entry)
             if gap is not None:
@@ -187,10 +197,11 @@ async def drive(
                     f"the capability {gap}; the client did not declare it at initialize",
                     INTERNAL_ERROR,
                 )
+            asked = dict(entry.get("params") or {})
+            if entry["method"] == mrtr.ELICIT and asked.get("mode") == "url":
+                asked["elicitationId"] = minted[key] = secrets.token_urlsafe(12)  # rule 3
             with trio.move_on_after(input_timeout):
-                answer = await client.request(
-                    entry["method"], mcp.encode(entry.get("params") or {}), emit
-                )
+                answer = await client.request(entry["method"], mcp.encode(asked), emit)
                 responses[key] = mcp.decode_object(answer) or {}
             if key not in responses:
                 raise LocalProtocolError(
@@ -207,6 +218,15 @@ async def drive(
         else:
             retry["requestState"] = parsed.request_state
         result = await send(retry)
+        for key, elicitation in minted.items():  # rule 3: the backend has the outcome now
+            if responses[key].get("action") != "accept":
+                continue  # declined or cancelled: nothing went on out of band
+            client.notify_nowait(
+                jsonrpc.encode_notification(
+                    "notifications/elicitation/complete",
+                    mcp.encode({"elicitationId": elicitation}),
+                )
+            )
         decoded = mcp.decode_object(result)
         if not is_input_required(decoded):
             return result
