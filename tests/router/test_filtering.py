@@ -8,6 +8,8 @@ import httpx
 import msgspec
 import pytest
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
 from gateway.catalog.cursor import CursorCodec
@@ -27,6 +29,7 @@ from gateway.guardrails.filters import Allow, Deny, Subject
 from gateway.protocol import jsonrpc
 from gateway.router import Router
 from gateway.router import calls as calls_module
+from tests.guardrails.test_filters import all_filters, json_values
 from tests.router.fakes import FakeBackend, FakeClient, FakePool, ask, started
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
@@ -313,3 +316,46 @@ async def test_a_backend_request_is_filtered_before_the_host_sees_it(nursery: tr
     assert info.value.code == -32602
     assert info.value.data["filter"] == "dlp"
     assert len(host.asked) == 1
+
+
+# --- the boundary ----------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(st.text(max_size=8), json_values, max_size=4),
+    st.dictionaries(st.text(max_size=8), json_values, max_size=4),
+    st.integers(min_value=0, max_value=2**31) | st.text(min_size=1, max_size=8),
+)
+def test_a_filtered_call_always_gets_exactly_its_own_answer(
+    arguments: dict[str, Any], result: dict[str, Any], request_id: int | str
+) -> None:
+    """Issue 29: whatever the arguments and the backend's result, one response, its id intact."""
+
+    async def main() -> None:
+        pool = FakePool()
+        backend = pool.add(FakeBackend("alpha"), tools=(TOOL,))
+
+        async def answer(params: dict[str, Any], client: str | None) -> Any:
+            return jsonrpc.to_raw(result)
+
+        backend.answers["tools/call"] = answer
+        async with trio.open_nursery() as nursery:
+            router = await guarded_router(nursery, pool, list(all_filters))
+            request = jsonrpc.Request(
+                id=request_id,
+                method="tools/call",
+                # A valid "text" so most calls pass the schema filter and reach the result.
+                params=jsonrpc.to_raw(
+                    {"name": "alpha__echo", "arguments": {**arguments, "text": "ok"}}
+                ),
+            )
+            reply = msgspec.json.decode(await router.handle_request(FakeClient("c1"), request))
+            nursery.cancel_scope.cancel()
+        assert reply["id"] == request_id
+        assert ("result" in reply) != ("error" in reply)
+        if "error" in reply:
+            assert reply["error"]["code"] in (-32602, -32603)
+            assert reply["error"]["message"] != "internal error"
+
+    trio.run(main)
