@@ -185,6 +185,8 @@ class Router:
             handoff=HandOff(self._held, pool, owners, self._to_clients),
             on_change=task_notices,
         )
+        if self.tasks.handoff is not None:
+            self.tasks.handoff.guard = guardrails
         self._handlers: dict[str, Handler] = {
             "ping": calls.ping,
             "tools/list": self._lists.list_tools,

@@ -8,6 +8,7 @@ import httpx
 import msgspec
 import pytest
 import trio
+import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
@@ -22,15 +23,20 @@ from gateway.config.schema_filters import (
     SecretsFilter,
     SizeFilter,
 )
+from gateway.config.schema_gateway import TasksConfig
 from gateway.errors import LocalProtocolError, PolicyUnavailable
 from gateway.guardrails import chains
 from gateway.guardrails.chains import Guardrails
 from gateway.guardrails.filters import Allow, Deny, Subject
-from gateway.protocol import jsonrpc
+from gateway.protocol import jsonrpc, mcp
 from gateway.router import Router
 from gateway.router import calls as calls_module
 from tests.guardrails.test_filters import all_filters, json_values
 from tests.router.fakes import FakeBackend, FakeClient, FakePool, ask, started
+from tests.router.test_backend_tasks import TOOL as TASK_TOOL
+from tests.router.test_backend_tasks import TaskBackend
+from tests.router.test_backend_tasks import _call as task_call
+from tests.router.test_backend_tasks import _get as task_get
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 TOOL = {
@@ -359,3 +365,28 @@ def test_a_filtered_call_always_gets_exactly_its_own_answer(
             assert reply["error"]["message"] != "internal error"
 
     trio.run(main)
+
+
+async def test_a_backends_own_task_result_is_filtered_like_any_tool_result(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Issue 29: a handshake-era backend's task result goes through the results chain."""
+
+    class LeakyTasks(TaskBackend):
+        async def _result(self, params: dict[str, Any], client: str | None) -> msgspec.Raw:
+            return mcp.encode({"content": [{"type": "text", "text": f"done {AWS_KEY}"}]})
+
+    backend = LeakyTasks()
+    pool = FakePool()
+    pool.add(backend, tools=(TASK_TOOL,))
+    tasks = TasksConfig(max_tasks=8, ttl=60.0, poll_interval=1.0)
+    guard = Guardrails([SecretsFilter()], {})
+    router = await started(
+        nursery, Router(pool, CursorCodec("test"), 0, tasks=tasks, guardrails=guard)
+    )
+    created = await task_call(router)
+    await trio.sleep(10)
+    done = await task_get(router, created["taskId"])
+    assert done["status"] == "completed"
+    text = done["result"]["content"][0]["text"]
+    assert AWS_KEY not in text and "[redacted: AWS Access Key]" in text
