@@ -170,6 +170,9 @@ class Router:
                 call.client, self.view(call.client.profile), name
             ),
         )
+        if guardrails is not None:
+            self.search.guard = guardrails
+            self.search.filters_of = self._lists.filters_of
         self._levels = Levels(pool, wanted)
         self._wanted = wanted
         self._subscriptions = SubscriptionRelay(pool, subscriptions, targets, forwarder)

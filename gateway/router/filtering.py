@@ -12,9 +12,10 @@ Rules:
    result is an ``isError`` result whose text names the filter and its
    reason; a deny of a read or a prompt is :class:`FilterRefused`. An
    ``input_required`` result is not a result yet and passes.
-3. **Lists** (``tools/list``): each tool definition of the page is its own
-   subject (its public name is the item, so ``tools`` globs apply); a deny
-   leaves the tool out of the page, a modify replaces its definition.
+3. **Lists** (``tools/list``, and a search-mode ``search_tools``'s hits):
+   each tool definition is its own subject (its public name is the item, so
+   ``tools`` globs apply); a deny leaves the tool out, a modify replaces its
+   definition.
 4. **Backend requests** (sampling, elicitation, roots): the params of the
    request, with no item (so ``tools`` globs do not narrow them); a deny answers the backend with
    -32602 and the host never sees the request; a modify sends the changed
@@ -47,7 +48,13 @@ if TYPE_CHECKING:
     from gateway.router.context import Call
     from gateway.router.neighbours import ClientPeer
 
-__all__ = ["filter_backend_request", "filter_list", "filter_request", "filter_result"]
+__all__ = [
+    "filter_backend_request",
+    "filter_definition",
+    "filter_list",
+    "filter_request",
+    "filter_result",
+]
 
 
 def _subject(
@@ -162,21 +169,40 @@ async def filter_list(
     """
     kept: list[bytes] = []
     for entry, item in zip(entries, items, strict=True):
-        backend = entry.backend
-        steps = guard.steps("lists", call.client.profile, backend, filters_of(backend))
-        if not steps:
-            kept.append(item)
-            continue
-        definition = msgspec.json.decode(item)
-        if not isinstance(definition, dict):
-            kept.append(item)
-            continue
-        subject = _subject("lists", call.client, backend, entry.key, definition)
-        decision = await guard.check(steps, subject)
-        if isinstance(decision, Deny):
-            continue
-        kept.append(bytes(mcp.encode(decision.payload)) if isinstance(decision, Modify) else item)
+        shown = await filter_definition(guard, call, entry, item, filters_of)
+        if shown is not None:
+            kept.append(shown)
     return kept
+
+
+async def filter_definition(
+    guard: Guardrails,
+    call: Call,
+    entry: Entry,
+    item: bytes,
+    filters_of: Callable[[str], Sequence[FilterConfig]],
+) -> bytes | None:
+    """Rule 3 for one tool definition (a list's, or a search-mode search's hit).
+
+    Returns:
+        The definition to show (``item`` itself when nothing changed), or
+        None when a filter denied it.
+
+    Raises:
+        PolicyUnavailable: a fail-closed policy service could not decide.
+    """
+    backend = entry.backend
+    steps = guard.steps("lists", call.client.profile, backend, filters_of(backend))
+    if not steps:
+        return item
+    definition = msgspec.json.decode(item)
+    if not isinstance(definition, dict):
+        return item
+    subject = _subject("lists", call.client, backend, entry.key, definition)
+    decision = await guard.check(steps, subject)
+    if isinstance(decision, Deny):
+        return None
+    return bytes(mcp.encode(decision.payload)) if isinstance(decision, Modify) else item
 
 
 async def filter_backend_request(

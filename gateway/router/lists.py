@@ -83,7 +83,8 @@ class Lists:
         self._metrics = metrics
         self.guard = guard
 
-    def _filters_of(self, backend: str) -> list[FilterConfig]:
+    def filters_of(self, backend: str) -> list[FilterConfig]:
+        """A backend's configured guardrail filters, by its name (none once it is gone)."""
         view = self._pool.get(backend)
         return [] if view is None else view.config.filters
 
@@ -146,7 +147,7 @@ class Lists:
         )
         items = [entry.encoded for entry in plan.entries]
         if self.guard is not None and kind is Kind.TOOLS:
-            items = await filter_list(self.guard, call, plan.entries, items, self._filters_of)
+            items = await filter_list(self.guard, call, plan.entries, items, self.filters_of)
         version = call.client.protocol_version
         if revisions.needs_downgrade(version):
             items = [
