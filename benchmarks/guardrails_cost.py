@@ -90,7 +90,7 @@ async def _measure(calls: int, rounds: int, result_bytes: int) -> dict[str, list
             config = parse(json.dumps(document), env={})
             server = FakeMcpServer("fake", tools={"echo": Answer(text)})
             pool = await nursery.start(
-                _serve_pool, config, NamingRules("__", 64), FakeConnector({"fake": server})
+                _run, config, NamingRules("__", 64), FakeConnector({"fake": server})
             )
             guard = guardrails_of(config, Metrics(CollectorRegistry()), None)
             assert (guard is None) == (not filters)
@@ -117,7 +117,7 @@ async def _measure(calls: int, rounds: int, result_bytes: int) -> dict[str, list
     return samples
 
 
-async def _serve_pool(config: Any, naming: Any, connector: Any, *, task_status: Any) -> None:
+async def _run(config: Any, naming: Any, connector: Any, *, task_status: Any) -> None:
     """Keep one pool open for the run (its own task owns its context)."""
     import trio
 
