@@ -32,6 +32,9 @@ of each class defined elsewhere::
     ├── BackendUnavailable          the backend is down, starting or gone
     │   └── SessionLimitReached     backends.links: backends[].sessions.max reached
     ├── RequestTimeout              a forwarded request ran out of time
+    ├── GuardrailError              a guardrail filter stopped a payload
+    │   ├── FilterRefused           a filter denied it: -32602, data {filter, reason}
+    │   └── PolicyUnavailable       a fail-closed policy service could not decide: -32603
     ├── UnexpectedEvent             protocol.stateless.held_call_states: a defect in the driver
     ├── InvalidToken                protocol.signing: a token we did not sign, or a dead one
     │   └── TokenMalformed, BadSignature, TokenExpired
@@ -226,6 +229,32 @@ class RequestTimeout(GatewayError):
         super().__init__(f"backend {backend!r} did not answer within {seconds:g} s")
 
 
+class GuardrailError(GatewayError):
+    """A guardrail filter (``gateway.guardrails``) stopped a request, result or backend request.
+
+    Args:
+        filter: the filter's name (configured, or ``TYPE#POSITION``).
+        reason: what the filter says, never the payload's text.
+    """
+
+    def __init__(self, filter: str, reason: str) -> None:
+        self.filter = filter
+        self.reason = reason
+        super().__init__(f"refused by filter {filter!r}: {reason}")
+
+
+class FilterRefused(GuardrailError):
+    """A filter denied the payload; the host gets -32602 with ``data: {filter, reason}``."""
+
+
+class PolicyUnavailable(GuardrailError):
+    """An external filter with ``fail: closed`` got no usable answer (down, slow, garbage).
+
+    The host gets -32603 with ``data.reason = "policy_unavailable"``: the
+    request was not wrong, the gateway could not check it.
+    """
+
+
 def to_protocol_error(exc: GatewayError) -> ProtocolError:
     """The JSON-RPC error a host gets for ``exc``: the one translation.
 
@@ -233,7 +262,9 @@ def to_protocol_error(exc: GatewayError) -> ProtocolError:
     slow is not the host's fault, so the host gets an error naming the
     backend with the reason in ``data`` (docs/protocol.md, errors):
     -32603 ``data.reason`` = the unavailability's kind, or -32001 with the
-    seconds waited. Anything else is a gateway fault: -32603 "internal
+    seconds waited. A guardrail's refusal is -32602 with ``data: {filter,
+    reason}``; a fail-closed policy service that could not decide is -32603
+    with ``data.reason = "policy_unavailable"``. Anything else is a gateway fault: -32603 "internal
     error", saying nothing of the gateway's insides.
     """
     if isinstance(exc, ProtocolError):
@@ -241,6 +272,16 @@ def to_protocol_error(exc: GatewayError) -> ProtocolError:
     if isinstance(exc, BackendUnavailable):
         return LocalProtocolError(
             str(exc), INTERNAL_ERROR, data={"reason": exc.kind, "backend": exc.backend}
+        )
+    if isinstance(exc, PolicyUnavailable):
+        return LocalProtocolError(
+            f"the policy service of filter {exc.filter!r} could not decide",
+            INTERNAL_ERROR,
+            data={"reason": "policy_unavailable", "filter": exc.filter},
+        )
+    if isinstance(exc, FilterRefused):
+        return LocalProtocolError(
+            str(exc), INVALID_PARAMS, data={"filter": exc.filter, "reason": exc.reason}
         )
     if isinstance(exc, RequestTimeout):
         return LocalProtocolError(

@@ -317,6 +317,9 @@ def _decode_dict(
 
 
 def _unknown_field(key: object, known: list[str]) -> str:
+    if key is True and "at" in known:
+        # YAML 1.1 reads a bare `on:` as the boolean true (a filter's points are `at:`).
+        return "unknown field (YAML reads `on:` as true), did you mean `at`?"
     close = difflib.get_close_matches(str(key), known, n=1)
     return f"unknown field, did you mean `{close[0]}`?" if close else "unknown field"
 

@@ -27,6 +27,7 @@ from gateway.config.schema import (
     tag_table,
 )
 from gateway.config.schema_backend_auth import BackendAuth
+from gateway.config.schema_filters import FilterConfig
 
 __all__ = [
     "Timeouts",
@@ -250,6 +251,8 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
             ``legacy`` only runs ``initialize``. The legacy HTTP+SSE
             transport is handshake-era only, so ``auto`` means ``legacy``
             there and ``modern`` is refused.
+        filters: guardrail filters for this backend's calls, results and
+            requests, run after the top-level and the profile's ones.
     """
 
     name: Name
@@ -270,6 +273,7 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
     max_pending: NoLimit = 0
     on_collision: Literal["error", "skip", "rename"] = "error"
     protocol: Literal["auto", "modern", "legacy"] = "auto"
+    filters: list[FilterConfig] = msgspec.field(default_factory=list)
 
     @property
     def transport(self) -> str:

@@ -34,6 +34,7 @@ from gateway.config.schema import (
 from gateway.config.schema_admin import AdminConfig, admin_problems
 from gateway.config.schema_auth import AuthConfig
 from gateway.config.schema_backends import BackendConfig
+from gateway.config.schema_filters import FilterConfig
 from gateway.config.schema_hosts import BackendsFrom, HostFilePath
 from gateway.config.schema_policy import PolicyAudit, PolicyRule, policy_problems
 from gateway.config.schema_profiles import RESERVED_PREFIX, ProfileConfig, profile_problems
@@ -150,6 +151,8 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
             caller sees everything its profile shows.
         policy_audit: ``denials`` logs each denying decision; ``calls``
             also logs every call, read and get with its outcome.
+        filters: guardrail filters every call runs through, before its
+            profile's and its backend's (``gateway.config.schema_filters``).
     """
 
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
@@ -171,6 +174,7 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
     backends_from: list[BackendsFrom | HostFilePath] = msgspec.field(default_factory=list)
     policy: list[PolicyRule] | None = None
     policy_audit: PolicyAudit = "denials"
+    filters: list[FilterConfig] = msgspec.field(default_factory=list)
 
     def __post_init__(self) -> None:
         identities = (

@@ -60,3 +60,27 @@ class Activity:
                     duration_ms=round(seconds * 1000, 3),
                 )
             )
+
+    def filter_decision(
+        self, filter_name: str, decision: str, point: str, item: str, backend: str, reason: str
+    ) -> None:
+        """A guardrail filter changed or stopped a payload (``guardrails.chains`` rule 4).
+
+        It joins the recent errors as ``filter:DECISION`` under the point
+        (``requests``, ``results``, ...): a result redacted or withheld is no
+        failed request, yet an operator looking for why a host saw less
+        than its tool sent must find it here. The reason is the filter's,
+        never the payload.
+        """
+        self.errors.add(
+            FailedRequest(
+                at=self._wall(),
+                method=point,
+                item=item[:200],
+                backend=backend,
+                outcome=f"filter:{decision}",
+                code=None,
+                message=cut(f"{filter_name}: {reason}"),
+                duration_ms=0.0,
+            )
+        )

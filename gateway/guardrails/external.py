@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import httpx
 import msgspec
+import structlog
 import trio
 
 from gateway.guardrails.filters import Allow, Decision, Deny, Modify, Subject
@@ -44,6 +45,7 @@ __all__ = ["CACHE_ENTRIES", "PolicyAnswer", "PolicyClient", "Unavailable"]
 CACHE_ENTRIES: Final = 10_000
 _MAX_AGE: Final = re.compile(r"(?:^|,)\s*max-age\s*=\s*(\d+)", re.IGNORECASE)
 _ENCODER: Final = msgspec.json.Encoder()
+logger = structlog.get_logger("gateway.guardrails")
 
 
 class Unavailable(msgspec.Struct, frozen=True):
@@ -105,6 +107,9 @@ class PolicyClient:
         await self._client.aclose()
 
     def _failed(self, detail: str) -> Decision | Unavailable:
+        logger.warning(
+            "guardrails.policy_failed", filter=self.name, detail=detail, fail=self.config.fail
+        )
         if self.config.fail == "open":
             return Allow()
         return Unavailable(self.name, detail)

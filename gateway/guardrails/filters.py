@@ -89,10 +89,10 @@ class Subject(msgspec.Struct, frozen=True, kw_only=True):
 
     Attributes:
         point: ``requests``, ``results``, ``lists`` or ``backend_requests``.
-        item: the public name of the tool (or prompt, resource) concerned;
-            "" for a list.
+        item: the public name of the tool (or prompt, resource URI)
+            concerned; a list's tool; "" for a backend's request.
         payload: ``{"name", "arguments"}`` for a request; the result for a
-            result; ``{"tools": [...]}`` for a list; the params of a
+            result; one tool definition for a list; the params of a
             backend's request.
         principal: who calls ("" without auth).
         profile: the profile the request came through.

@@ -48,6 +48,7 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import structlog
 import trio
 
@@ -67,16 +68,16 @@ from gateway.protocol import jsonrpc, mcp, revisions
 from gateway.protocol.stateless import backend_leg
 from gateway.protocol.versions import resource_not_found_code
 from gateway.router.context import Call, ModernRequest, Target
+from gateway.router.filtering import filter_request, filter_result
 from gateway.router.stateless import input_required as modern_backend
 from gateway.router.stateless.requests import with_read_hint
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    import msgspec
-
     from gateway.backends.state import BackendView
     from gateway.catalog.snapshot import Snapshot
+    from gateway.guardrails.chains import Guardrails
     from gateway.protocol.tables import LogLevels, Owners
     from gateway.router.call_metrics import RouterMetrics
     from gateway.router.host_roots import HostRoots
@@ -374,6 +375,14 @@ def for_legacy_host(result: msgspec.Raw) -> msgspec.Raw:
     return mcp.encode(backend_leg.for_legacy_host(body))
 
 
+def _input_schema(call: Call, public: str) -> dict[str, Any] | None:
+    """The public tool's ``inputSchema`` in the call's view (for a ``schema`` filter)."""
+    entry = call.snapshot.resolve(Kind.TOOLS, public)
+    definition = None if entry is None else mcp.decode_object(msgspec.Raw(entry.encoded))
+    schema = None if definition is None else definition.get("inputSchema")
+    return schema if isinstance(schema, dict) else None
+
+
 def _uri_mapper(backend: BackendView) -> mcp.UriMap:
     prefix = backend.prefix
     return lambda uri: public_uri(prefix, uri)
@@ -398,12 +407,21 @@ class Calls:
         targets: public name and URI lookup.
         forwarder: sends the call on.
         metrics: where tool calls are counted.
+        guard: the guardrail chains (``router.filtering``); None when no
+            filter is configured, and then no call pays for them.
     """
 
-    def __init__(self, targets: Targets, forwarder: Forwarder, metrics: RouterMetrics) -> None:
+    def __init__(
+        self,
+        targets: Targets,
+        forwarder: Forwarder,
+        metrics: RouterMetrics,
+        guard: Guardrails | None = None,
+    ) -> None:
         self._targets = targets
         self._forward = forwarder.forward
         self._metrics = metrics
+        self.guard = guard
 
     async def _named(
         self, call: Call, target: Target, public: str, method: str, params: dict[str, Any]
@@ -425,9 +443,16 @@ class Calls:
             )
         target = self._targets.named(Kind.TOOLS, name, call.snapshot, "tool")
         params["name"] = target.original
+        guard = self.guard
+        if guard is not None:
+            await filter_request(
+                guard, call, target.backend, name, params, lambda: _input_schema(call, name)
+            )
         self._metrics.count_tool_call(target.backend.name, target.original)
         result = await self._named(call, target, name, "tools/call", params)
         result = mcp.rewrite_call_result(result, _uri_mapper(target.backend))
+        if guard is not None:
+            result = await filter_result(guard, call, target.backend, name, result, tool=True)
         return downgraded(result, call.client.protocol_version, revisions.call_result)
 
     async def get_prompt(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
@@ -437,6 +462,8 @@ class Calls:
         params["name"] = target.original
         result = await self._named(call, target, name, "prompts/get", params)
         result = mcp.rewrite_prompt_result(result, _uri_mapper(target.backend))
+        if self.guard is not None:
+            result = await filter_result(self.guard, call, target.backend, name, result, tool=False)
         return downgraded(result, call.client.protocol_version, revisions.prompt_result)
 
     async def read_resource(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
@@ -446,6 +473,8 @@ class Calls:
         params["uri"] = target.original
         result = await self._named(call, target, uri, "resources/read", params)
         result = mcp.rewrite_read_result(result, _uri_mapper(target.backend))
+        if self.guard is not None:
+            result = await filter_result(self.guard, call, target.backend, uri, result, tool=False)
         if isinstance(call.client, ModernRequest):
             return with_read_hint(result, target.backend, per_principal=call.per_principal)
         return result

@@ -50,6 +50,7 @@ from gateway.errors import (
     METHOD_NOT_FOUND,
     BackendUnavailable,
     GatewayError,
+    GuardrailError,
     LocalProtocolError,
     ProtocolError,
     RequestTimeout,
@@ -84,6 +85,7 @@ if TYPE_CHECKING:
     from gateway.catalog.cursor import CursorCodec
     from gateway.catalog.snapshot import Kind, Snapshot
     from gateway.config.schema_gateway import TasksConfig
+    from gateway.guardrails.chains import Guardrails
     from gateway.identity.principal import Principal
     from gateway.protocol.jsonrpc import Request
     from gateway.router.call_metrics import RequestObserver, RouterMetrics
@@ -119,6 +121,8 @@ class Router:
             principal's effective view of the profile (``router.access``).
         task_notices: where ``notifications/tasks`` go (the listen streams).
         observer: watches every routed request (the console's, when it is on).
+        guardrails: the filter chains (``router.filtering``); None when no
+            filter is configured anywhere.
     """
 
     def __init__(
@@ -136,6 +140,7 @@ class Router:
         access: AccessControl | None = None,
         task_notices: Callable[[bytes], object] | None = None,
         observer: RequestObserver | None = None,
+        guardrails: Guardrails | None = None,
     ) -> None:
         self._pool = pool
         self.access = access if access is not None else AccessControl(metrics=metrics)
@@ -154,8 +159,9 @@ class Router:
         targets = Targets(pool, separator)
         self._roots = HostRoots(self._rekey)
         forwarder = Forwarder(owners, wanted, self._held, self._roots)
-        calls = Calls(targets, forwarder, metrics)
-        self._lists = Lists(pool, cursors, page_size, metrics)
+        calls = Calls(targets, forwarder, metrics, guardrails)
+        self._guardrails = guardrails
+        self._lists = Lists(pool, cursors, page_size, metrics, guardrails)
         self.search = SearchMode(
             lambda: pool.snapshot,
             calls.call_tool,
@@ -166,10 +172,15 @@ class Router:
                 call.client, self.view(call.client.profile), name
             ),
         )
+        if guardrails is not None:
+            self.search.guard = guardrails
+            self.search.filters_of = self._lists.filters_of
         self._levels = Levels(pool, wanted)
         self._wanted = wanted
         self._subscriptions = SubscriptionRelay(pool, subscriptions, targets, forwarder)
-        self._to_clients = ToClients(owners, subscriptions, wanted, sees=self._sees)
+        self._to_clients = ToClients(
+            owners, subscriptions, wanted, sees=self._sees, guardrails=guardrails
+        )
         self._up: set[str] = set()
         # The snapshot the profiles' hosts were last told of (``catalog_changed``).
         self._shown = pool.snapshot
@@ -179,6 +190,8 @@ class Router:
             handoff=HandOff(self._held, pool, owners, self._to_clients),
             on_change=task_notices,
         )
+        if self.tasks.handoff is not None:
+            self.tasks.handoff.guard = guardrails
         self._handlers: dict[str, Handler] = {
             "ping": calls.ping,
             "tools/list": self._lists.list_tools,
@@ -199,12 +212,16 @@ class Router:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the held calls, the tasks and the follow-up work until cancelled."""
-        async with trio.open_nursery() as nursery:
-            await nursery.start(self._held.run)
-            await nursery.start(self.tasks.run)
-            task_status.started()
-            async for job in self._follow_up_queue:
-                nursery.start_soon(job)
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self._held.run)
+                await nursery.start(self.tasks.run)
+                task_status.started()
+                async for job in self._follow_up_queue:
+                    nursery.start_soon(job)
+        finally:
+            if self._guardrails is not None:
+                await self._guardrails.aclose()
 
     def _follow_up(self, job: Callable[[], Awaitable[None]]) -> None:
         """Run ``job`` in the router's nursery (after the current request, not under it)."""
@@ -449,6 +466,9 @@ class Router:
             return jsonrpc.encode_response(request.id, result)
         except BackendUnavailable as exc:
             outcome = "unavailable"
+            err = to_protocol_error(exc)
+        except GuardrailError as exc:
+            outcome = "filtered"
             err = to_protocol_error(exc)
         except RequestTimeout as exc:
             outcome = "timeout"

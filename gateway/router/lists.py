@@ -31,11 +31,14 @@ from gateway.errors import LocalProtocolError
 from gateway.protocol import mcp, revisions
 from gateway.protocol.stateless.cache_hints import combined_hint
 from gateway.router.context import ModernRequest
+from gateway.router.filtering import filter_list
 
 if TYPE_CHECKING:
     from gateway.backends.state import BackendView
     from gateway.catalog.cursor import CursorCodec
     from gateway.catalog.snapshot import Snapshot
+    from gateway.config.schema_filters import FilterConfig
+    from gateway.guardrails.chains import Guardrails
     from gateway.router.call_metrics import RouterMetrics
     from gateway.router.context import Call
     from gateway.router.neighbours import PoolView
@@ -62,15 +65,28 @@ class Lists:
         cursors: signs and checks pagination cursors.
         page_size: items per page; 0 means everything in one page.
         metrics: where pages and invalid cursors are counted.
+        guard: the guardrail chains; a ``lists`` filter sees each tool
+            definition of a page (``router.filtering`` rule 3).
     """
 
     def __init__(
-        self, pool: PoolView, cursors: CursorCodec, page_size: int, metrics: RouterMetrics
+        self,
+        pool: PoolView,
+        cursors: CursorCodec,
+        page_size: int,
+        metrics: RouterMetrics,
+        guard: Guardrails | None = None,
     ) -> None:
         self._pool = pool
         self._cursors = cursors
         self.page_size = page_size
         self._metrics = metrics
+        self.guard = guard
+
+    def filters_of(self, backend: str) -> list[FilterConfig]:
+        """A backend's configured guardrail filters, by its name (none once it is gone)."""
+        view = self._pool.get(backend)
+        return [] if view is None else view.config.filters
 
     async def list_tools(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
         """``tools/list``."""
@@ -130,6 +146,8 @@ class Lists:
             kind.value, call.snapshot.listed(kind), position, self.page_size, passthrough
         )
         items = [entry.encoded for entry in plan.entries]
+        if self.guard is not None and kind is Kind.TOOLS:
+            items = await filter_list(self.guard, call, plan.entries, items, self.filters_of)
         version = call.client.protocol_version
         if revisions.needs_downgrade(version):
             items = [

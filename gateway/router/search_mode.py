@@ -53,12 +53,15 @@ from gateway.errors import INVALID_PARAMS, LocalProtocolError
 from gateway.protocol import mcp, revisions
 from gateway.router.call_metrics import NO_METRICS
 from gateway.router.calls import downgraded
+from gateway.router.filtering import filter_definition
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Container, Mapping
+    from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
 
     from gateway.catalog.profiles import ProfileViews
     from gateway.catalog.snapshot import Snapshot
+    from gateway.config.schema_filters import FilterConfig
+    from gateway.guardrails.chains import Guardrails
     from gateway.router.call_metrics import RouterMetrics
     from gateway.router.context import Call
 
@@ -119,6 +122,10 @@ class SearchMode:
         self._indexed: Snapshot = EMPTY_SNAPSHOT
         # Per profile, the view whose overrides the index holds.
         self._views: dict[str, Snapshot] = {}
+        # The router's guardrail chains, and a backend's configured filters by
+        # its name (what a search's hits go through); none by default.
+        self.guard: Guardrails | None = None
+        self.filters_of: Callable[[str], Sequence[FilterConfig]] = lambda _backend: ()
         # Told when gateway__call_tool names a tool outside the caller's
         # effective view (the router's audit line); nothing by default.
         self.on_hidden = on_hidden
@@ -182,16 +189,18 @@ class SearchMode:
         if not isinstance(arguments, dict):
             return _tool_error(f"{name}: arguments must be an object")
         if name == self.search_name:
-            return self._counted_search(call, arguments)
+            return await self._counted_search(call, arguments)
         return await self._call(call, params, arguments)
 
-    def _counted_search(self, call: Call, arguments: dict[str, Any]) -> msgspec.Raw:
+    async def _counted_search(self, call: Call, arguments: dict[str, Any]) -> msgspec.Raw:
         """``_search``, counted by profile and result (hit, miss, invalid)."""
-        result, hits = self._search(call, arguments)
+        result, hits = await self._search(call, arguments)
         self.metrics.count_tool_search(call.client.profile, hits)
         return result
 
-    def _search(self, call: Call, arguments: dict[str, Any]) -> tuple[msgspec.Raw, int | None]:
+    async def _search(
+        self, call: Call, arguments: dict[str, Any]
+    ) -> tuple[msgspec.Raw, int | None]:
         """The search's result and how many tools it found (None: bad arguments)."""
         query = arguments.get("query")
         limit = arguments.get("limit", 8)
@@ -216,11 +225,20 @@ class SearchMode:
         # profile's own rows for the ones it overrides (catalog.search rule 5);
         # each hit is answered with the view's entry (its name, its text).
         within = _Within(tools, view.overridden_tools)
-        hits = [
-            SearchHit(hit.name, hit.score, _decoder.decode(entry.encoded))
+        found = [
+            (hit, entry)
             for hit in index.search(query, limit, within=within, scope=profile)
             if (entry := tools.get(hit.name)) is not None
         ]
+        hits = []
+        for hit, entry in found:
+            encoded: bytes | None = entry.encoded
+            if self.guard is not None:  # the lists chain sees each hit (router.filtering rule 3)
+                encoded = await filter_definition(
+                    self.guard, call, entry, entry.encoded, self.filters_of
+                )
+            if encoded is not None:
+                hits.append(SearchHit(hit.name, hit.score, _decoder.decode(encoded)))
         result = mcp.encode(search_tools_result(hits))
         return downgraded(result, call.client.protocol_version, revisions.call_result), len(hits)
 

@@ -47,6 +47,7 @@ from gateway.errors import (
 from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.stateless.mrtr import without_key_hint
 from gateway.router.context import ModernRequest
+from gateway.router.filtering import filter_backend_request
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     import msgspec
 
     from gateway.backends.state import BackendView
+    from gateway.guardrails.chains import Guardrails
     from gateway.protocol.tables import LogLevels, Owners, Subscriptions
     from gateway.router.context import Call
     from gateway.router.neighbours import ClientPeer
@@ -121,6 +123,9 @@ class ToClients:
         owners: calls in flight, to find who owns a backend's request.
         subscriptions: who receives which ``resources/updated``.
         levels: which log messages each client receives.
+        sees: whether a client may see a public resource URI now.
+        guardrails: the filter chains a backend's request goes through
+            (``router.filtering`` rule 4); None when none is configured.
     """
 
     def __init__(
@@ -130,8 +135,10 @@ class ToClients:
         levels: LogLevels,
         *,
         sees: Callable[[ClientPeer, str], bool] | None = None,
+        guardrails: Guardrails | None = None,
     ) -> None:
         self._owners = owners
+        self._guardrails = guardrails
         self._subscriptions = subscriptions
         self._levels = levels
         self._clients: dict[str, ClientPeer] = {}
@@ -280,6 +287,8 @@ class ToClients:
             raise LocalProtocolError(
                 f"{method}: the client did not declare {lacking!r}", METHOD_NOT_FOUND
             )
+        if self._guardrails is not None:
+            params = await filter_backend_request(self._guardrails, peer, backend, method, params)
         clock = related.clock if related is not None else None
         with clock.waiting_for_input() if clock is not None else nullcontext():
             if isinstance(peer, ModernRequest):

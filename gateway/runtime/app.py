@@ -31,6 +31,7 @@ from gateway.frontend.origin import OriginPolicy
 from gateway.frontend.rate_limits import RateLimiter
 from gateway.frontend.sse_endpoint import LegacySseEndpoint
 from gateway.frontend.streamable.endpoint import McpEndpoint
+from gateway.guardrails.chains import Guardrails
 from gateway.identity.keys import JwksError
 from gateway.identity.policy import Policy
 from gateway.identity.service import IdentityService
@@ -186,6 +187,7 @@ async def open_gateway(
             access=access,
             task_notices=clients.listeners.broadcast,
             observer=activity,
+            guardrails=guardrails_of(config, metrics, activity),
         )
         await services.start(router.run)
         coalescer = ListChangedCoalescer(
@@ -270,6 +272,19 @@ async def open_gateway(
             for session in clients:
                 clients.close(session)
             services.cancel_scope.cancel()
+
+
+def guardrails_of(
+    config: GatewayConfig, metrics: Metrics, activity: Activity | None
+) -> Guardrails | None:
+    """The filter chains (None when no filter is configured), counted and shown in the console."""
+    guardrails = Guardrails.from_config(config, counter=metrics.filter_decisions)
+    if guardrails is not None and activity is not None:
+        record = activity.filter_decision
+        guardrails.on_decision = lambda name, decision, subject, reason: record(
+            name, decision, subject.point, subject.item, subject.backend, reason
+        )
+    return guardrails
 
 
 async def _authenticate(identity: IdentityService, config: GatewayConfig) -> AuthHolder:

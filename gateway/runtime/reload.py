@@ -59,6 +59,7 @@ RESTART_ONLY: Final = (
     "logging.requests",
     "naming",
     "profiles",
+    "filters",
     "shutdown.pid_file",
     "tracing",
     "admin",

@@ -189,6 +189,14 @@ class Metrics(FeatureSeries):
             ["component"],
             registry=r,
         )
+        # Filter names come from the config file, never from a request: bounded.
+        self.filter_decisions = Counter(
+            PREFIX + "filter_decisions_total",
+            "Guardrail decisions other than allow, by filter and decision "
+            "(modify, deny, unavailable).",
+            ["filter", "decision"],
+            registry=r,
+        )
 
     def watch_backends(self, sample: Callable[[], Iterable[BackendSample]]) -> None:
         """Export per-backend state read at scrape time (no bookkeeping on the hot path)."""

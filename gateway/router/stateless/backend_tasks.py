@@ -41,9 +41,16 @@ import structlog
 import trio
 
 from gateway.catalog.naming import public_uri
-from gateway.errors import INTERNAL_ERROR, GatewayError, ProtocolError
+from gateway.errors import (
+    INTERNAL_ERROR,
+    GatewayError,
+    GuardrailError,
+    ProtocolError,
+    to_protocol_error,
+)
 from gateway.protocol import jsonrpc, mcp
 from gateway.router.context import Call
+from gateway.router.filtering import filter_result
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator
@@ -51,6 +58,7 @@ if TYPE_CHECKING:
     import msgspec
 
     from gateway.backends.state import BackendView, ServerInfo
+    from gateway.guardrails.chains import Guardrails
     from gateway.protocol.jsonrpc import Request
     from gateway.protocol.tables import Owners
     from gateway.router.context import ModernRequest, TaskRequest
@@ -184,6 +192,9 @@ class BackendTasks:
         self.ttl_ms = ttl_ms
         self._owners = owners
         self._clients = clients
+        # The router's guardrail chains: the backend task's result is a tool
+        # result like any other (``router.filtering`` rule 2).
+        self.guard: Guardrails | None = None
 
     def takes(self, backend: str) -> bool:
         """Rule 1: whether ``backend`` runs a task call itself.
@@ -217,7 +228,7 @@ class BackendTasks:
             logger.info("task.backend_created", backend=backend, tool=tool)
             try:
                 created = self._adopt(
-                    held_request, tool, lambda bg: self._follow(bg, backend, task_id)
+                    held_request, tool, lambda bg: self._follow(bg, backend, task_id, tool)
                 )
             except ProtocolError as exc:
                 await self._cancel(backend, task_id)
@@ -226,7 +237,9 @@ class BackendTasks:
 
         return await self._held.serve(request, message, params, run)
 
-    async def _follow(self, background: TaskRequest, backend: str, task_id: str) -> bytes:
+    async def _follow(
+        self, background: TaskRequest, backend: str, task_id: str, tool: str
+    ) -> bytes:
         """Rules 3 and 4: the backend's task to its end, as a JSON-RPC answer.
 
         Runs under the gateway task's scope: ``tasks/cancel`` cancels it, and
@@ -234,13 +247,16 @@ class BackendTasks:
         """
         with background.scope:
             try:
-                return await self._outcome(background, backend, task_id)
+                return await self._outcome(background, backend, task_id, tool)
             except trio.Cancelled:
                 with trio.move_on_after(CANCEL_GRACE, shield=True):  # as _cancel's own
                     await self._cancel(backend, task_id)
                 raise
             except ProtocolError as exc:
                 return jsonrpc.encode_error(0, exc.code, exc.message, exc.data)
+            except GuardrailError as exc:  # a fail-closed policy service on the result
+                error = to_protocol_error(exc)
+                return jsonrpc.encode_error(0, error.code, error.message, error.data)
             except GatewayError as exc:  # the backend down, a timeout
                 await self._cancel(backend, task_id)  # no one follows it any more
                 return jsonrpc.encode_error(0, INTERNAL_ERROR, f"backend {backend}: {exc}")
@@ -265,7 +281,9 @@ class BackendTasks:
             self._owners.remove(backend, background.session_id, call)
             self._clients.closed(background.session_id)
 
-    async def _outcome(self, background: TaskRequest, backend: str, task_id: str) -> bytes:
+    async def _outcome(
+        self, background: TaskRequest, backend: str, task_id: str, tool: str
+    ) -> bytes:
         params = mcp.encode({"taskId": task_id})
         while True:
             view = self._require(backend)
@@ -283,7 +301,11 @@ class BackendTasks:
         error = ended_without_result(status, result)
         if error is not None:
             return jsonrpc.encode_error(0, INTERNAL_ERROR, error)
-        return jsonrpc.encode_response(0, task_outcome(result, view.prefix))
+        outcome = task_outcome(result, view.prefix)
+        if self.guard is not None:
+            call = Call(background, self._pool.snapshot, backend=backend)
+            outcome = await filter_result(self.guard, call, view, tool, outcome, tool=True)
+        return jsonrpc.encode_response(0, outcome)
 
     def _require(self, backend: str) -> BackendView:
         view = self._backend(backend)
