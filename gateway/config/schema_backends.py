@@ -27,6 +27,7 @@ from gateway.config.schema import (
     tag_table,
 )
 from gateway.config.schema_backend_auth import BackendAuth
+from gateway.config.schema_cache import BackendCache
 
 __all__ = [
     "Timeouts",
@@ -250,6 +251,9 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
             ``legacy`` only runs ``initialize``. The legacy HTTP+SSE
             transport is handshake-era only, so ``auto`` means ``legacy``
             there and ``modern`` is refused.
+        cache: keep this backend's reads although it sends no cache hints
+            (a 2025-11-25 backend; ``gateway.config.schema_cache``); None
+            keeps only what a 2026-07-28 backend's own hints allow.
     """
 
     name: Name
@@ -270,6 +274,7 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
     max_pending: NoLimit = 0
     on_collision: Literal["error", "skip", "rename"] = "error"
     protocol: Literal["auto", "modern", "legacy"] = "auto"
+    cache: BackendCache | None = None
 
     @property
     def transport(self) -> str:

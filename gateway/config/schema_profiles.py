@@ -23,6 +23,7 @@ import msgspec
 
 from gateway.config.schema import Base, Invalid, Name
 from gateway.config.schema_backends import ItemFilter
+from gateway.config.schema_cache import ToolCache
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -92,6 +93,8 @@ class ProfileConfig(Base, frozen=True, kw_only=True):
         pinned: public tool names that a search-mode profile lists as well
             (after overrides: a renamed tool is pinned by its new name).
         overrides: new names and descriptions of some tools and prompts.
+        cache: the tools whose calls may be answered from the response
+            cache (``gateway.config.schema_cache``); None: none.
     """
 
     name: Name
@@ -102,6 +105,7 @@ class ProfileConfig(Base, frozen=True, kw_only=True):
     mode: Literal["full", "search"] = "full"
     pinned: list[str] = msgspec.field(default_factory=list)
     overrides: Overrides = msgspec.field(default_factory=Overrides)
+    cache: ToolCache | None = None
 
 
 def _is_literal(pattern: str) -> bool:
