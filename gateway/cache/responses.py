@@ -125,10 +125,19 @@ class ResponseCache:
         Returns:
             The stored answer's bytes, or None on a miss.
         """
-        digest = request_digest(method, params)
-        keys: list[_Key] = [(backend, digest, "")]
-        if principal:
-            keys.append((backend, digest, principal))
+        found = self.find(backend, request_digest(method, params), principal, now)
+        return None if found is None else found[0]
+
+    def find(
+        self, backend: str, digest: str, principal: str, now: float
+    ) -> tuple[bytes, float] | None:
+        """:meth:`lookup` by a digest the caller made (``request_digest``) once.
+
+        Returns:
+            The answer's bytes and its deadline on trio's clock, or None.
+        """
+        public: _Key = (backend, digest, "")
+        keys = (public, (backend, digest, principal)) if principal else (public,)
         for key in keys:
             entry = self._entries.get(key)
             if entry is None:
@@ -139,7 +148,7 @@ class ResponseCache:
             self._entries.move_to_end(key)
             self.total.hits += 1
             self._stats(backend).hits += 1
-            return entry.value
+            return entry.value, entry.deadline
         self.total.misses += 1
         self._stats(backend).misses += 1
         return None
@@ -174,15 +183,37 @@ class ResponseCache:
         Returns:
             Whether it was stored.
         """
+        return self.keep(
+            backend,
+            request_digest(method, params),
+            method,
+            principal=principal,
+            ttl=ttl,
+            scope=scope,
+            value=value,
+            now=now,
+            uri=uri,
+        )
+
+    def keep(
+        self,
+        backend: str,
+        digest: str,
+        method: str,
+        *,
+        principal: str,
+        ttl: float,
+        scope: Literal["public", "private"],
+        value: bytes,
+        now: float,
+        uri: str | None = None,
+    ) -> bool:
+        """:meth:`store` by a digest the caller made (``request_digest``) once."""
         if ttl <= 0 or len(value) * _LARGEST_SHARE > self.max_bytes:
             return False
         if scope == "private" and not principal:
             return False
-        key: _Key = (
-            backend,
-            request_digest(method, params),
-            principal if scope == "private" else "",
-        )
+        key: _Key = (backend, digest, principal if scope == "private" else "")
         if key in self._entries:
             self._drop(key, evicted=False)
         entry = _Entry(backend=backend, method=method, uri=uri, deadline=now + ttl, value=value)

@@ -46,6 +46,7 @@ one path, which splitting would copy.
 from __future__ import annotations
 
 import itertools
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -80,6 +81,7 @@ if TYPE_CHECKING:
     from gateway.protocol.tables import LogLevels, Owners
     from gateway.router.call_metrics import RouterMetrics
     from gateway.router.neighbours import Emit, PoolView
+    from gateway.router.response_cache import RouterCache
     from gateway.router.stateless.held_calls import HeldCalls
 
 logger = structlog.get_logger("gateway.router")
@@ -205,12 +207,21 @@ class Forwarder:
         )
 
     async def forward(
-        self, call: Call, backend: BackendView, method: str, params: dict[str, Any]
+        self,
+        call: Call,
+        backend: BackendView,
+        method: str,
+        params: dict[str, Any],
+        *,
+        keep_modern: bool = False,
     ) -> msgspec.Raw:
         """Send one request to a backend on behalf of a host request.
 
         Swaps the client's progress token for one unique on the backend's
         link, and records the call as in flight for the owner lookup.
+        ``keep_modern`` leaves a modern backend's ``resultType`` and hints
+        on the result whatever the host (the response cache reads them and
+        shapes the answer itself).
         """
         progress: _Progress | None = None
         token: str | None = None
@@ -257,7 +268,7 @@ class Forwarder:
                 result = await self._input_required(call, backend, method, params, result, send)
         finally:
             self._owners.remove(backend.name, client_id, call)
-        if modern and not isinstance(call.client, ModernRequest):
+        if modern and not keep_modern and not isinstance(call.client, ModernRequest):
             return for_legacy_host(result)
         return result
 
@@ -394,13 +405,24 @@ class Calls:
         self._targets = targets
         self._forward = forwarder.forward
         self._metrics = metrics
+        #: The response cache (``router.response_cache``); None when it is off.
+        self.cache: RouterCache | None = None
 
     async def _named(
-        self, call: Call, target: Target, public: str, method: str, params: dict[str, Any]
+        self,
+        call: Call,
+        target: Target,
+        public: str,
+        method: str,
+        params: dict[str, Any],
+        *,
+        keep_modern: bool = False,
     ) -> msgspec.Raw:
         """Forward a request for one item; the backend's error in public names (rule 5)."""
         try:
-            return await self._forward(call, target.backend, method, params)
+            return await self._forward(
+                call, target.backend, method, params, keep_modern=keep_modern
+            )
         except RemoteProtocolError as exc:
             raise in_public_names(exc, target, public) from None
 
@@ -416,6 +438,21 @@ class Calls:
         target = self._targets.named(Kind.TOOLS, name, call.snapshot, "tool")
         params["name"] = target.original
         self._metrics.count_tool_call(target.backend.name, target.original)
+        cache = self.cache
+        if cache is not None:
+            entry = call.snapshot.resolve(Kind.TOOLS, name)
+            rule = cache.tool_rule(
+                call.client.profile, name, None if entry is None else entry.encoded
+            )
+            if rule is not None:
+                fetch = partial(self._call_tool, call, target, name, params)
+                return await cache.call_tool(call, target.backend, params, rule, fetch)
+        return await self._call_tool(call, target, name, params)
+
+    async def _call_tool(
+        self, call: Call, target: Target, name: str, params: dict[str, Any]
+    ) -> msgspec.Raw:
+        """Forward a ``tools/call`` and rewrite its result for the host."""
         result = await self._named(call, target, name, "tools/call", params)
         result = mcp.rewrite_call_result(result, _uri_mapper(target.backend))
         return downgraded(result, call.client.protocol_version, revisions.call_result)
@@ -434,11 +471,22 @@ class Calls:
         uri = mcp.require_str(params, "uri", "resource")
         target = self._targets.uri(uri, call)
         params["uri"] = target.original
+        cache = self.cache
+        if cache is not None:
+            fetch = partial(self._read_kept, call, target, uri, params)
+            return await cache.read(call, target.backend, params, fetch)
         result = await self._named(call, target, uri, "resources/read", params)
         result = mcp.rewrite_read_result(result, _uri_mapper(target.backend))
         if isinstance(call.client, ModernRequest):
             return with_read_hint(result, target.backend, per_principal=call.per_principal)
         return result
+
+    async def _read_kept(
+        self, call: Call, target: Target, uri: str, params: dict[str, Any]
+    ) -> msgspec.Raw:
+        """A read for the cache: public content URIs, the backend's own hints kept."""
+        result = await self._named(call, target, uri, "resources/read", params, keep_modern=True)
+        return mcp.rewrite_read_result(result, _uri_mapper(target.backend))
 
     async def complete(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
         """``completion/complete``: route by the prompt or resource reference."""

@@ -37,6 +37,7 @@ from gateway.identity.service import IdentityService
 from gateway.router import Router
 from gateway.router.access import AccessControl
 from gateway.router.profile_setup import profile_views, record_catalog
+from gateway.router.response_cache import cache_for
 from gateway.router.stateless.held_calls import DEFAULT_LIFETIME, HeldCalls
 from gateway.runtime import readiness as status
 from gateway.runtime import reload as live_reload
@@ -187,6 +188,7 @@ async def open_gateway(
             task_notices=clients.listeners.broadcast,
             observer=activity,
         )
+        router.set_cache(cache_for(config.cache, config.backends, config.profiles))
         await services.start(router.run)
         coalescer = ListChangedCoalescer(
             clients, metrics, config.notifications.debounce, lambda peer: access.on(peer).tag

@@ -25,6 +25,7 @@ from gateway.errors import ConfigError
 from gateway.frontend.origin import OriginPolicy
 from gateway.identity.keys import JwksError
 from gateway.identity.policy import Policy
+from gateway.router.response_cache import cache_for
 from gateway.router.stateless.held_calls import DEFAULT_LIFETIME
 from gateway.telemetry.logs import set_log_level
 
@@ -281,6 +282,7 @@ def plan_config(old: GatewayConfig, new: GatewayConfig) -> ConfigPlan:
     tasks = differs("tasks", old.tasks, new.tasks)
     policy = differs("policy", (old.policy, old.policy_audit), (new.policy, new.policy_audit))
     differs("backends", old.backends, new.backends)
+    differs("cache", old.cache, new.cache)
     return ConfigPlan(
         new,
         tuple(changed),
@@ -347,6 +349,9 @@ async def apply(live: Live, plan: ConfigPlan) -> list[str]:
         ):
             live.coalescer.add(kinds, profile, session=session)
     await live.pool.reload(plan.new.backends, plan.new.shutdown.drain_timeout)
+    # Every reload starts the response cache afresh: its opt-ins may have
+    # changed, and so may what any backend answers.
+    live.router.set_cache(cache_for(plan.new.cache, plan.new.backends, plan.new.profiles))
     return list(plan.changed)
 
 
