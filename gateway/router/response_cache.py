@@ -52,6 +52,7 @@ from gateway.protocol.stateless.cache_hints import (
     is_retry,
 )
 from gateway.router.context import ModernRequest
+from gateway.telemetry.scrape import CacheSample
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable
@@ -319,6 +320,14 @@ class RouterCache:
             self.responses.invalidate_methods(backend, frozenset({READ}))
         elif method == "notifications/tools/list_changed":
             self.responses.invalidate_methods(backend, frozenset({TOOL_CALL}))
+
+    def samples(self) -> list[CacheSample]:
+        """Each backend's counters, for the metrics (read at scrape time)."""
+        out = []
+        for name in self.responses.backends():
+            stats = self.responses.stats(name)
+            out.append(CacheSample(name, stats.hits, stats.misses, stats.evictions, stats.bytes))
+        return out
 
     def backend_restarted(self, backend: str) -> None:
         """A backend went down or came (back) up: nothing it said still holds."""

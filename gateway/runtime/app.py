@@ -263,6 +263,7 @@ async def open_gateway(
 
         metrics.watch_backends(pool.samples)
         metrics.watch_tasks(router.tasks.sample)
+        metrics.watch_cache(lambda: () if router.cache is None else router.cache.samples())
         pool.on_catalog_change(catalog_changed)
         router.search.follow(pool.snapshot)  # tools listed before the hook was in place
         pool.on_state_change(track_state)
