@@ -1,0 +1,81 @@
+"""The response cache with real backends behind the gateway, for both host eras.
+
+A 2026-07-28 backend (the official SDK 2.x server ``tests/servers/modern_sdk2.py``
+with ``SDK2_CACHE_HINTS=1``: its reads carry ``{45000, public}``) and a
+handshake-era one (the official SDK 1.x ``alpha``, with ``backends[].cache``
+and a profile's tool opt-in); the hosts are the official ``mcp`` client
+(2025-11-25) and raw ``httpx`` with the modern envelope. What reached a
+backend is read off its own request counter.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from gateway.config.schema_cache import ToolCache
+from gateway.config.schema_profiles import ProfileConfig
+from tests.e2e.test_modern_backend import modern_call, sdk2_stdio
+from tests.harness import NEEDS_SDK2, gateway_config, open_client, sdk_backend, start_gateway
+
+if TYPE_CHECKING:
+    import trio
+
+    from tests.harness import Running
+
+
+def sent(running: Running, backend: str) -> int:
+    """Requests the gateway has sent to ``backend`` so far."""
+    return sum(running.gateway.pool.backends[backend].handshake.requests.values())
+
+
+@NEEDS_SDK2[0]
+@NEEDS_SDK2[1]
+async def test_a_modern_backends_read_is_kept_per_its_hint_for_both_host_eras(
+    nursery: trio.Nursery,
+) -> None:
+    """Spec (caching.mdx): kept for ttlMs; each era gets its own shape, once from the backend."""
+    config = gateway_config([sdk2_stdio("m", env={"SDK2_CACHE_HINTS": "1"})], cache={})
+    running = await start_gateway(nursery, config)
+    before = sent(running, "m")
+    modern_reads = [
+        (await modern_call(running, n, "resources/read", {"uri": "m+sdk2://note"}))["result"]
+        for n in (1, 2)
+    ]
+    async with open_client(running.url) as session:
+        legacy_reads = [await session.read_resource("m+sdk2://note") for _ in range(2)]  # type: ignore[arg-type]
+    assert sent(running, "m") - before == 2  # one per era's shape
+    first, second = modern_reads
+    assert first["contents"] == second["contents"]
+    assert first["ttlMs"] == 45000 and 0 < second["ttlMs"] <= 45000
+    assert legacy_reads[0].contents == legacy_reads[1].contents
+    assert not set(legacy_reads[1].model_extra or {}) & {"ttlMs", "cacheScope", "resultType"}
+    cache = running.gateway.router.cache
+    assert cache is not None
+    stats = cache.responses.stats("m")
+    assert (stats.hits, stats.misses) == (2, 2)
+
+
+async def test_a_legacy_backends_opted_in_reads_and_read_only_calls_are_kept(
+    nursery: trio.Nursery,
+) -> None:
+    """Gateway choice: backends[].cache and profiles[].cache for a hint-less backend."""
+    config = gateway_config(
+        [sdk_backend("alpha", cache={"ttl": 60})],
+        cache={"default_ttl": 60},
+    )
+    echo_only = ToolCache(tools=["alpha__echo"], allow_unannotated=True)  # SDK 1.x: no hints
+    config = msgspec.structs.replace(
+        config, profiles=[ProfileConfig(name="default", cache=echo_only)]
+    )
+    running = await start_gateway(nursery, config)
+    before = sent(running, "alpha")
+    async with open_client(running.url) as session:
+        reads = [await session.read_resource("alpha+alpha://readme") for _ in range(3)]  # type: ignore[arg-type]
+        echoes = [await session.call_tool("alpha__echo", {"text": "hi"}) for _ in range(2)]
+        sums = [await session.call_tool("alpha__add", {"a": 1, "b": 2}) for _ in range(2)]
+    assert sent(running, "alpha") - before == 1 + 1 + 2  # add is not opted in
+    assert reads[0].contents == reads[2].contents
+    assert echoes[0].content == echoes[1].content
+    assert sums[0].content == sums[1].content
