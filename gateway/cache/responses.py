@@ -3,8 +3,12 @@
 Rules:
 
 1. **Keyed as the spec says**: the backend, the method and the params that
-   affect the result (``_meta`` and MRTR fields left out), digested as
-   RFC 8785 canonical JSON so key order never splits an entry.
+   affect the result (``_meta`` and MRTR fields left out), digested as JSON
+   with every object's keys sorted, so key order never splits an entry.
+   Not RFC 8785: its pure-Python canonicalisation cost ~75 µs a request
+   where msgspec's sorted encoding costs ~6 µs; the one difference that
+   matters here (a number written two ways, ``1`` and ``1.0``) makes two
+   entries, which costs a miss, never a wrong answer.
 2. **Scope.** A ``public`` answer is shared by every caller; a ``private``
    one is kept per principal and only ever served to that principal.
    Without a principal (no auth) a ``private`` answer is not cached at all:
@@ -30,12 +34,13 @@ from collections import OrderedDict
 from typing import Any, Final, Literal
 
 import msgspec
-import rfc8785
 
 __all__ = ["CacheStats", "ResponseCache", "request_digest"]
 
 #: Params that never affect a result (rule 1).
 _IGNORED_PARAMS: Final = frozenset({"_meta", "inputResponses", "requestState"})
+#: Rule 1: every object's keys sorted, at any depth.
+_sorted: Final = msgspec.json.Encoder(order="sorted")
 #: Rule 5: an entry may take at most this share of the bound.
 _LARGEST_SHARE: Final = 8
 
@@ -44,9 +49,9 @@ def request_digest(method: str, params: dict[str, Any] | None) -> str:
     """Rule 1: the digest of a request's method and result-affecting params."""
     relevant = {k: v for k, v in (params or {}).items() if k not in _IGNORED_PARAMS}
     try:
-        canonical = rfc8785.dumps({"method": method, "params": relevant})
-    except rfc8785.CanonicalizationError:
-        canonical = msgspec.json.encode({"method": method, "params": repr(relevant)})
+        canonical = _sorted.encode((method, relevant))
+    except (TypeError, ValueError, OverflowError):
+        canonical = _sorted.encode((method, repr(relevant)))
     return hashlib.sha256(canonical).hexdigest()
 
 
