@@ -348,10 +348,11 @@ async def apply(live: Live, plan: ConfigPlan) -> list[str]:
             policy, audit_calls=audit_calls, peers=live.clients.peers(), base_of=live.router.view
         ):
             live.coalescer.add(kinds, profile, session=session)
-    await live.pool.reload(plan.new.backends, plan.new.shutdown.drain_timeout)
-    # Every reload starts the response cache afresh: its opt-ins may have
-    # changed, and so may what any backend answers.
+    # Every reload starts the response cache afresh, before the backends'
+    # drains: its opt-ins may have changed, so may the policy its answers
+    # were shaped under; a backend restarted by the reload drops its own.
     live.router.set_cache(cache_for(plan.new.cache, plan.new.backends, plan.new.profiles))
+    await live.pool.reload(plan.new.backends, plan.new.shutdown.drain_timeout)
     return list(plan.changed)
 
 

@@ -10,19 +10,36 @@ backend is read off its own request counter.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from gateway.config import parse
 from gateway.config.schema_cache import ToolCache
 from gateway.config.schema_profiles import ProfileConfig
+from gateway.runtime.app import reload_config
 from tests.e2e.test_modern_backend import modern_call, sdk2_stdio
-from tests.harness import NEEDS_SDK2, gateway_config, open_client, sdk_backend, start_gateway
+from tests.e2e.test_tasks import _ask
+from tests.harness import (
+    ENGINE,
+    NEEDS_SDK2,
+    gateway_config,
+    open_client,
+    sdk_backend,
+    start_gateway,
+)
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import trio
 
     from tests.harness import Running
+
+
+ALICE: Final = "alice-token-0123456789abcdef"
+BOB: Final = "bob-token-0123456789abcdef"
 
 
 def sent(running: Running, backend: str) -> int:
@@ -79,3 +96,56 @@ async def test_a_legacy_backends_opted_in_reads_and_read_only_calls_are_kept(
     assert reads[0].contents == reads[2].contents
     assert echoes[0].content == echoes[1].content
     assert sums[0].content == sums[1].content
+
+
+async def test_a_real_backends_updated_and_list_changed_drop_what_they_make_stale(
+    nursery: trio.Nursery,
+) -> None:
+    """Gateway choice: resources/updated drops the URI's reads, tools/list_changed the
+    backend's tool answers (the official SDK's low-level server ``watched``)."""
+    config = gateway_config([sdk_backend("watched", cache={"ttl": 600})], cache={})
+    touch_kept = ToolCache(tools=["watched__touch"], allow_unannotated=True)
+    config = msgspec.structs.replace(
+        config, profiles=[ProfileConfig(name="default", cache=touch_kept)]
+    )
+    running = await start_gateway(nursery, config)
+    async with open_client(running.url) as session:
+        for _ in range(2):
+            await session.read_resource("watched+watch://a")  # type: ignore[arg-type]
+        await session.call_tool("watched__touch", {"uri": "watch://a"})  # sends updated(a)
+        await session.read_resource("watched+watch://a")  # type: ignore[arg-type]
+        await session.call_tool("watched__touch", {"uri": "watch://a"})  # kept
+        await session.call_tool("watched__grow", {})  # sends tools/list_changed
+        await session.call_tool("watched__touch", {"uri": "watch://a"})
+    cache = running.gateway.router.cache
+    assert cache is not None
+    stats = cache.responses.stats("watched")
+    assert (stats.hits, stats.misses) == (2, 4)
+
+
+async def test_private_reads_stay_with_their_principal_and_a_reload_starts_afresh(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """Spec (caching.mdx §Cache Scope), gateway choice: two static-token principals
+    each get their own private entry; a reload drops every entry."""
+    document: dict[str, Any] = {
+        "server": {"host": "127.0.0.1", "port": 0, "engine": ENGINE},
+        "auth": {"tokens": {"alice": ALICE, "bob": BOB}},
+        "cache": {},
+        "backends": [sdk_backend("alpha", cache={"ttl": 60, "scope": "private"})],
+    }
+    path = tmp_path / "gateway.json"
+    path.write_text(json.dumps(document))
+    running = await start_gateway(nursery, parse(json.dumps(document), env={}))
+    read = {"uri": "alpha+alpha://readme"}
+    before = sent(running, "alpha")
+    for token in (ALICE, BOB, ALICE, BOB):
+        answer = await _ask(running, "resources/read", read, token=token)
+        assert answer["result"]["contents"][0]["text"] == "Alpha readme", answer
+    assert sent(running, "alpha") - before == 2  # one each: Bob never got Alice's
+    cache = running.gateway.router.cache
+    assert cache is not None
+    assert (cache.responses.stats("alpha").hits, cache.responses.stats("alpha").misses) == (2, 2)
+    assert await reload_config(running.gateway, str(path)) is True
+    await _ask(running, "resources/read", read, token=ALICE)
+    assert sent(running, "alpha") - before == 3
