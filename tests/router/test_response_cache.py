@@ -21,6 +21,10 @@ from gateway.router import Router
 from gateway.router.response_cache import cache_for
 from tests.router.fakes import FakeBackend, FakeClient, FakePool, ask, make_router
 from tests.router.test_cache_hints import modern, read, reads
+from tests.router.test_policy import CI, DEV, NOT_FOUND
+from tests.router.test_policy import client as policy_client
+from tests.router.test_policy import make_pool as make_policy_pool
+from tests.router.test_policy import make_router as policy_router
 
 ALICE = "token:alice"
 BOB = "token:bob"
@@ -354,4 +358,37 @@ async def test_a_cache_too_small_for_an_answer_forwards_it_unchanged(
     for _ in range(2):
         answer = await ask(router, FakeClient("c"), "resources/read", uri="old+mem://a")
         assert answer["result"]["contents"][0]["text"] == "hello"
+    assert reads_sent(backend) == 2
+
+
+async def test_a_shared_answer_never_reaches_a_caller_the_policy_hides_the_item_from(
+    nursery: trio.Nursery,
+) -> None:
+    """Gateway choice: the item is resolved in the caller's view before the cache is asked."""
+    pool = make_policy_pool()
+    files = modern(pool.backends["files"])
+    files.answers["resources/read"] = reads({"ttlMs": 60000, "cacheScope": "public"})
+    router = await policy_router(pool, nursery)
+    router.set_cache(cache_for(CacheConfig(), [], []))
+    uri = "files+mem://notes.txt"
+    for _ in range(2):
+        allowed = await ask(router, policy_client(CI, "ci"), "resources/read", uri=uri)
+        assert allowed["result"]["contents"][0]["text"] == "hello"
+    hidden = await ask(router, policy_client(DEV, "dev"), "resources/read", uri=uri)
+    assert hidden["error"]["code"] == NOT_FOUND
+    assert reads_sent(files) == 1
+
+
+async def test_scope_auto_keeps_a_per_principal_backends_reads_per_principal(
+    nursery: trio.Nursery,
+) -> None:
+    """Gateway choice: a backend whose sessions are per principal may answer per principal."""
+    pool = FakePool()
+    backend = pool.add(legacy_backend(), resources=({"uri": "mem://a", "name": "a"},))
+    backend.config = StdioBackend(
+        name="old", command="fake", prefix="old", session="per_principal", cache=BackendCache()
+    )
+    router = await cached_router(pool, nursery)
+    for principal in (ALICE, BOB, ALICE, BOB):
+        await ask(router, FakeClient("c", principal=principal), "resources/read", uri="old+mem://a")
     assert reads_sent(backend) == 2
