@@ -11,6 +11,7 @@ backend is read off its own request counter.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -26,18 +27,18 @@ from tests.harness import (
     NEEDS_SDK2,
     gateway_config,
     open_client,
+    run_sdk2_host,
     sdk_backend,
     start_gateway,
 )
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     import trio
 
     from tests.harness import Running
 
 
+SDK2_HOST: Final = Path(__file__).resolve().parents[1] / "sdk2" / "cache_host.py"
 ALICE: Final = "alice-token-0123456789abcdef"
 BOB: Final = "bob-token-0123456789abcdef"
 
@@ -149,3 +150,21 @@ async def test_private_reads_stay_with_their_principal_and_a_reload_starts_afres
     assert await reload_config(running.gateway, str(path)) is True
     await _ask(running, "resources/read", read, token=ALICE)
     assert sent(running, "alpha") - before == 3
+
+
+@NEEDS_SDK2[0]
+@NEEDS_SDK2[1]
+async def test_an_sdk2_host_reads_from_the_cache_with_the_time_left(
+    nursery: trio.Nursery,
+) -> None:
+    """Spec (caching.mdx): the official SDK 2.x host's second read is a hit whose ttlMs
+    never exceeds the time the entry has left."""
+    config = gateway_config([sdk2_stdio("m", env={"SDK2_CACHE_HINTS": "1"})], cache={})
+    running = await start_gateway(nursery, config)
+    before = sent(running, "m")
+    seen = await run_sdk2_host(SDK2_HOST, running.url, "m+sdk2://note", limit=60.0)
+    assert seen["protocol_version"] == "2026-07-28"
+    assert seen["texts"] == ["a note from sdk2"] * 2
+    first, second = seen["ttls"]
+    assert first == 45000 and 0 < second <= 45000
+    assert sent(running, "m") - before == 1
