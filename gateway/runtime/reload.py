@@ -204,6 +204,8 @@ def effective_config(old: GatewayConfig, new: GatewayConfig) -> GatewayConfig:
 
 
 def _setting(config: GatewayConfig, dotted: str) -> object:
+    if dotted == "profiles":  # a profile's cache opt-in applies on reload (docs/caching.md)
+        return [msgspec.structs.replace(p, cache=None) for p in config.profiles]
     value: object = config
     for part in dotted.split("."):
         value = getattr(value, part)
@@ -282,7 +284,11 @@ def plan_config(old: GatewayConfig, new: GatewayConfig) -> ConfigPlan:
     tasks = differs("tasks", old.tasks, new.tasks)
     policy = differs("policy", (old.policy, old.policy_audit), (new.policy, new.policy_audit))
     differs("backends", old.backends, new.backends)
-    differs("cache", old.cache, new.cache)
+    differs(
+        "cache",
+        (old.cache, [p.cache for p in old.profiles]),
+        (new.cache, [p.cache for p in new.profiles]),
+    )
     return ConfigPlan(
         new,
         tuple(changed),
