@@ -164,11 +164,13 @@ bench: install-dev bench-peers
 	$(BIN)/python -m compileall -q gateway
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.scale $(SCALE_ARGS)
+	$(BIN)/python -m benchmarks.cache
 
 bench-quick: install-dev bench-peers
 	$(BIN)/python -m compileall -q gateway
 	$(BIN)/python -m benchmarks.run --quick $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.scale --quick $(SCALE_ARGS)
+	$(BIN)/python -m benchmarks.cache --quick
 
 clean:
 	rm -rf $(VENV) $(SDK2_VENV) benchmarks/.peers $(NODE_DIR)/node_modules $(CONFORMANCE_DIR)/node_modules \

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gateway.config import parse
 from gateway.frontend.origin import OriginPolicy
-from gateway.runtime.reload import plan_config
+from gateway.runtime.reload import plan_config, restart_only_changes
 
 BASE = """
 server: {allowed_origins: ["https://a.example"]}
@@ -33,3 +33,13 @@ def test_each_changed_section_becomes_the_piece_its_part_applies() -> None:
     assert isinstance(plan.origin, OriginPolicy)
     assert plan.mrtr == new.mrtr and plan.rotate_state_secret
     assert plan.pagination == new.pagination and not plan.rotate_cursor_secret
+
+
+def test_a_profiles_cache_opt_in_is_applied_by_a_reload_not_held_for_a_restart() -> None:
+    """gateway choice (docs/caching.md): the cache starts afresh under the file's opt-ins."""
+    before = parse(BASE + "profiles: [{name: p}]\n", env={})
+    after = parse(BASE + "cache: {}\nprofiles: [{name: p, cache: {tools: ['*']}}]\n", env={})
+    assert restart_only_changes(before, after) == []
+    assert plan_config(before, after).changed == ("cache",)
+    renamed = parse(BASE + "profiles: [{name: q}]\n", env={})
+    assert restart_only_changes(before, renamed) == ["profiles"]

@@ -535,6 +535,8 @@ class Backend:
         if kinds:
             if client is None:  # the catalog follows the shared session only
                 self._supervisor.mark_changed(kinds)
+            if self._on_notification is not None:  # the response cache drops what went stale
+                self._on_notification(self, method, params, client)
             return
         if self._on_notification is not None:
             self._on_notification(self, method, params, client)

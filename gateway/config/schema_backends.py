@@ -27,6 +27,7 @@ from gateway.config.schema import (
     tag_table,
 )
 from gateway.config.schema_backend_auth import BackendAuth
+from gateway.config.schema_cache import BackendCache
 from gateway.config.schema_filters import FilterConfig
 
 __all__ = [
@@ -253,6 +254,9 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
             there and ``modern`` is refused.
         filters: guardrail filters for this backend's calls, results and
             requests, run after the top-level and the profile's ones.
+        cache: keep this backend's reads although it sends no cache hints
+            (a 2025-11-25 backend; ``gateway.config.schema_cache``); None
+            keeps only what a 2026-07-28 backend's own hints allow.
     """
 
     name: Name
@@ -274,6 +278,7 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
     on_collision: Literal["error", "skip", "rename"] = "error"
     protocol: Literal["auto", "modern", "legacy"] = "auto"
     filters: list[FilterConfig] = msgspec.field(default_factory=list)
+    cache: BackendCache | None = None
 
     @property
     def transport(self) -> str:

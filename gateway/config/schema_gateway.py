@@ -34,6 +34,7 @@ from gateway.config.schema import (
 from gateway.config.schema_admin import AdminConfig, admin_problems
 from gateway.config.schema_auth import AuthConfig
 from gateway.config.schema_backends import BackendConfig
+from gateway.config.schema_cache import CacheConfig
 from gateway.config.schema_filters import FilterConfig
 from gateway.config.schema_hosts import BackendsFrom, HostFilePath
 from gateway.config.schema_policy import PolicyAudit, PolicyRule, policy_problems
@@ -140,6 +141,8 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
         store: where state that outlives a request lives
             (``gateway.config.schema_store``): embedded, or Valkey/Redis.
         admin: the operator console (``gateway.config.schema_admin``).
+        cache: the response cache (``gateway.config.schema_cache``); None
+            (the key absent) turns it off.
         backends: the MCP servers behind the gateway, in file order.
         profiles: named subsets of the catalog, each on its own path
             (``gateway.config.schema_profiles``).
@@ -169,6 +172,7 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
     metrics: MetricsListenerConfig = msgspec.field(default_factory=MetricsListenerConfig)
     tracing: TracingConfig = msgspec.field(default_factory=TracingConfig)
     admin: AdminConfig = msgspec.field(default_factory=AdminConfig)
+    cache: CacheConfig | None = None
     backends: list[BackendConfig] = msgspec.field(default_factory=list)
     profiles: list[ProfileConfig] = msgspec.field(default_factory=list)
     backends_from: list[BackendsFrom | HostFilePath] = msgspec.field(default_factory=list)

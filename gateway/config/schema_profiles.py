@@ -23,6 +23,7 @@ import msgspec
 
 from gateway.config.schema import Base, Invalid, Name
 from gateway.config.schema_backends import ItemFilter
+from gateway.config.schema_cache import ToolCache
 from gateway.config.schema_filters import FilterConfig
 
 if TYPE_CHECKING:
@@ -95,6 +96,8 @@ class ProfileConfig(Base, frozen=True, kw_only=True):
         overrides: new names and descriptions of some tools and prompts.
         filters: guardrail filters for calls through this profile, run after
             the top-level ones and before the backend's.
+        cache: the tools whose calls may be answered from the response
+            cache (``gateway.config.schema_cache``); None: none.
     """
 
     name: Name
@@ -106,6 +109,7 @@ class ProfileConfig(Base, frozen=True, kw_only=True):
     pinned: list[str] = msgspec.field(default_factory=list)
     overrides: Overrides = msgspec.field(default_factory=Overrides)
     filters: list[FilterConfig] = msgspec.field(default_factory=list)
+    cache: ToolCache | None = None
 
 
 def _is_literal(pattern: str) -> bool:

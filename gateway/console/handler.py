@@ -255,6 +255,7 @@ class ConsoleApp:
             **self._common(identity, "overview"),
             backends=rows,
             groups=views.session_summary(parts.clients),
+            cache=views.cache_rows(parts.router.cache),
             sessions=len(views.session_rows(parts.clients, now)),
             can_reload=parts.can_reload(),
         )

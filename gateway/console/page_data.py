@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from gateway.console.recent import FailedRequest
     from gateway.frontend.clients import ClientSession
     from gateway.router import Router
+    from gateway.router.response_cache import RouterCache
     from gateway.runtime.reload import ReloadOutcome
     from gateway.telemetry.overview import SessionGroup
 
@@ -95,6 +96,34 @@ def backend_rows(backends: Iterable[Backend], activity: Activity, now: float) ->
                 error_rate=None if stats is None else stats.error_rate,
                 last_error="" if last is None else last.message,
                 last_error_at=None if last is None else last.at,
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class CacheRow:
+    """One backend's response-cache figures on the overview."""
+
+    backend: str
+    hit_ratio: float | None
+    hits: int
+    misses: int
+    evictions: int
+    bytes: int
+
+
+def cache_rows(cache: RouterCache | None) -> list[CacheRow] | None:
+    """The response cache per backend, hit ratio first; None while the cache is off."""
+    if cache is None:
+        return None
+    rows = []
+    for sample in cache.samples():
+        lookups = sample.hits + sample.misses
+        ratio = sample.hits / lookups if lookups else None
+        rows.append(
+            CacheRow(
+                sample.backend, ratio, sample.hits, sample.misses, sample.evictions, sample.bytes
             )
         )
     return rows

@@ -30,6 +30,9 @@ Rules:
 9. A 2026-07-28 backend's -32022 is never relayed (``envelope_refused``);
    its results reach a legacy host without ``resultType``, ``ttlMs`` and
    ``cacheScope``.
+10. The response cache keeps what the backend answered; the guardrail
+    chains run after it, on every answer, hit or miss, since they are the
+    caller's profile's and a shared entry may serve another profile.
 
 Theory of operation: ``Targets`` turns a public name or URI into a backend
 and its original name (rules 1-3). ``Forwarder.forward`` swaps the progress
@@ -46,6 +49,7 @@ one path, which splitting would copy.
 from __future__ import annotations
 
 import itertools
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -82,6 +86,7 @@ if TYPE_CHECKING:
     from gateway.router.call_metrics import RouterMetrics
     from gateway.router.host_roots import HostRoots
     from gateway.router.neighbours import Emit, PoolView
+    from gateway.router.response_cache import RouterCache
     from gateway.router.stateless.held_calls import HeldCalls
 
 logger = structlog.get_logger("gateway.router")
@@ -212,12 +217,21 @@ class Forwarder:
         )
 
     async def forward(
-        self, call: Call, backend: BackendView, method: str, params: dict[str, Any]
+        self,
+        call: Call,
+        backend: BackendView,
+        method: str,
+        params: dict[str, Any],
+        *,
+        keep_modern: bool = False,
     ) -> msgspec.Raw:
         """Send one request to a backend on behalf of a host request.
 
         Swaps the client's progress token for one unique on the backend's
         link, and records the call as in flight for the owner lookup.
+        ``keep_modern`` leaves a modern backend's ``resultType`` and hints
+        on the result whatever the host (the response cache reads them and
+        shapes the answer itself).
         """
         progress: _Progress | None = None
         token: str | None = None
@@ -268,7 +282,7 @@ class Forwarder:
                 result = await self._input_required(call, backend, method, params, result, send)
         finally:
             self._owners.remove(backend.name, client_id, call)
-        if modern and not isinstance(call.client, ModernRequest):
+        if modern and not keep_modern and not isinstance(call.client, ModernRequest):
             return for_legacy_host(result)
         return result
 
@@ -317,7 +331,7 @@ class Forwarder:
 
 
 def envelope_refused(backend: str, exc: RemoteProtocolError) -> LocalProtocolError:
-    """What a host gets when a modern backend refused the gateway's envelope (rule 9).
+    """What a host gets when a modern backend refused the gateway's envelope (rule 10).
 
     The -32022 is about our request, not the host's: relaying it would make a
     modern host fall back to ``initialize`` against a gateway that serves it
@@ -422,13 +436,24 @@ class Calls:
         self._forward = forwarder.forward
         self._metrics = metrics
         self.guard = guard
+        #: The response cache (``router.response_cache``); None when it is off.
+        self.cache: RouterCache | None = None
 
     async def _named(
-        self, call: Call, target: Target, public: str, method: str, params: dict[str, Any]
+        self,
+        call: Call,
+        target: Target,
+        public: str,
+        method: str,
+        params: dict[str, Any],
+        *,
+        keep_modern: bool = False,
     ) -> msgspec.Raw:
         """Forward a request for one item; the backend's error in public names (rule 5)."""
         try:
-            return await self._forward(call, target.backend, method, params)
+            return await self._forward(
+                call, target.backend, method, params, keep_modern=keep_modern
+            )
         except RemoteProtocolError as exc:
             raise in_public_names(exc, target, public) from None
 
@@ -449,10 +474,30 @@ class Calls:
                 guard, call, target.backend, name, params, lambda: _input_schema(call, name)
             )
         self._metrics.count_tool_call(target.backend.name, target.original)
-        result = await self._named(call, target, name, "tools/call", params)
-        result = mcp.rewrite_call_result(result, _uri_mapper(target.backend))
+        cache = self.cache
+        rule = None
+        if cache is not None:
+            entry = call.snapshot.resolve(Kind.TOOLS, name)
+            rule = cache.tool_rule(
+                call.client.profile, name, None if entry is None else entry.encoded
+            )
+        if cache is not None and rule is not None:
+            fetch = partial(self._call_tool, call, target, name, params)
+            result = await cache.call_tool(call, target.backend, params, rule, fetch)
+        else:
+            result = await self._call_tool(call, target, name, params)
+        # After the cache, on every answer: what the cache keeps is the
+        # backend's, and the chains are the caller's profile's (rule 10).
         if guard is not None:
             result = await filter_result(guard, call, target.backend, name, result, tool=True)
+        return result
+
+    async def _call_tool(
+        self, call: Call, target: Target, name: str, params: dict[str, Any]
+    ) -> msgspec.Raw:
+        """Forward a ``tools/call`` and rewrite its result for the host."""
+        result = await self._named(call, target, name, "tools/call", params)
+        result = mcp.rewrite_call_result(result, _uri_mapper(target.backend))
         return downgraded(result, call.client.protocol_version, revisions.call_result)
 
     async def get_prompt(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
@@ -471,13 +516,26 @@ class Calls:
         uri = mcp.require_str(params, "uri", "resource")
         target = self._targets.uri(uri, call)
         params["uri"] = target.original
-        result = await self._named(call, target, uri, "resources/read", params)
-        result = mcp.rewrite_read_result(result, _uri_mapper(target.backend))
+        cache = self.cache
+        if cache is not None:
+            fetch = partial(self._read_kept, call, target, uri, params)
+            result = await cache.read(call, target.backend, params, fetch)
+        else:
+            result = await self._named(call, target, uri, "resources/read", params)
+            result = mcp.rewrite_read_result(result, _uri_mapper(target.backend))
+            if isinstance(call.client, ModernRequest):
+                result = with_read_hint(result, target.backend, per_principal=call.per_principal)
+        # After the cache, on every answer, as for tool calls (rule 10).
         if self.guard is not None:
             result = await filter_result(self.guard, call, target.backend, uri, result, tool=False)
-        if isinstance(call.client, ModernRequest):
-            return with_read_hint(result, target.backend, per_principal=call.per_principal)
         return result
+
+    async def _read_kept(
+        self, call: Call, target: Target, uri: str, params: dict[str, Any]
+    ) -> msgspec.Raw:
+        """A read for the cache: public content URIs, the backend's own hints kept."""
+        result = await self._named(call, target, uri, "resources/read", params, keep_modern=True)
+        return mcp.rewrite_read_result(result, _uri_mapper(target.backend))
 
     async def complete(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
         """``completion/complete``: route by the prompt or resource reference."""

@@ -90,6 +90,7 @@ if TYPE_CHECKING:
     from gateway.protocol.jsonrpc import Request
     from gateway.router.call_metrics import RequestObserver, RouterMetrics
     from gateway.router.neighbours import ClientPeer, Emit, PoolView
+    from gateway.router.response_cache import RouterCache
 
 logger = structlog.get_logger("gateway.router")
 
@@ -159,7 +160,7 @@ class Router:
         targets = Targets(pool, separator)
         self._roots = HostRoots(self._rekey)
         forwarder = Forwarder(owners, wanted, self._held, self._roots)
-        calls = Calls(targets, forwarder, metrics, guardrails)
+        calls = self._calls = Calls(targets, forwarder, metrics, guardrails)
         self._guardrails = guardrails
         self._lists = Lists(pool, cursors, page_size, metrics, guardrails)
         self.search = SearchMode(
@@ -243,6 +244,15 @@ class Router:
         changes = list_changes(self.access, self.profiles, peers, shown, snapshot, refreshed)
         self.search.follow(snapshot)
         return changes
+
+    @property
+    def cache(self) -> RouterCache | None:
+        """The response cache (``router.response_cache``); None when it is off."""
+        return self._calls.cache
+
+    def set_cache(self, cache: RouterCache | None) -> None:
+        """Use ``cache`` from now on (start, reload): nothing kept so far is served again."""
+        self._calls.cache = cache
 
     def set_page_size(self, page_size: int) -> None:
         """Change the list page size (on reload); walks in progress stay exact."""
@@ -522,7 +532,17 @@ class Router:
     def backend_notification(
         self, backend: BackendView, method: str, params: msgspec.Raw | None, client: str | None
     ) -> None:
-        """Fan a backend's notification out to the clients it concerns."""
+        """Fan a backend's notification out to the clients it concerns.
+
+        The response cache hears it first: what it makes stale goes. A
+        ``list_changed`` is for the cache only (the catalog follows it in
+        the backend's supervisor; hosts hear the catalog's own change).
+        """
+        cache = self._calls.cache
+        if cache is not None:
+            cache.backend_notified(backend.name, method, params)
+        if method.endswith("/list_changed"):
+            return
         self._to_clients.backend_notification(backend, method, params, client)
 
     async def backend_request(
@@ -532,13 +552,18 @@ class Router:
         return await self._to_clients.backend_request(backend, method, params, client)
 
     def _backend_state_changed(self, backend: BackendView) -> None:
+        cache = self._calls.cache
         if backend.state is not BackendState.UP:
             self._levels.backend_down(backend.name)
             self._up.discard(backend.name)
+            if cache is not None:
+                cache.backend_restarted(backend.name)
             return
         if backend.name in self._up:
             return  # a listing refresh, not a new session
         self._up.add(backend.name)
+        if cache is not None:
+            cache.backend_restarted(backend.name)
         self._follow_up(partial(self._renew, backend))
 
     async def _renew(self, backend: BackendView) -> None:

@@ -38,6 +38,7 @@ from gateway.identity.service import IdentityService
 from gateway.router import Router
 from gateway.router.access import AccessControl
 from gateway.router.profile_setup import profile_views, record_catalog
+from gateway.router.response_cache import cache_for
 from gateway.router.stateless.held_calls import DEFAULT_LIFETIME, HeldCalls
 from gateway.runtime import readiness as status
 from gateway.runtime import reload as live_reload
@@ -189,6 +190,7 @@ async def open_gateway(
             observer=activity,
             guardrails=guardrails_of(config, metrics, activity),
         )
+        router.set_cache(cache_for(config.cache, config.backends, config.profiles))
         await services.start(router.run)
         coalescer = ListChangedCoalescer(
             clients, metrics, config.notifications.debounce, lambda peer: access.on(peer).tag
@@ -263,6 +265,7 @@ async def open_gateway(
 
         metrics.watch_backends(pool.samples)
         metrics.watch_tasks(router.tasks.sample)
+        metrics.watch_cache(lambda: () if router.cache is None else router.cache.samples())
         pool.on_catalog_change(catalog_changed)
         router.search.follow(pool.snapshot)  # tools listed before the hook was in place
         pool.on_state_change(track_state)

@@ -25,6 +25,7 @@ from gateway.errors import ConfigError
 from gateway.frontend.origin import OriginPolicy
 from gateway.identity.keys import JwksError
 from gateway.identity.policy import Policy
+from gateway.router.response_cache import cache_for
 from gateway.router.stateless.held_calls import DEFAULT_LIFETIME
 from gateway.telemetry.logs import set_log_level
 
@@ -204,6 +205,8 @@ def effective_config(old: GatewayConfig, new: GatewayConfig) -> GatewayConfig:
 
 
 def _setting(config: GatewayConfig, dotted: str) -> object:
+    if dotted == "profiles":  # a profile's cache opt-in applies on reload (docs/caching.md)
+        return [msgspec.structs.replace(p, cache=None) for p in config.profiles]
     value: object = config
     for part in dotted.split("."):
         value = getattr(value, part)
@@ -282,6 +285,11 @@ def plan_config(old: GatewayConfig, new: GatewayConfig) -> ConfigPlan:
     tasks = differs("tasks", old.tasks, new.tasks)
     policy = differs("policy", (old.policy, old.policy_audit), (new.policy, new.policy_audit))
     differs("backends", old.backends, new.backends)
+    differs(
+        "cache",
+        (old.cache, [p.cache for p in old.profiles]),
+        (new.cache, [p.cache for p in new.profiles]),
+    )
     return ConfigPlan(
         new,
         tuple(changed),
@@ -347,6 +355,10 @@ async def apply(live: Live, plan: ConfigPlan) -> list[str]:
             policy, audit_calls=audit_calls, peers=live.clients.peers(), base_of=live.router.view
         ):
             live.coalescer.add(kinds, profile, session=session)
+    # Every reload starts the response cache afresh, before the backends'
+    # drains: its opt-ins may have changed, so may the policy its answers
+    # were shaped under; a backend restarted by the reload drops its own.
+    live.router.set_cache(cache_for(plan.new.cache, plan.new.backends, plan.new.profiles))
     await live.pool.reload(plan.new.backends, plan.new.shutdown.drain_timeout)
     return list(plan.changed)
 

@@ -15,6 +15,8 @@ from gateway.telemetry.scrape import (
     PREFIX,
     BackendCollector,
     BackendSample,
+    CacheCollector,
+    CacheSample,
     TaskCollector,
     TaskSample,
 )
@@ -206,6 +208,10 @@ class Metrics(FeatureSeries):
         """Export the task table's counts, read at scrape time."""
         self.registry.register(TaskCollector(sample))
 
+    def watch_cache(self, sample: Callable[[], Iterable[CacheSample]]) -> None:
+        """Export the response cache's counts per backend, read at scrape time."""
+        self.registry.register(CacheCollector(sample))
+
     def observe_request(self, method: str, outcome: str, seconds: float, backend: str = "") -> None:
         """Count one routed host request and record its duration.
 
@@ -240,6 +246,7 @@ __all__ = [
     "BACKEND_STATES",
     "PREFIX",
     "BackendSample",
+    "CacheSample",
     "Metrics",
     "TaskSample",
 ]

@@ -1,4 +1,4 @@
-"""Metric families read at scrape time: the backends' state and the task table.
+"""Metric families read at scrape time: the backends' state, the task table, the cache.
 
 What the backends and the task runner already count for themselves (plain
 integers and ``collections.Counter``s they keep anyway) is read when
@@ -158,3 +158,54 @@ class TaskCollector(Collector):
         for status in TASK_ENDINGS:
             ended.add_metric([status], sample.ended.get(status, 0))
         yield from (created, running, ended)
+
+
+@dataclass(frozen=True, slots=True)
+class CacheSample:
+    """One backend's response-cache counters at scrape time (``router.response_cache``).
+
+    Attributes:
+        backend: the backend whose answers they are.
+        hits: lookups answered from the cache.
+        misses: lookups that went to the backend.
+        evictions: entries dropped to stay within ``cache.max_bytes``.
+        bytes: the bytes of its entries kept now.
+    """
+
+    backend: str
+    hits: int
+    misses: int
+    evictions: int
+    bytes: int
+
+
+class CacheCollector(Collector):
+    """The response cache's families, from the cache's own counts (none while it is off)."""
+
+    def __init__(self, sample: Callable[[], Iterable[CacheSample]]) -> None:
+        self._sample = sample
+
+    def collect(self) -> Iterator[Metric]:
+        """Requests by result and evictions as counters, bytes as a gauge."""
+        requests = CounterMetricFamily(
+            PREFIX + "cache_requests",
+            "Lookups in the response cache, by backend and result (hit or miss); "
+            "they start again from 0 when a reload renews the cache.",
+            labels=["backend", "result"],
+        )
+        evictions = CounterMetricFamily(
+            PREFIX + "cache_evictions",
+            "Response-cache entries evicted to stay within cache.max_bytes, by backend.",
+            labels=["backend"],
+        )
+        size = GaugeMetricFamily(
+            PREFIX + "cache_bytes",
+            "Bytes of the answers the response cache holds now, by backend.",
+            labels=["backend"],
+        )
+        for sample in self._sample():
+            requests.add_metric([sample.backend, "hit"], sample.hits)
+            requests.add_metric([sample.backend, "miss"], sample.misses)
+            evictions.add_metric([sample.backend], sample.evictions)
+            size.add_metric([sample.backend], sample.bytes)
+        yield from (requests, evictions, size)

@@ -106,7 +106,7 @@ def test_the_bound_evicts_the_least_recently_used_and_refuses_giants() -> None:
 
 operations = st.lists(
     st.tuples(
-        st.sampled_from(["store", "lookup", "invalidate"]),
+        st.sampled_from(["store", "lookup", "invalidate", "invalidate_uri"]),
         st.sampled_from(["", "alice", "bob"]),
         st.sampled_from(["public", "private"]),
         st.integers(0, 3),  # which request
@@ -132,7 +132,15 @@ def test_no_stale_answer_and_no_other_principals_private_answer(ops: list[Any]) 
         if op == "store":
             value = f"{request}-{principal}-{scope}-{now}".encode()
             stored = cache.store(
-                "b", "m", params, principal=principal, ttl=ttl, scope=scope, value=value, now=now
+                "b",
+                "m",
+                params,
+                principal=principal,
+                ttl=ttl,
+                scope=scope,
+                value=value,
+                now=now,
+                uri=f"u{request}",
             )
             if stored:
                 owner = principal if scope == "private" else ""
@@ -147,6 +155,12 @@ def test_no_stale_answer_and_no_other_principals_private_answer(ops: list[Any]) 
                     if now < deadline and owner in ("", principal)
                 }
                 assert got in allowed
+        elif op == "invalidate_uri":
+            cache.invalidate_uri("b", f"u{request}")
+            model.pop(request, None)
         else:
             cache.invalidate_backend("b")
             model.clear()
+    # The index agrees with the entries: invalidating everything leaves nothing.
+    cache.invalidate_methods("b", frozenset({"m"}))
+    assert cache.total.entries == 0 and cache.total.bytes == 0
