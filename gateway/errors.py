@@ -58,6 +58,7 @@ of each class defined elsewhere::
     ├── StoreUnavailable            store.api: the state store did not answer in time
     ├── BaselineError               pinning.baseline: a baseline that cannot be trusted
     ├── VaultError                  consent.vault: an unusable key, a token that does not open
+    ├── LoginRefused                consent.records: a consent link or callback refused
     └── ConsentSetupError           consent.oauth: discovery or registration cannot go on
 
 ``(ValueError)`` marks a class that is a ``ValueError`` too, because a
