@@ -75,7 +75,7 @@ from gateway.telemetry import tracing
 if TYPE_CHECKING:
     import collections
     import random
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     import msgspec
 
@@ -122,6 +122,8 @@ class Backend:
             the per-principal or per-client sessions.
         authenticated: whether the gateway authenticates its callers (it
             turns ``session: auto`` into ``per_principal`` for stdio).
+        personal: the ``user_consent`` token source (principal, backend →
+            token), once the state store is open.
     """
 
     def __init__(
@@ -136,6 +138,7 @@ class Backend:
         subjects: Callable[[str], Subject | None] | None = None,
         hosts: Callable[[str], HostFacts | None] | None = None,
         authenticated: Callable[[], bool] | None = None,
+        personal: Callable[[], Callable[[str, str], Awaitable[str | None]] | None] | None = None,
     ) -> None:
         self.config = config
         self._authenticated = authenticated or (lambda: False)
@@ -148,7 +151,9 @@ class Backend:
         self._subscribe_refused_on: Peer | None = None
         log = logger.bind(backend=self.name)
         # The ``auth:`` block at work (its token request counts are a metric).
-        self.credentials, opener, client_opener = connectors(config, connect, subjects)
+        self.credentials, opener, client_opener = connectors(
+            config, connect, subjects, personal or (lambda: None)
+        )
         # Sessions opened and requests sent, by era (metrics read at scrape time).
         self.handshake = Handshake()
         self._gate = Gate(self.name, config.max_in_flight, config.max_pending)

@@ -7,7 +7,7 @@ which every backend's supervisor runs; leaving ``open_pool`` stops them all.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -84,6 +84,9 @@ class Pool:
         )
         """A client session's principal and declared capabilities, for the
         per-principal and per-client backend sessions."""
+        self.personal: Callable[[str, str], Awaitable[str | None]] | None = None
+        """The ``user_consent`` token source (principal, backend → token), set
+        once the state store is open (``runtime.app``)."""
         self.authenticated = authenticated
         """Whether ``auth`` is configured (``session: auto`` follows it; a
         reload's ``apply_auth`` changes it)."""
@@ -153,6 +156,7 @@ class Pool:
             subjects=lambda client: self.subjects(client),
             hosts=lambda client: self.hosts(client),
             authenticated=lambda: self.authenticated,
+            personal=lambda: self.personal,
         )
         self.backends[cfg.name] = backend
         self._tasks[cfg.name] = _Task()

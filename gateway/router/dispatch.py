@@ -64,6 +64,7 @@ from gateway.router import initialize
 from gateway.router.access import AccessControl, item_of, list_changes
 from gateway.router.call_metrics import NO_METRICS
 from gateway.router.calls import Calls, Forwarder, Targets
+from gateway.router.consent_gate import ConsentDesk, ConsentGate
 from gateway.router.context import Call, ModernRequest
 from gateway.router.levels import Levels
 from gateway.router.lists import Lists
@@ -118,6 +119,8 @@ class Router:
             principal's effective view of the profile (``router.access``).
         task_notices: where ``notifications/tasks`` go (the listen streams).
         observer: watches every routed request (the console's, when it is on).
+        consent: the consent flow of ``user_consent`` backends
+            (``router.consent_gate``); none when no backend acts for people.
     """
 
     def __init__(
@@ -135,6 +138,7 @@ class Router:
         access: AccessControl | None = None,
         task_notices: Callable[[bytes], object] | None = None,
         observer: RequestObserver | None = None,
+        consent: ConsentDesk | None = None,
     ) -> None:
         self._pool = pool
         self.access = access if access is not None else AccessControl(metrics=metrics)
@@ -151,7 +155,9 @@ class Router:
         subscriptions = Subscriptions()
         wanted = LogLevels()
         targets = Targets(pool, separator)
-        forwarder = Forwarder(owners, wanted, self._held)
+        forwarder = Forwarder(
+            owners, wanted, self._held, None if consent is None else ConsentGate(consent)
+        )
         calls = Calls(targets, forwarder, metrics)
         self._lists = Lists(pool, cursors, page_size, metrics)
         self.search = SearchMode(

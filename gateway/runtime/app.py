@@ -10,21 +10,26 @@ from __future__ import annotations
 
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 import structlog
 import trio
 
+from gateway.backends.credentials.consent_tokens import ConsentBackend, ConsentTokens
 from gateway.backends.pool import Pool, open_pool
 from gateway.backends.state import BackendState
 from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
+from gateway.config import NetworkBackend
 from gateway.config.schema import TlsConfig
+from gateway.consent.vault import Vault, VaultError
 from gateway.console.activity import Activity
 from gateway.console.handler import ConsoleApp, ConsoleParts
 from gateway.frontend.asgi import GatewayApp, OperationsApp, operations_access
 from gateway.frontend.clients import ClientRegistry, ClientSession
+from gateway.frontend.consent_pages import ConsentPages
 from gateway.frontend.engine.selection import serve_http
 from gateway.frontend.list_changed import ListChangedCoalescer
 from gateway.frontend.origin import OriginPolicy
@@ -164,6 +169,8 @@ async def open_gateway(
         identity = IdentityService(metrics)
         await services.start(identity.run)
         auth = await _authenticate(identity, config)
+        consent = _consent(config, store)
+        pool.personal = None if consent is None else consent.access_token
         cursors = CursorCodec(config.pagination.cursor_secret, clock=trio.current_time)
         held = HeldCalls.from_config(
             config.mrtr, metrics, input_bound=lambda name: _input_bound(pool, name)
@@ -186,6 +193,7 @@ async def open_gateway(
             access=access,
             task_notices=clients.listeners.broadcast,
             observer=activity,
+            consent=consent,
         )
         await services.start(router.run)
         coalescer = ListChangedCoalescer(
@@ -229,6 +237,9 @@ async def open_gateway(
             operations=operations_access(config.server.host, config.metrics.port),
             console=console,
             observer=activity,  # refusals join the recent errors
+            consent=None
+            if consent is None
+            else ConsentPages(consent, config.consent.callback_path),
         )
         live = live_reload.Live(
             identity=identity,
@@ -280,6 +291,41 @@ async def _authenticate(identity: IdentityService, config: GatewayConfig) -> Aut
         raise ConfigError([f"auth.jwt.jwks_file: {exc}"]) from None
     assert identity.holder is not None
     return identity.holder
+
+
+def _consent(config: GatewayConfig, store: Store) -> ConsentTokens | None:
+    """The consent flow of the ``user_consent`` backends; None without any.
+
+    Raises:
+        ConfigError: the vault key file cannot be read or holds no usable key.
+    """
+    backends = {
+        backend.name: ConsentBackend(backend.name, backend.url, backend.auth)
+        for backend in config.backends
+        if isinstance(backend, NetworkBackend)
+        and backend.auth is not None
+        and backend.auth.type == "user_consent"
+    }
+    if not backends:
+        return None
+    path = config.consent.vault_key_file
+    try:
+        vault = Vault.from_text(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError([f"consent.vault_key_file: cannot read {path}: {exc.strerror}"]) from None
+    except (UnicodeDecodeError, VaultError) as exc:
+        reason = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else str(exc)
+        raise ConfigError([f"consent.vault_key_file: {reason}"]) from None
+    url = config.server.resource_url
+    scheme, _, rest = url.partition("://")
+    return ConsentTokens(
+        backends,
+        store,
+        vault,
+        public_origin=f"{scheme}://{rest.split('/', 1)[0]}",
+        callback_path=config.consent.callback_path,
+        login_timeout=config.consent.login_timeout,
+    )
 
 
 def _input_bound(pool: Pool, name: str) -> float:

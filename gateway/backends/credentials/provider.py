@@ -226,6 +226,7 @@ class BackendCredentials:
         subjects: the caller of a client session, for token exchange.
         fetch: performs a token request (tests pass their own).
         clock: the time ``refresh_at`` is measured on.
+        personal: the ``user_consent`` token source, once the store is open.
     """
 
     def __init__(
@@ -236,10 +237,12 @@ class BackendCredentials:
         subjects: Callable[[str], Subject | None],
         fetch: Callable[[TokenRequest], Awaitable[TokenAnswer]] = http_fetch,
         clock: Callable[[], float] = trio.current_time,
+        personal: Callable[[], Callable[[str, str], Awaitable[str | None]] | None] = (lambda: None),
     ) -> None:
         self._backend = backend
         self._auth = auth
         self._subjects = subjects
+        self._personal = personal
         self._fetch = fetch
         self._clock = clock
         self._cache = TokenCache(MAX_EXCHANGED_TOKENS + 1)
@@ -271,7 +274,9 @@ class BackendCredentials:
         return self._own(self._auth.catalog_auth)
 
     def for_client(self, client: str) -> ChannelCredential | None:
-        """A client's own session: the exchanged token, or the gateway's own."""
+        """A client's own session: the exchanged token, the person's own, or the gateway's."""
+        if self._auth.type == "user_consent":
+            return self._consented(client)
         if self._auth.type != "token_exchange":
             return self.shared()
 
@@ -302,6 +307,34 @@ class BackendCredentials:
                 self._cache.invalidate(("exchange", seen[-1]), token)
 
         return ChannelCredential(source, refused, retry=True)
+
+    def _consented(self, client: str) -> ChannelCredential:
+        """A ``user_consent`` session: its principal's own token (rule 1), never another's.
+
+        The session is bound to the principal of the client it opened for;
+        a later request finds that principal's token even once that client
+        is gone. Without a token (no consent yet, revoked, refresh refused)
+        the request fails: the router asks for consent before it sends.
+        """
+        bound: list[str] = []
+
+        async def source() -> str:
+            if not bound:
+                subject = self._subjects(client)
+                if subject is None:
+                    raise CredentialUnavailable("the backend session has no principal")
+                bound.append(subject[0])
+            personal = self._personal()
+            token = None if personal is None else await personal(bound[0], self._backend)
+            if token is None:
+                raise CredentialUnavailable(
+                    f"no consent of this principal for backend {self._backend!r}"
+                )
+            return token
+
+        # A refused token is not dropped here: the store holds it, and the
+        # backend's 401 goes back to the call (a revoked grant needs consent).
+        return ChannelCredential(source, lambda _token: None, retry=False)
 
     def _own(self, auth: BackendAuth | None) -> ChannelCredential | None:
         if auth is None:
@@ -394,6 +427,7 @@ def connectors(
     config: BackendConfig,
     connect: ChannelOpener | None,
     subjects: Callable[[str], Subject | None] | None,
+    personal: Callable[[], Callable[[str, str], Awaitable[str | None]] | None] = lambda: None,
 ) -> tuple[BackendCredentials | None, ChannelOpener, Callable[[str], ChannelOpener] | None]:
     """A backend's credentials (if its ``auth:`` asks for any) and its two openers.
 
@@ -405,7 +439,10 @@ def connectors(
         return None, connect, None
     if isinstance(config, NetworkBackend) and config.auth is not None:
         credentials = BackendCredentials(
-            config.name, config.auth, subjects=subjects or (lambda _client: None)
+            config.name,
+            config.auth,
+            subjects=subjects or (lambda _client: None),
+            personal=personal,
         )
         shared, for_client = credentials.openers(open_channel)
         return credentials, shared, for_client

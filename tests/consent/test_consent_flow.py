@@ -1,0 +1,296 @@
+"""Issue 28 end to end: each person signs in to a backend that acts for them, in the host.
+
+A real authorization server (oidc-provider, tests/node/consent_server.mjs:
+authorization code with PKCE required, resource indicators, JWT access
+tokens, its development login and consent pages) stands for the backend's
+sign-in; the backend (tests/servers/consent_backend.py, the official SDK)
+answers ``whoami`` with the ``sub`` of the bearer token each call carried.
+Two principals (static tokens) use the official SDK client as host; a
+person's browser is httpx following the redirects and posting the login
+and consent forms.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
+
+import httpx
+import pytest
+import trio
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import McpError
+from mcp.types import ElicitRequestURLParams, ElicitResult, TextContent
+
+from gateway.consent.vault import generate_key
+from tests.harness import Running, gateway_config, start_gateway
+from tests.servers.paths import SERVERS_DIR
+from tests.subprocess_servers import free_port, run_server
+
+SCRIPT: Final = Path(__file__).parents[1] / "node" / "consent_server.mjs"
+BACKEND: Final = SERVERS_DIR / "consent_backend.py"
+STARTUP_TIMEOUT: Final = 20.0
+TOKENS: Final = {"alice": "tok-alice", "bob": "tok-bob"}
+TOOL: Final = "tracker__whoami"
+
+
+@asynccontextmanager
+async def _authorization_server(port: int, resource: str, redirect_uri: str) -> AsyncIterator[str]:
+    """Run oidc-provider until the block ends; yields its issuer."""
+    process = await trio.lowlevel.open_process(
+        ["node", str(SCRIPT), str(port), resource, redirect_uri],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert process.stdout is not None
+        buffer = b""
+        with trio.fail_after(STARTUP_TIMEOUT):
+            while b"\n" not in buffer:
+                chunk = await process.stdout.receive_some()
+                assert chunk, "consent_server.mjs exited before it was ready"
+                buffer += chunk
+        issuer: str = json.loads(buffer.split(b"\n", 1)[0])["issuer"]
+        yield issuer
+    finally:
+        with trio.CancelScope(shield=True):
+            process.terminate()
+            with trio.move_on_after(5):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+
+
+class Setup:
+    """The running pieces of one test."""
+
+    def __init__(self, running: Running, record: Path, redirect_uri: str) -> None:
+        self.running = running
+        self.record = record
+        self.redirect_uri = redirect_uri
+
+    def carried(self) -> list[tuple[str, str]]:
+        """(sub, token) of each ``whoami`` call the backend served, in order."""
+        if not self.record.exists():
+            return []
+        return [
+            (entry["sub"], entry["token"])
+            for entry in map(json.loads, self.record.read_text().splitlines())
+        ]
+
+
+@asynccontextmanager
+async def _setup(nursery: trio.Nursery, tmp_path: Path) -> AsyncIterator[Setup]:
+    """Authorization server, backend and gateway, wired for ``user_consent``."""
+    gateway_port, idp_port, backend_port = free_port(), free_port(), free_port()
+    redirect_uri = f"http://127.0.0.1:{gateway_port}/oauth/callback"
+    backend_url = f"http://127.0.0.1:{backend_port}/mcp"
+    record = tmp_path / "calls.jsonl"
+    keys = tmp_path / "vault.keys"
+    keys.write_text(generate_key() + "\n")
+    argv = [sys.executable, str(BACKEND), str(backend_port), str(record)]
+    with run_server(argv, backend_port):
+        async with _authorization_server(idp_port, backend_url, redirect_uri) as issuer:
+            config = gateway_config(
+                [
+                    {
+                        "name": "tracker",
+                        "transport": "http",
+                        "url": backend_url,
+                        "session": "per_principal",
+                        "auth": {
+                            "type": "user_consent",
+                            "client_id": "gateway",
+                            "client_secret": "gateway-secret",
+                            "scopes": ["tracker:read"],
+                            "authorization_server": issuer,
+                        },
+                    }
+                ],
+                server={"port": gateway_port},
+                auth={"tokens": TOKENS},
+                consent={"vault_key_file": str(keys)},
+                store={"path": str(tmp_path / "state.sqlite")},
+            )
+            running = await start_gateway(nursery, config)
+            yield Setup(running, record, redirect_uri)
+
+
+async def _sign_in(url: str, login: str, *, stop_at: str = "") -> httpx.Response | str:
+    """The person's browser: open ``url``, sign in as ``login``, consent, follow to the end.
+
+    With ``stop_at``, the first redirect to a URL starting with it is returned
+    unopened (the callback URL, for the replay tests).
+    """
+    async with httpx.AsyncClient(follow_redirects=False) as browser:
+        response = await browser.get(url)
+        for _ in range(20):
+            if response.is_redirect:
+                location = urljoin(str(response.url), response.headers["location"])
+                if stop_at and location.startswith(stop_at):
+                    return location
+                response = await browser.get(location)
+                continue
+            text = response.text
+            found = re.search(r'<form[^>]*action="([^"]+)"', text)
+            if response.status_code != 200 or found is None:
+                return response
+            action = urljoin(str(response.url), html.unescape(found.group(1)))
+            if 'value="login"' in text:
+                form = {"prompt": "login", "login": login, "password": "any"}
+            else:
+                form = {"prompt": "consent"}
+            response = await browser.post(action, data=form)
+        raise AssertionError("the sign-in did not end")
+
+
+@asynccontextmanager
+async def _host(
+    setup: Setup, principal: str, *, signs_in_as: str | None = None
+) -> AsyncIterator[tuple[ClientSession, list[str], list[str]]]:
+    """The official client for ``principal``; with ``signs_in_as``, it declares URL
+    elicitation and its person signs in when asked. Yields the session, the URLs it
+    was asked to open, and the elicitation ids it was told completed."""
+    asked: list[str] = []
+    completed: list[str] = []
+
+    async def elicit(_context: Any, params: Any) -> ElicitResult:
+        assert isinstance(params, ElicitRequestURLParams)
+        asked.append(params.url)
+        assert signs_in_as is not None
+        page = await _sign_in(params.url, signs_in_as)
+        assert isinstance(page, httpx.Response) and page.status_code == 200, page
+        return ElicitResult(action="accept")
+
+    async def messages(message: Any) -> None:
+        root = getattr(message, "root", None)
+        if getattr(root, "method", "") == "notifications/elicitation/complete":
+            completed.append(root.params.elicitationId)  # type: ignore[union-attr]
+
+    headers = {"Authorization": f"Bearer {TOKENS[principal]}"}
+    async with (
+        httpx.AsyncClient(headers=headers) as http,
+        streamable_http_client(setup.running.url, http_client=http) as (read, write, _),
+        ClientSession(
+            read,
+            write,
+            elicitation_callback=elicit if signs_in_as is not None else None,
+            message_handler=messages,
+        ) as session,
+    ):
+        await session.initialize()
+        yield session, asked, completed
+
+
+async def _whoami(session: ClientSession) -> str:
+    result = await session.call_tool(TOOL, {})
+    content = result.content[0]
+    assert isinstance(content, TextContent)
+    assert not result.isError, content.text
+    return content.text
+
+
+async def test_each_person_signs_in_once_and_every_call_carries_their_own_token(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """spec: URL elicitation (2025-11-25); gateway choice: a call to a user_consent backend
+    waits for its person's sign-in, then carries that person's token, never another's."""
+    async with _setup(nursery, tmp_path) as setup:
+        tools = [t.name for t in (await _list(setup)).tools]
+        assert TOOL in tools  # the catalog's own session lists without a person's token
+        async with _host(setup, "alice", signs_in_as="alice@tracker") as (alice, asked, done):
+            assert await _whoami(alice) == "acting for alice@tracker"
+            assert len(asked) == 1 and "/oauth/start/" in asked[0]
+            assert len(done) == 1  # notifications/elicitation/complete reached the host
+            assert await _whoami(alice) == "acting for alice@tracker"
+            assert len(asked) == 1  # signed in once
+            async with _host(setup, "bob", signs_in_as="bob@tracker") as (bob, bob_asked, _):
+                assert await _whoami(bob) == "acting for bob@tracker"
+                assert await _whoami(alice) == "acting for alice@tracker"
+                assert len(bob_asked) == 1
+        carried = setup.carried()
+        assert [sub for sub, _ in carried] == [
+            "alice@tracker",
+            "alice@tracker",
+            "bob@tracker",
+            "alice@tracker",
+        ]
+        alice_tokens = {token for sub, token in carried if sub == "alice@tracker"}
+        bob_tokens = {token for sub, token in carried if sub == "bob@tracker"}
+        assert alice_tokens and bob_tokens and not alice_tokens & bob_tokens
+
+
+async def _list(setup: Setup) -> Any:
+    async with _host(setup, "bob") as (session, _, _):
+        return await session.list_tools()
+
+
+async def _required_link(session: ClientSession) -> str:
+    """The link of a -32042 answer to a call."""
+    with pytest.raises(McpError) as caught:
+        await session.call_tool(TOOL, {})
+    assert caught.value.error.code == -32042
+    data = caught.value.error.data
+    assert isinstance(data, dict)
+    (elicitation,) = data["elicitations"]
+    assert elicitation["mode"] == "url"
+    url: str = elicitation["url"]
+    return url
+
+
+async def test_a_host_without_url_elicitation_gets_32042_with_the_link_then_the_call_works(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """spec: URLElicitationRequiredError (-32042) carries the URL; once the person signed
+    in there, the same call goes through with their token."""
+    async with _setup(nursery, tmp_path) as setup, _host(setup, "alice") as (alice, _, _):
+        url = await _required_link(alice)
+        assert url.startswith(setup.running.base_url + "/oauth/start/")
+        page = await _sign_in(url, "alice@tracker")
+        assert isinstance(page, httpx.Response) and page.status_code == 200
+        assert "Signed in" in page.text
+        assert await _whoami(alice) == "acting for alice@tracker"
+        assert [sub for sub, _ in setup.carried()] == ["alice@tracker"]
+
+
+async def test_a_replayed_or_tampered_callback_and_a_reused_link_are_refused_with_a_page(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """gateway choice: links and logins are single use and bound to their state; a refusal
+    is a 400 page, never a 500, and stores no token."""
+    async with _setup(nursery, tmp_path) as setup, _host(setup, "alice") as (alice, _, _):
+        url = await _required_link(alice)
+        callback = await _sign_in(url, "alice@tracker", stop_at=setup.redirect_uri)
+        assert isinstance(callback, str)
+        parts = urlsplit(callback)
+        query = dict(parse_qsl(parts.query))
+        tampered = urlunsplit(
+            parts._replace(query=urlencode({**query, "state": "x" + query["state"]}))
+        )
+        async with httpx.AsyncClient() as browser:
+            refused = await browser.get(tampered)
+            assert refused.status_code == 400
+            assert "unknown or already used" in refused.text
+            reused = await browser.get(url)  # the link was used when the sign-in started
+            assert reused.status_code == 400
+            empty = await browser.get(setup.redirect_uri)
+            assert empty.status_code == 400
+            denied = await browser.get(setup.redirect_uri + "?state=s&error=access_denied")
+            assert denied.status_code == 400
+        await _required_link(alice)  # still no token: nothing above stored one
+        async with httpx.AsyncClient() as browser:
+            first = await browser.get(callback)
+            replayed = await browser.get(callback)
+        assert first.status_code == 200
+        assert replayed.status_code == 400 and "unknown or already used" in replayed.text
+        assert await _whoami(alice) == "acting for alice@tracker"
