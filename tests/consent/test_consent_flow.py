@@ -294,3 +294,35 @@ async def test_a_replayed_or_tampered_callback_and_a_reused_link_are_refused_wit
         assert first.status_code == 200
         assert replayed.status_code == 400 and "unknown or already used" in replayed.text
         assert await _whoami(alice) == "acting for alice@tracker"
+
+
+def _answer(response: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC answer of a POST, as JSON or the last SSE message."""
+    from tests.frontend.test_modern_http import sse_messages
+
+    if "event-stream" in response.headers.get("content-type", ""):
+        last: dict[str, Any] = sse_messages(response)[-1]
+        return last
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def test_a_2026_07_28_request_gets_32021_naming_url_elicitation_with_the_link(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """spec: -32021 names the missing capability; gateway choice: its data carries the link
+    (input_required with a URL request is not built), and after sign-in the retry works."""
+    from tests.frontend.test_modern_http import modern, send
+    from tests.frontend.test_streamable_http import http_client
+
+    async with _setup(nursery, tmp_path) as setup, http_client(setup.running) as client:
+        client.headers["authorization"] = f"Bearer {TOKENS['alice']}"
+        refused = await send(client, modern(1, "tools/call", {"name": TOOL, "arguments": {}}))
+        error = _answer(refused)["error"]
+        assert error["code"] == -32021
+        assert error["data"]["requiredCapabilities"] == {"elicitation": {"url": {}}}
+        page = await _sign_in(error["data"]["url"], "alice@tracker")
+        assert isinstance(page, httpx.Response) and page.status_code == 200
+        retried = await send(client, modern(2, "tools/call", {"name": TOOL, "arguments": {}}))
+        result = _answer(retried)["result"]
+        assert result["content"][0]["text"] == "acting for alice@tracker"
