@@ -169,7 +169,7 @@ async def open_gateway(
         identity = IdentityService(metrics)
         await services.start(identity.run)
         auth = await _authenticate(identity, config)
-        consent = _consent(config, store)
+        consent = consent_flow(config, store)
         pool.personal = None if consent is None else consent.access_token
         cursors = CursorCodec(config.pagination.cursor_secret, clock=trio.current_time)
         held = HeldCalls.from_config(
@@ -293,7 +293,7 @@ async def _authenticate(identity: IdentityService, config: GatewayConfig) -> Aut
     return identity.holder
 
 
-def _consent(config: GatewayConfig, store: Store) -> ConsentTokens | None:
+def consent_flow(config: GatewayConfig, store: Store) -> ConsentTokens | None:
     """The consent flow of the ``user_consent`` backends; None without any.
 
     Raises:
