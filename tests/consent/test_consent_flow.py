@@ -74,10 +74,17 @@ async def _authorization_server(port: int, resource: str, redirect_uri: str) -> 
 class Setup:
     """The running pieces of one test."""
 
-    def __init__(self, running: Running, record: Path, redirect_uri: str) -> None:
+    def __init__(
+        self, running: Running, record: Path, redirect_uri: str, scope: trio.CancelScope
+    ) -> None:
         self.running = running
         self.record = record
         self.redirect_uri = redirect_uri
+        self._scope = scope
+
+    def stop(self) -> None:
+        """Stop the gateway (its store file and the other servers stay)."""
+        self._scope.cancel()
 
     def carried(self) -> list[tuple[str, str]]:
         """(sub, token) of each ``whoami`` call the backend served, in order."""
@@ -87,6 +94,16 @@ class Setup:
             (entry["sub"], entry["token"])
             for entry in map(json.loads, self.record.read_text().splitlines())
         ]
+
+
+async def _serve(
+    config: Any, *, task_status: trio.TaskStatus[tuple[Running, trio.CancelScope]]
+) -> None:
+    """Run a gateway under a cancel scope of its own, so a test can stop it and go on."""
+    with trio.CancelScope() as scope:
+        async with trio.open_nursery() as inner:
+            task_status.started((await start_gateway(inner, config), scope))
+            await trio.sleep_forever()
 
 
 @asynccontextmanager
@@ -122,8 +139,11 @@ async def _setup(nursery: trio.Nursery, tmp_path: Path) -> AsyncIterator[Setup]:
                 consent={"vault_key_file": str(keys)},
                 store={"path": str(tmp_path / "state.sqlite")},
             )
-            running = await start_gateway(nursery, config)
-            yield Setup(running, record, redirect_uri)
+            running, scope = await nursery.start(_serve, config)
+            try:
+                yield Setup(running, record, redirect_uri, scope)
+            finally:
+                scope.cancel()
 
 
 async def _sign_in(url: str, login: str, *, stop_at: str = "") -> httpx.Response | str:
@@ -156,7 +176,7 @@ async def _sign_in(url: str, login: str, *, stop_at: str = "") -> httpx.Response
 
 @asynccontextmanager
 async def _host(
-    setup: Setup, principal: str, *, signs_in_as: str | None = None
+    setup: Setup, principal: str, *, signs_in_as: str | None = None, declines: bool = False
 ) -> AsyncIterator[tuple[ClientSession, list[str], list[str]]]:
     """The official client for ``principal``; with ``signs_in_as``, it declares URL
     elicitation and its person signs in when asked. Yields the session, the URLs it
@@ -167,6 +187,8 @@ async def _host(
     async def elicit(_context: Any, params: Any) -> ElicitResult:
         assert isinstance(params, ElicitRequestURLParams)
         asked.append(params.url)
+        if declines:
+            return ElicitResult(action="decline")
         assert signs_in_as is not None
         page = await _sign_in(params.url, signs_in_as)
         assert isinstance(page, httpx.Response) and page.status_code == 200, page
@@ -184,7 +206,7 @@ async def _host(
         ClientSession(
             read,
             write,
-            elicitation_callback=elicit if signs_in_as is not None else None,
+            elicitation_callback=elicit if signs_in_as is not None or declines else None,
             message_handler=messages,
         ) as session,
     ):
@@ -326,3 +348,36 @@ async def test_a_2026_07_28_request_gets_32021_naming_url_elicitation_with_the_l
         retried = await send(client, modern(2, "tools/call", {"name": TOOL, "arguments": {}}))
         result = _answer(retried)["result"]
         assert result["content"][0]["text"] == "acting for alice@tracker"
+
+
+async def test_a_declined_sign_in_fails_the_call_naming_the_backend_and_sends_nothing(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """spec: URL elicitation may be declined; gateway choice: the call fails with -32603 and
+    data.reason consent_declined, and nothing reaches the backend."""
+    async with _setup(nursery, tmp_path) as setup:
+        async with _host(setup, "alice", declines=True) as (alice, asked, _):
+            with pytest.raises(McpError) as caught:
+                await alice.call_tool(TOOL, {})
+        assert len(asked) == 1
+        assert caught.value.error.code == -32603
+        assert caught.value.error.data == {"reason": "consent_declined", "backend": "tracker"}
+        assert setup.carried() == []
+
+
+async def test_a_consent_survives_a_gateway_restart(nursery: trio.Nursery, tmp_path: Path) -> None:
+    """gateway choice: sealed tokens live in the store's file; a restarted gateway with the
+    same vault keys uses them without asking again."""
+    async with _setup(nursery, tmp_path) as setup:
+        async with _host(setup, "alice") as (alice, _, _):
+            page = await _sign_in(await _required_link(alice), "alice@tracker")
+            assert isinstance(page, httpx.Response) and page.status_code == 200
+        config = setup.running.gateway.config
+        setup.stop()
+        setup.running, restarted = await nursery.start(_serve, config)
+        try:
+            async with _host(setup, "alice") as (alice, _, _):
+                assert await _whoami(alice) == "acting for alice@tracker"
+        finally:
+            restarted.cancel()
+        assert [sub for sub, _ in setup.carried()] == ["alice@tracker"]
