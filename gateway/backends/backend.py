@@ -75,12 +75,12 @@ from gateway.telemetry import tracing
 if TYPE_CHECKING:
     import collections
     import random
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Callable
 
     import msgspec
 
     from gateway.backends.channel import ChannelOpener
-    from gateway.backends.credentials.provider import Subject
+    from gateway.backends.credentials.provider import PersonalTokens, Subject
     from gateway.catalog.snapshot import BackendListing
     from gateway.config import BackendConfig
     from gateway.protocol.jsonrpc import RequestId
@@ -122,8 +122,8 @@ class Backend:
             the per-principal or per-client sessions.
         authenticated: whether the gateway authenticates its callers (it
             turns ``session: auto`` into ``per_principal`` for stdio).
-        personal: the ``user_consent`` token source (principal, backend →
-            token), once the state store is open.
+        personal: each person's tokens at ``user_consent`` backends, once
+            the state store is open.
     """
 
     def __init__(
@@ -138,7 +138,7 @@ class Backend:
         subjects: Callable[[str], Subject | None] | None = None,
         hosts: Callable[[str], HostFacts | None] | None = None,
         authenticated: Callable[[], bool] | None = None,
-        personal: Callable[[], Callable[[str, str], Awaitable[str | None]] | None] | None = None,
+        personal: Callable[[], PersonalTokens | None] | None = None,
     ) -> None:
         self.config = config
         self._authenticated = authenticated or (lambda: False)

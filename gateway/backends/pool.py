@@ -7,7 +7,7 @@ which every backend's supervisor runs; leaving ``open_pool`` stops them all.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import msgspec
 
     from gateway.backends.channel import ChannelOpener
-    from gateway.backends.credentials.provider import Subject
+    from gateway.backends.credentials.provider import PersonalTokens, Subject
     from gateway.backends.links import HostFacts
     from gateway.catalog.naming import NamingRules
     from gateway.config import BackendConfig
@@ -84,9 +84,9 @@ class Pool:
         )
         """A client session's principal and declared capabilities, for the
         per-principal and per-client backend sessions."""
-        self.personal: Callable[[str, str], Awaitable[str | None]] | None = None
-        """The ``user_consent`` token source (principal, backend → token), set
-        once the state store is open (``runtime.app``)."""
+        self.personal: PersonalTokens | None = None
+        """Each person's tokens at ``user_consent`` backends, set once the
+        state store is open (``runtime.app``)."""
         self.authenticated = authenticated
         """Whether ``auth`` is configured (``session: auto`` follows it; a
         reload's ``apply_auth`` changes it)."""

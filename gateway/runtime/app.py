@@ -170,7 +170,7 @@ async def open_gateway(
         await services.start(identity.run)
         auth = await _authenticate(identity, config)
         consent = consent_flow(config, store)
-        pool.personal = None if consent is None else consent.access_token
+        pool.personal = consent
         cursors = CursorCodec(config.pagination.cursor_secret, clock=trio.current_time)
         held = HeldCalls.from_config(
             config.mrtr, metrics, input_bound=lambda name: _input_bound(pool, name)

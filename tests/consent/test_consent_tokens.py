@@ -200,3 +200,19 @@ def test_no_callback_or_link_a_browser_can_send_is_a_server_error(query: bytes, 
 
     callback, start = trio.run(main)
     assert callback == 400 and start == 400
+
+
+async def test_a_token_the_backend_refused_is_refreshed_and_without_refresh_asked_again() -> None:
+    """gateway choice: a 401 from the backend refreshes that person's token on the retry;
+    with no refresh token the record goes and the person consents again."""
+    server, wall = FakeServer(), [1000.0]
+    tokens = _tokens(server, wall)
+    await _consent(tokens, "token:alice")
+    tokens.refused("token:alice", "tracker", "at-1")
+    assert await tokens.access_token("token:alice", "tracker") == "at-2"
+    tokens.refused("token:alice", "tracker", "at-1")  # a late 401 of the old token
+    assert await tokens.access_token("token:alice", "tracker") == "at-2"
+    server.refuse_refresh = True
+    tokens.refused("token:alice", "tracker", "at-2")
+    assert await tokens.access_token("token:alice", "tracker") is None
+    assert await tokens.list() == []

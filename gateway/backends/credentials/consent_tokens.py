@@ -14,12 +14,13 @@ Rules:
    takes the record of the step before, so each is single use. A waiting
    call is told when its login completed (:meth:`ConsentTokens.completed`);
    the tokens are in the store before it is told.
-3. **Refresh before expiry, single flight.** From ``refresh_at`` on, the
-   first request refreshes with the refresh token (one token request per
-   (principal, backend) however many wait) and stores the new pair; a
-   refresh the server refuses deletes the record, so the person is sent
-   through consent again (once, on the next call); without a refresh token
-   the access token is used until it expires.
+3. **Refresh before expiry, single flight.** From ``refresh_at`` on (or
+   once the backend refused the token with a 401), the first request
+   refreshes with the refresh token (one token request per (principal,
+   backend) however many wait) and stores the new pair; a refresh the
+   server refuses deletes the record, so the person is sent through
+   consent again (once, on the next call); without a refresh token the
+   access token is used until it expires, or until a backend refuses it.
 4. **Discovery once per backend**: ``authorization_server`` when set, else
    the issuer the backend's protected resource metadata names (RFC 9728);
    its metadata from RFC 8414's or OpenID's well-known URL. A failure is
@@ -142,8 +143,18 @@ class ConsentTokens:
         self._servers: dict[str, oauth.AuthorizationServer] = {}
         self._locks: dict[tuple[str, str], trio.Lock] = {}
         self._done: dict[str, trio.Event] = {}
+        # The last token a backend refused (401), by (principal, backend).
+        self._refused: dict[tuple[str, str], str] = {}
 
     # -- the request path ------------------------------------------------------
+
+    def refused(self, principal: str, backend: str, token: str) -> None:
+        """The backend answered 401 to ``token``: the next request refreshes it (rule 3),
+        or, without a refresh token, asks for consent again."""
+        self._refused[(principal, backend)] = token
+
+    def _due(self, key: tuple[str, str], tokens: StoredTokens) -> bool:
+        return self._wall() >= tokens.refresh_at or self._refused.get(key) == tokens.access_token
 
     def acts_for_people(self, backend: str) -> bool:
         """Whether ``backend`` is one of the ``user_consent`` backends."""
@@ -155,23 +166,28 @@ class ConsentTokens:
         Raises:
             StoreUnavailable: the store did not answer.
         """
+        key = (principal, backend)
         tokens = await self._tokens(principal, backend)
         if tokens is None:
             return None
-        now = self._wall()
-        if now < tokens.refresh_at:
+        if not self._due(key, tokens):
             return tokens.access_token
         if not tokens.refresh_token:
-            return tokens.access_token if now < tokens.expires_at else None
-        key = (principal, backend)
+            if self._refused.get(key) == tokens.access_token:
+                # Refused and nothing to refresh with: the person consents again.
+                self._refused.pop(key, None)
+                await self._store.delete(token_key(principal, backend))
+                return None
+            return tokens.access_token if self._wall() < tokens.expires_at else None
         lock = self._locks.setdefault(key, trio.Lock())
         try:
             async with lock:
                 fresh = await self._tokens(principal, backend)
                 if fresh is None:
                     return None
-                if self._wall() < fresh.refresh_at:
+                if not self._due(key, fresh):
                     return fresh.access_token  # another request refreshed it
+                self._refused.pop(key, None)
                 return await self._refresh(principal, backend, fresh)
         finally:
             if not lock.locked() and lock.statistics().tasks_waiting == 0:

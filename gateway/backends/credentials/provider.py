@@ -33,7 +33,7 @@ import functools
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 import structlog
 import trio
@@ -77,6 +77,18 @@ MAX_EXCHANGED_TOKENS: Final = 1024
 
 Subject = tuple[str, CallerToken]
 """Whose token a per-client session exchanges: the principal's key and its raw token."""
+
+
+class PersonalTokens(Protocol):
+    """Each person's own tokens at ``user_consent`` backends (``consent_tokens.ConsentTokens``)."""
+
+    async def access_token(self, principal: str, backend: str) -> str | None:
+        """The principal's token at the backend, refreshed when due; None: no consent."""
+        ...
+
+    def refused(self, principal: str, backend: str, token: str) -> None:
+        """The backend refused that token (401): refresh it, or ask for consent again."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +249,7 @@ class BackendCredentials:
         subjects: Callable[[str], Subject | None],
         fetch: Callable[[TokenRequest], Awaitable[TokenAnswer]] = http_fetch,
         clock: Callable[[], float] = trio.current_time,
-        personal: Callable[[], Callable[[str, str], Awaitable[str | None]] | None] = (lambda: None),
+        personal: Callable[[], PersonalTokens | None] = lambda: None,
     ) -> None:
         self._backend = backend
         self._auth = auth
@@ -325,16 +337,23 @@ class BackendCredentials:
                     raise CredentialUnavailable("the backend session has no principal")
                 bound.append(subject[0])
             personal = self._personal()
-            token = None if personal is None else await personal(bound[0], self._backend)
+            token = (
+                None if personal is None else await personal.access_token(bound[0], self._backend)
+            )
             if token is None:
                 raise CredentialUnavailable(
                     f"no consent of this principal for backend {self._backend!r}"
                 )
             return token
 
-        # A refused token is not dropped here: the store holds it, and the
-        # backend's 401 goes back to the call (a revoked grant needs consent).
-        return ChannelCredential(source, lambda _token: None, retry=False)
+        def refused(token: str) -> None:
+            # A 401: the flow refreshes that token on the retry, or (no
+            # refresh token, or the refresh refused) asks for consent again.
+            personal = self._personal()
+            if bound and personal is not None:
+                personal.refused(bound[0], self._backend, token)
+
+        return ChannelCredential(source, refused, retry=True)
 
     def _own(self, auth: BackendAuth | None) -> ChannelCredential | None:
         if auth is None:
@@ -427,7 +446,7 @@ def connectors(
     config: BackendConfig,
     connect: ChannelOpener | None,
     subjects: Callable[[str], Subject | None] | None,
-    personal: Callable[[], Callable[[str, str], Awaitable[str | None]] | None] = lambda: None,
+    personal: Callable[[], PersonalTokens | None] = lambda: None,
 ) -> tuple[BackendCredentials | None, ChannelOpener, Callable[[str], ChannelOpener] | None]:
     """A backend's credentials (if its ``auth:`` asks for any) and its two openers.
 
