@@ -17,19 +17,16 @@ import msgspec
 import structlog
 import trio
 
-from gateway.backends.credentials.consent_tokens import ConsentBackend, ConsentTokens
 from gateway.backends.pool import Pool, open_pool
 from gateway.backends.state import BackendState
 from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
 from gateway.config import NetworkBackend
 from gateway.config.schema import TlsConfig
-from gateway.consent.vault import Vault, VaultError
 from gateway.console.activity import Activity
 from gateway.console.handler import ConsoleApp, ConsoleParts
 from gateway.frontend.asgi import GatewayApp, OperationsApp, operations_access
 from gateway.frontend.clients import ClientRegistry, ClientSession
-from gateway.frontend.consent_pages import ConsentPages
 from gateway.frontend.engine.selection import serve_http
 from gateway.frontend.list_changed import ListChangedCoalescer
 from gateway.frontend.origin import OriginPolicy
@@ -55,8 +52,10 @@ if TYPE_CHECKING:
 
     from gateway.backends.backend import Backend
     from gateway.backends.channel import ChannelOpener
+    from gateway.backends.credentials.consent_tokens import ConsentTokens
     from gateway.catalog.snapshot import Kind, Snapshot
     from gateway.config import GatewayConfig
+    from gateway.frontend.asgi import SubApp
     from gateway.identity.authenticator import AuthHolder
     from gateway.store.api import Store
 from gateway.errors import ConfigError
@@ -237,9 +236,7 @@ async def open_gateway(
             operations=operations_access(config.server.host, config.metrics.port),
             console=console,
             observer=activity,  # refusals join the recent errors
-            consent=None
-            if consent is None
-            else ConsentPages(consent, config.consent.callback_path),
+            consent=None if consent is None else _consent_pages(consent, config),
         )
         live = live_reload.Live(
             identity=identity,
@@ -299,6 +296,8 @@ def consent_flow(config: GatewayConfig, store: Store) -> ConsentTokens | None:
     Raises:
         ConfigError: the vault key file cannot be read or holds no usable key.
     """
+    from gateway.backends.credentials.consent_tokens import ConsentBackend
+
     backends = {
         backend.name: ConsentBackend(backend.name, backend.url, backend.auth)
         for backend in config.backends
@@ -308,6 +307,11 @@ def consent_flow(config: GatewayConfig, store: Store) -> ConsentTokens | None:
     }
     if not backends:
         return None
+    # Here, not at the top: the vault loads cryptography, which a gateway
+    # without user_consent backends never needs (tests/test_start_path.py).
+    from gateway.backends.credentials.consent_tokens import ConsentTokens
+    from gateway.consent.vault import Vault, VaultError
+
     path = config.consent.vault_key_file
     try:
         vault = Vault.from_text(Path(path).read_text(encoding="utf-8"))
@@ -326,6 +330,13 @@ def consent_flow(config: GatewayConfig, store: Store) -> ConsentTokens | None:
         callback_path=config.consent.callback_path,
         login_timeout=config.consent.login_timeout,
     )
+
+
+def _consent_pages(consent: ConsentTokens, config: GatewayConfig) -> SubApp:
+    """The browser's paths of the consent flow (loaded only when a backend needs them)."""
+    from gateway.frontend.consent_pages import ConsentPages
+
+    return ConsentPages(consent, config.consent.callback_path)
 
 
 def _input_bound(pool: Pool, name: str) -> float:
