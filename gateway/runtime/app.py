@@ -46,15 +46,15 @@ from gateway.store.opening import open_store
 from gateway.telemetry.metrics import Metrics
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import AsyncIterator, Callable, Iterable
 
     from prometheus_client import CollectorRegistry
 
     from gateway.backends.backend import Backend
     from gateway.backends.channel import ChannelOpener
-    from gateway.backends.credentials.consent_tokens import ConsentTokens
+    from gateway.backends.credentials.consent_tokens import ConsentBackend, ConsentTokens
     from gateway.catalog.snapshot import Kind, Snapshot
-    from gateway.config import GatewayConfig
+    from gateway.config import BackendConfig, GatewayConfig
     from gateway.frontend.asgi import SubApp
     from gateway.identity.authenticator import AuthHolder
     from gateway.store.api import Store
@@ -168,7 +168,9 @@ async def open_gateway(
         identity = IdentityService(metrics)
         await services.start(identity.run)
         auth = await _authenticate(identity, config)
-        consent = consent_flow(config, store)
+        consent = consent_flow(
+            config, store, lambda: [backend.config for backend in pool.backends.values()]
+        )
         pool.personal = consent
         cursors = CursorCodec(config.pagination.cursor_secret, clock=trio.current_time)
         held = HeldCalls.from_config(
@@ -290,22 +292,44 @@ async def _authenticate(identity: IdentityService, config: GatewayConfig) -> Aut
     return identity.holder
 
 
-def consent_flow(config: GatewayConfig, store: Store) -> ConsentTokens | None:
-    """The consent flow of the ``user_consent`` backends; None without any.
+def consent_backends(configs: Iterable[BackendConfig]) -> dict[str, ConsentBackend]:
+    """The ``user_consent`` backends among ``configs``, by name."""
+    found = [
+        backend
+        for backend in configs
+        if isinstance(backend, NetworkBackend)
+        and backend.auth is not None
+        and backend.auth.type == "user_consent"
+    ]
+    if not found:
+        return {}
+    from gateway.backends.credentials.consent_tokens import ConsentBackend
+
+    return {
+        backend.name: ConsentBackend(backend.name, backend.url, backend.auth)
+        for backend in found
+        if backend.auth is not None
+    }
+
+
+def consent_flow(
+    config: GatewayConfig,
+    store: Store,
+    live: Callable[[], Iterable[BackendConfig]] | None = None,
+) -> ConsentTokens | None:
+    """The consent flow of the ``user_consent`` backends; None without any at start.
+
+    Args:
+        config: the config in force.
+        store: the state store.
+        live: the backends' configs now (the pool's, which a reload
+            changes); None: ``config``'s.
 
     Raises:
         ConfigError: the vault key file cannot be read or holds no usable key.
     """
-    from gateway.backends.credentials.consent_tokens import ConsentBackend
-
-    backends = {
-        backend.name: ConsentBackend(backend.name, backend.url, backend.auth)
-        for backend in config.backends
-        if isinstance(backend, NetworkBackend)
-        and backend.auth is not None
-        and backend.auth.type == "user_consent"
-    }
-    if not backends:
+    at_start = consent_backends(config.backends)
+    if not at_start:
         return None
     # Here, not at the top: the vault loads cryptography, which a gateway
     # without user_consent backends never needs (tests/test_start_path.py).
@@ -323,7 +347,7 @@ def consent_flow(config: GatewayConfig, store: Store) -> ConsentTokens | None:
     url = config.server.resource_url
     scheme, _, rest = url.partition("://")
     return ConsentTokens(
-        backends,
+        (lambda: at_start) if live is None else (lambda: consent_backends(live())),
         store,
         vault,
         public_origin=f"{scheme}://{rest.split('/', 1)[0]}",

@@ -62,6 +62,7 @@ RESTART_ONLY: Final = (
     "shutdown.pid_file",
     "tracing",
     "admin",
+    "consent",
 )
 
 

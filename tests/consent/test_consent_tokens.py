@@ -65,7 +65,7 @@ def _tokens(server: FakeServer, wall: list[float]) -> ConsentTokens:
         type="user_consent", client_id="gw", client_secret="s", authorization_server=ISSUER
     )
     return ConsentTokens(
-        {"tracker": ConsentBackend("tracker", "http://Tracker.test/mcp/", auth)},
+        lambda: {"tracker": ConsentBackend("tracker", "http://Tracker.test/mcp/", auth)},
         EmbeddedStore("", clock=lambda: wall[0]),
         Vault.from_text(generate_key()),
         public_origin="http://gw.test",
@@ -216,3 +216,32 @@ async def test_a_token_the_backend_refused_is_refreshed_and_without_refresh_aske
     tokens.refused("token:alice", "tracker", "at-2")
     assert await tokens.access_token("token:alice", "tracker") is None
     assert await tokens.list() == []
+
+
+async def test_a_reloaded_backend_config_applies_to_the_next_sign_in() -> None:
+    """gateway choice: the flow reads the backends now in force (a reload changes them)."""
+    wall = [1000.0]
+    live: dict[str, ConsentBackend] = {}
+
+    def auth(client_id: str) -> BackendAuth:
+        return BackendAuth(type="user_consent", client_id=client_id, authorization_server=ISSUER)
+
+    server = FakeServer()
+    tokens = ConsentTokens(
+        lambda: live,
+        EmbeddedStore("", clock=lambda: wall[0]),
+        Vault.from_text(generate_key()),
+        public_origin="http://gw.test",
+        callback_path="/oauth/callback",
+        login_timeout=600.0,
+        fetch=server.fetch,
+        get=server.get,
+        wall=lambda: wall[0],
+    )
+    assert not tokens.acts_for_people("tracker")
+    live["tracker"] = ConsentBackend("tracker", "http://tracker.test/mcp", auth("old"))
+    assert tokens.acts_for_people("tracker")
+    live["tracker"] = ConsentBackend("tracker", "http://tracker.test/mcp", auth("new"))
+    url, _ = await tokens.new_link("token:alice", "tracker")
+    location = await tokens.start(url.rsplit("/", 1)[1])
+    assert parse_qs(urlsplit(location).query)["client_id"] == ["new"]

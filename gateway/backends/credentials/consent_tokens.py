@@ -21,7 +21,8 @@ Rules:
    server refuses deletes the record, so the person is sent through
    consent again (once, on the next call); without a refresh token the
    access token is used until it expires, or until a backend refuses it.
-4. **Discovery once per backend**: ``authorization_server`` when set, else
+4. **Discovery once per backend** (again after a reload changed its URL
+   or ``authorization_server``): ``authorization_server`` when set, else
    the issuer the backend's protected resource metadata names (RFC 9728);
    its metadata from RFC 8414's or OpenID's well-known URL. A failure is
    :class:`~gateway.consent.oauth.ConsentSetupError` and is retried on the
@@ -106,7 +107,8 @@ class ConsentTokens:
     """The gateway as the OAuth client of each person at each ``user_consent`` backend.
 
     Args:
-        backends: the ``user_consent`` backends, by name.
+        backends: returns the ``user_consent`` backends now, by name (a
+            reload changes them).
         store: the state store (namespace ``consent``).
         vault: seals and opens the tokens.
         public_origin: ``scheme://host[:port]`` the person's browser reaches
@@ -120,7 +122,7 @@ class ConsentTokens:
 
     def __init__(
         self,
-        backends: dict[str, ConsentBackend],
+        backends: Callable[[], dict[str, ConsentBackend]],
         store: Store,
         vault: Vault,
         *,
@@ -131,7 +133,7 @@ class ConsentTokens:
         get: Callable[[str], Awaitable[tuple[int, bytes]]] | None = None,
         wall: Callable[[], float] = time.time,
     ) -> None:
-        self.backends = backends
+        self._backends = backends
         self._store = store
         self._vault = vault
         self._origin = public_origin.rstrip("/")
@@ -140,7 +142,9 @@ class ConsentTokens:
         self._fetch = fetch
         self._get = get or http_get
         self._wall = wall
-        self._servers: dict[str, oauth.AuthorizationServer] = {}
+        # Discovered servers, by (backend, configured issuer, backend URL):
+        # a reload that changes either discovers again.
+        self._servers: dict[tuple[str, str, str], oauth.AuthorizationServer] = {}
         self._locks: dict[tuple[str, str], trio.Lock] = {}
         self._done: dict[str, trio.Event] = {}
         # The last token a backend refused (401), by (principal, backend).
@@ -158,7 +162,7 @@ class ConsentTokens:
 
     def acts_for_people(self, backend: str) -> bool:
         """Whether ``backend`` is one of the ``user_consent`` backends."""
-        return backend in self.backends
+        return backend in self._backends()
 
     async def access_token(self, principal: str, backend: str) -> str | None:
         """``principal``'s access token at ``backend``, refreshed when due; None: no consent.
@@ -237,7 +241,7 @@ class ConsentTokens:
             StoreUnavailable: the store did not answer.
         """
         link = decode_link(await self._store.take(link_key(link_id)), self._wall())
-        backend = self.backends.get(link.backend)
+        backend = self._backends().get(link.backend)
         if backend is None:
             raise LoginRefused(Refusal.UNKNOWN, "the backend is no longer configured")
         server = await self._server(backend)
@@ -279,7 +283,7 @@ class ConsentTokens:
             raise LoginRefused(Refusal.DENIED, error[:80])
         if not code:
             raise LoginRefused(Refusal.MALFORMED, "the callback carries no code")
-        backend = self.backends.get(login.backend)
+        backend = self._backends().get(login.backend)
         if backend is None:
             raise LoginRefused(Refusal.UNKNOWN, "the backend is no longer configured")
         try:
@@ -345,7 +349,7 @@ class ConsentTokens:
         await self._store.put(token_key(principal, backend), blob)
 
     async def _refresh(self, principal: str, backend: str, tokens: StoredTokens) -> str | None:
-        config = self.backends.get(backend)
+        config = self._backends().get(backend)
         if config is None:
             return None
         try:
@@ -388,7 +392,8 @@ class ConsentTokens:
         )
 
     async def _server(self, backend: ConsentBackend) -> oauth.AuthorizationServer:
-        cached = self._servers.get(backend.name)
+        where = (backend.name, backend.auth.authorization_server, backend.url)
+        cached = self._servers.get(where)
         if cached is not None:
             return cached
         issuer = backend.auth.authorization_server
@@ -402,7 +407,7 @@ class ConsentTokens:
                 break
         if server is None:
             raise oauth.ConsentSetupError(f"no authorization server metadata for {issuer}")
-        self._servers[backend.name] = server
+        self._servers[where] = server
         return server
 
     async def _resource_metadata(self, backend: ConsentBackend) -> oauth.ResourceMetadata:
