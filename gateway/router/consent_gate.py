@@ -60,6 +60,10 @@ class ConsentDesk(Protocol):
         """The principal's token there (refreshed when due); None: no consent."""
         ...
 
+    async def has_consent(self, principal: str, backend: str) -> bool:
+        """Whether the principal holds a token there (no refresh: for lists)."""
+        ...
+
     async def new_link(self, principal: str, backend: str) -> tuple[str, str]:
         """A sign-in link for the principal's call: (URL, elicitation id)."""
         ...

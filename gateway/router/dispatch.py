@@ -160,6 +160,7 @@ class Router:
         )
         calls = Calls(targets, forwarder, metrics)
         self._lists = Lists(pool, cursors, page_size, metrics)
+        self._lists.consent = consent
         self.search = SearchMode(
             lambda: pool.snapshot,
             calls.call_tool,

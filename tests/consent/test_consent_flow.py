@@ -228,15 +228,20 @@ async def test_each_person_signs_in_once_and_every_call_carries_their_own_token(
     """spec: URL elicitation (2025-11-25); gateway choice: a call to a user_consent backend
     waits for its person's sign-in, then carries that person's token, never another's."""
     async with _setup(nursery, tmp_path) as setup:
-        tools = [t.name for t in (await _list(setup)).tools]
-        assert TOOL in tools  # the catalog's own session lists without a person's token
         async with _host(setup, "alice", signs_in_as="alice@tracker") as (alice, asked, done):
+            # Listed without anyone's token (the catalog's session), marked for alice.
+            assert _consent_mark(await alice.list_tools()) == {
+                "required": True,
+                "backend": "tracker",
+            }
             assert await _whoami(alice) == "acting for alice@tracker"
+            assert _consent_mark(await alice.list_tools()) is None
             assert len(asked) == 1 and "/oauth/start/" in asked[0]
             assert len(done) == 1  # notifications/elicitation/complete reached the host
             assert await _whoami(alice) == "acting for alice@tracker"
             assert len(asked) == 1  # signed in once
             async with _host(setup, "bob", signs_in_as="bob@tracker") as (bob, bob_asked, _):
+                assert _consent_mark(await bob.list_tools()) is not None  # alice's is hers
                 assert await _whoami(bob) == "acting for bob@tracker"
                 assert await _whoami(alice) == "acting for alice@tracker"
                 assert len(bob_asked) == 1
@@ -252,9 +257,10 @@ async def test_each_person_signs_in_once_and_every_call_carries_their_own_token(
         assert alice_tokens and bob_tokens and not alice_tokens & bob_tokens
 
 
-async def _list(setup: Setup) -> Any:
-    async with _host(setup, "bob") as (session, _, _):
-        return await session.list_tools()
+def _consent_mark(listed: Any) -> Any:
+    """The consent mark of the tracker's tool in a tools/list result (None: unmarked)."""
+    (tool,) = [tool for tool in listed.tools if tool.name == TOOL]
+    return (tool.meta or {}).get("dev.mcp-gateway/consent")
 
 
 async def _required_link(session: ClientSession) -> str:

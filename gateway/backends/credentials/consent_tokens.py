@@ -197,6 +197,10 @@ class ConsentTokens:
             if not lock.locked() and lock.statistics().tasks_waiting == 0:
                 self._locks.pop(key, None)
 
+    async def has_consent(self, principal: str, backend: str) -> bool:
+        """Whether ``principal`` holds tokens at ``backend`` that open (no refresh)."""
+        return await self._tokens(principal, backend) is not None
+
     async def new_link(self, principal: str, backend: str) -> tuple[str, str]:
         """A consent link for ``principal``'s call to ``backend``: (URL, elicitation id)."""
         link_id = secrets.token_urlsafe(24)
