@@ -107,7 +107,7 @@ async def _serve(
 
 
 @asynccontextmanager
-async def _setup(nursery: trio.Nursery, tmp_path: Path) -> AsyncIterator[Setup]:
+async def _setup(nursery: trio.Nursery, tmp_path: Path, **auth: Any) -> AsyncIterator[Setup]:
     """Authorization server, backend and gateway, wired for ``user_consent``."""
     gateway_port, idp_port, backend_port = free_port(), free_port(), free_port()
     redirect_uri = f"http://127.0.0.1:{gateway_port}/oauth/callback"
@@ -131,6 +131,7 @@ async def _setup(nursery: trio.Nursery, tmp_path: Path) -> AsyncIterator[Setup]:
                             "client_secret": "gateway-secret",
                             "scopes": ["tracker:read"],
                             "authorization_server": issuer,
+                            **auth,
                         },
                     }
                 ],
@@ -387,3 +388,22 @@ async def test_a_consent_survives_a_gateway_restart(nursery: trio.Nursery, tmp_p
         finally:
             restarted.cancel()
         assert [sub for sub, _ in setup.carried()] == ["alice@tracker"]
+
+
+async def test_a_due_token_is_refreshed_at_the_authorization_server_for_the_same_person(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """gateway choice: from refresh_at on, the refresh token gets a new access token (same
+    person, same resource) without asking the person again."""
+    # 300 s tokens replaced 299.5 s early: due half a second after the sign-in.
+    async with (
+        _setup(nursery, tmp_path, refresh_skew=299.5) as setup,
+        _host(setup, "alice", signs_in_as="alice@tracker") as (alice, asked, _),
+    ):
+        assert await _whoami(alice) == "acting for alice@tracker"
+        await trio.sleep(0.6)  # real time: the sign-in's token is now due
+        assert await _whoami(alice) == "acting for alice@tracker"
+        assert len(asked) == 1
+    (first_sub, first), (second_sub, second) = setup.carried()
+    assert first_sub == second_sub == "alice@tracker"
+    assert first != second
