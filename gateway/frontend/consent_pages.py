@@ -2,7 +2,7 @@
 
 Rules:
 
-1. **GET only, no session.** A link's start redirects (302) to the
+1. **GET only (a HEAD would use up a link), no session.** A link's start redirects (302) to the
    authorization server with PKCE, ``state`` and ``resource``
    (``ConsentTokens.start``); the callback (``consent.callback_path``)
    completes the login its ``state`` names (``ConsentTokens.finish``).
@@ -75,7 +75,8 @@ class ConsentPages:
 
     async def __call__(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
         """Answer one browser request (rules 1-3)."""
-        if scope["method"] not in ("GET", "HEAD"):
+        # GET only: a HEAD (a link preview) must not use up a single-use link.
+        if scope["method"] != "GET":
             await self._answer(send, 405, "Not allowed", "Open the link from your client.")
             return
         path = scope["path"].rstrip("/") or "/"
