@@ -12,7 +12,9 @@ Rules:
 
 1. The caller's token is never put on a backend request. A per-client
    session of a ``token_exchange`` backend sends the token the exchange
-   returned; the shared (catalog) session sends the gateway's own
+   returned; one of a ``user_consent`` backend sends its principal's own
+   token from that person's consent (``consent_tokens``), never another
+   principal's; the shared (catalog) session sends the gateway's own
    credential (``auth.catalog``) or none.
 2. Single flight: however many requests need a token at once, one token
    request is made per cache key (the backend, or the principal for an
