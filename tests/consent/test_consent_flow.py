@@ -96,7 +96,7 @@ class Setup:
         ]
 
 
-async def _serve(
+async def _run(
     config: Any, *, task_status: trio.TaskStatus[tuple[Running, trio.CancelScope]]
 ) -> None:
     """Run a gateway under a cancel scope of its own, so a test can stop it and go on."""
@@ -140,7 +140,7 @@ async def _setup(nursery: trio.Nursery, tmp_path: Path, **auth: Any) -> AsyncIte
                 consent={"vault_key_file": str(keys)},
                 store={"path": str(tmp_path / "state.sqlite")},
             )
-            running, scope = await nursery.start(_serve, config)
+            running, scope = await nursery.start(_run, config)
             try:
                 yield Setup(running, record, redirect_uri, scope)
             finally:
@@ -381,7 +381,7 @@ async def test_a_consent_survives_a_gateway_restart(nursery: trio.Nursery, tmp_p
             assert isinstance(page, httpx.Response) and page.status_code == 200
         config = setup.running.gateway.config
         setup.stop()
-        setup.running, restarted = await nursery.start(_serve, config)
+        setup.running, restarted = await nursery.start(_run, config)
         try:
             async with _host(setup, "alice") as (alice, _, _):
                 assert await _whoami(alice) == "acting for alice@tracker"
