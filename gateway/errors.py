@@ -22,6 +22,7 @@ of each class defined elsewhere::
     │   ├── LocalProtocolError      *we* were sent something invalid
     │   │   ├── TaskTableFull       protocol.stateless.tasks
     │   │   ├── ListenLimitReached  frontend.stateless.listen_stream: a principal's listen cap
+    │   │   ├── ConsentRequired     router.consent_gate: -32042, a person must sign in first
     │   │   └── ModernProtocolError protocol.stateless.error_codes: the 2026-07-28 rules
     │   │       ├── EnvelopeInvalid, HeaderMismatch, MissingClientCapability,
     │   │       │   UnsupportedVersion, InvalidSealedToken   (error_codes)
@@ -61,6 +62,7 @@ of each class defined elsewhere::
     ├── StoreUnavailable            store.api: the state store did not answer in time
     ├── BaselineError               pinning.baseline: a baseline that cannot be trusted
     ├── VaultError                  consent.vault: an unusable key, a token that does not open
+    ├── LoginRefused                consent.records: a consent link or callback refused
     └── ConsentSetupError           consent.oauth: discovery or registration cannot go on
 
 ``(ValueError)`` marks a class that is a ``ValueError`` too, because a
@@ -89,6 +91,8 @@ REQUEST_TIMEOUT_CODE: Final = -32001
 HEADER_MISMATCH: Final = -32020
 MISSING_REQUIRED_CLIENT_CAPABILITY: Final = -32021
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
+# 2025-11-25: the request needs the user to open a URL first (URL elicitation).
+URL_ELICITATION_REQUIRED: Final = -32042
 
 # 2026-07-28 basic/transports/streamable-http.mdx: 400 for the envelope's
 # -32602 and for -32020/21/22, 404 for -32601. The spec assigns nothing to

@@ -80,7 +80,7 @@ if TYPE_CHECKING:
     import msgspec
 
     from gateway.backends.channel import ChannelOpener
-    from gateway.backends.credentials.provider import Subject
+    from gateway.backends.credentials.provider import PersonalTokens, Subject
     from gateway.catalog.snapshot import BackendListing
     from gateway.config import BackendConfig
     from gateway.protocol.jsonrpc import RequestId
@@ -122,6 +122,8 @@ class Backend:
             the per-principal or per-client sessions.
         authenticated: whether the gateway authenticates its callers (it
             turns ``session: auto`` into ``per_principal`` for stdio).
+        personal: each person's tokens at ``user_consent`` backends, once
+            the state store is open.
     """
 
     def __init__(
@@ -136,6 +138,7 @@ class Backend:
         subjects: Callable[[str], Subject | None] | None = None,
         hosts: Callable[[str], HostFacts | None] | None = None,
         authenticated: Callable[[], bool] | None = None,
+        personal: Callable[[], PersonalTokens | None] | None = None,
     ) -> None:
         self.config = config
         self._authenticated = authenticated or (lambda: False)
@@ -148,7 +151,9 @@ class Backend:
         self._subscribe_refused_on: Peer | None = None
         log = logger.bind(backend=self.name)
         # The ``auth:`` block at work (its token request counts are a metric).
-        self.credentials, opener, client_opener = connectors(config, connect, subjects)
+        self.credentials, opener, client_opener = connectors(
+            config, connect, subjects, personal or (lambda: None)
+        )
         # Sessions opened and requests sent, by era (metrics read at scrape time).
         self.handshake = Handshake()
         self._gate = Gate(self.name, config.max_in_flight, config.max_pending)

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import msgspec
 
     from gateway.backends.channel import ChannelOpener
-    from gateway.backends.credentials.provider import Subject
+    from gateway.backends.credentials.provider import PersonalTokens, Subject
     from gateway.backends.links import HostFacts
     from gateway.catalog.naming import NamingRules
     from gateway.config import BackendConfig
@@ -84,6 +84,9 @@ class Pool:
         )
         """A client session's principal and declared capabilities, for the
         per-principal and per-client backend sessions."""
+        self.personal: PersonalTokens | None = None
+        """Each person's tokens at ``user_consent`` backends, set once the
+        state store is open (``runtime.app``)."""
         self.authenticated = authenticated
         """Whether ``auth`` is configured (``session: auto`` follows it; a
         reload's ``apply_auth`` changes it)."""
@@ -153,6 +156,7 @@ class Pool:
             subjects=lambda client: self.subjects(client),
             hosts=lambda client: self.hosts(client),
             authenticated=lambda: self.authenticated,
+            personal=lambda: self.personal,
         )
         self.backends[cfg.name] = backend
         self._tasks[cfg.name] = _Task()

@@ -6,7 +6,8 @@ refuses to touch, 1 for anything else.
 
 The commands that set a gateway up live in :mod:`gateway.cli.config_files`
 (``init``, ``schema``, which config file) and :mod:`gateway.cli.host_files`
-(``import``, ``connect``); ``status`` is :mod:`gateway.cli.status_report`.
+(``import``, ``connect``); ``status`` is :mod:`gateway.cli.status_report`;
+``consent`` is :mod:`gateway.cli.consent_admin`.
 """
 
 from __future__ import annotations
@@ -95,6 +96,16 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--url", help="ask the gateway at this URL (http://HOST:PORT)")
     status.add_argument("--token", help="admin token (default: $MCP_GATEWAY_ADMIN_TOKEN, config)")
     status.add_argument("--json", action="store_true", help="print the /readyz JSON")
+    consent = commands.add_parser(
+        "consent", help="the people's stored consents to user_consent backends"
+    )
+    consent_actions = consent.add_subparsers(dest="action", required=True)
+    listing = consent_actions.add_parser("list", help="one line per (principal, backend)")
+    listing.add_argument("-c", "--config", help=CONFIG_HELP)
+    revoke = consent_actions.add_parser("revoke", help="forget a principal's tokens")
+    revoke.add_argument("-c", "--config", help=CONFIG_HELP)
+    revoke.add_argument("principal", help="the principal key (token:NAME or jwt:ISSUER|SUB)")
+    revoke.add_argument("backend", nargs="?", help="only at this backend (default: every one)")
     return parser
 
 
@@ -252,6 +263,21 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(run_status(config, args.url, args.token, as_json=args.json))
     choice = choose_config(args.config)
     config = _load_or_exit(choice.path)
+    if args.command == "consent":
+        import trio
+
+        from gateway.cli.consent_admin import run_consent
+
+        raise SystemExit(
+            trio.run(
+                run_consent,
+                config,
+                choice.path,
+                args.action,
+                getattr(args, "principal", None),
+                getattr(args, "backend", None),
+            )
+        )
     if args.command == "check":
         print(f"{choice.path}: ok ({len(config.backends)} backends)")
         return

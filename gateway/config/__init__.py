@@ -64,6 +64,7 @@ from gateway.config.schema_backends import (
     Timeouts,
     WebSocketBackend,
 )
+from gateway.config.schema_consent import ConsentConfig
 from gateway.config.schema_gateway import GatewayConfig
 from gateway.config.schema_hosts import HOST_FORMATS, BackendsFrom, HostFormat
 from gateway.config.schema_policy import ItemRules, PolicyAudit, PolicyRule
@@ -73,6 +74,7 @@ from gateway.config.schema_tracing import TracingConfig
 
 __all__ = [
     "TracingConfig",
+    "ConsentConfig",
     "StoreConfig",
     "Base",
     "ServerConfig",

@@ -25,7 +25,9 @@ from gateway.config.schema import Base, Invalid
 
 __all__ = ["BackendAuth", "BackendAuthType", "ClientAuthMethod"]
 
-BackendAuthType: TypeAlias = Literal["static", "client_credentials", "token_exchange"]
+BackendAuthType: TypeAlias = Literal[
+    "static", "client_credentials", "token_exchange", "user_consent"
+]
 ClientAuthMethod: TypeAlias = Literal[
     "client_secret_basic", "client_secret_post", "private_key_jwt"
 ]
@@ -53,7 +55,9 @@ class BackendAuth(Base, frozen=True, kw_only=True):
         type: ``static`` (a fixed bearer token), ``client_credentials``
             (OAuth 2.0, the gateway's own identity) or ``token_exchange``
             (RFC 8693, the caller's token exchanged for one made for this
-            backend).
+            backend) or ``user_consent`` (each principal's own token, got by
+            the authorization code grant with PKCE once that person consented
+            in a browser; ``gateway.consent``).
         token: the bearer token of ``static``.
         token_file: a file holding ``token`` (read when a session opens).
         token_url: the authorization server's token endpoint.
@@ -79,9 +83,13 @@ class BackendAuth(Base, frozen=True, kw_only=True):
         refresh_fraction: ... or this share of its lifetime, whichever is
             longer (a 60 s token with 0.1 is replaced 30 s early at the
             default skew, a 1 h token 6 min early).
-        catalog: with ``token_exchange``, the gateway's own credential for the
-            shared session that lists the catalog (``static`` or
-            ``client_credentials``); without it that session sends none.
+        catalog: with ``token_exchange`` or ``user_consent``, the gateway's
+            own credential for the shared session that lists the catalog
+            (``static`` or ``client_credentials``); without it that session
+            sends none.
+        authorization_server: with ``user_consent``, the issuer URL of the
+            backend's authorization server; empty: discovered from the
+            backend's protected resource metadata (RFC 9728).
     """
 
     type: BackendAuthType
@@ -101,12 +109,15 @@ class BackendAuth(Base, frozen=True, kw_only=True):
     refresh_skew: Skew = 30.0
     refresh_fraction: Fraction = 0.1
     catalog: BackendAuth | None = None
+    authorization_server: TokenUrl = ""
 
     def __post_init__(self) -> None:
         problems: list[tuple[str, str]] = []
         if self.type == "static":
             if bool(self.token) == bool(self.token_file):
                 problems.append(("token", "static needs token or token_file (exactly one)"))
+        elif self.type == "user_consent":
+            problems += self._consent_problems()
         else:
             if not self.token_url:
                 problems.append(("token_url", f"{self.type} needs the token endpoint"))
@@ -127,12 +138,17 @@ class BackendAuth(Base, frozen=True, kw_only=True):
                 problems.append(("private_key_file", "only client_auth: private_key_jwt uses it"))
             if self.token or self.token_file:
                 problems.append(("token", f"only static takes a token; {self.type} requests one"))
+        if self.authorization_server and self.type != "user_consent":
+            problems.append(("authorization_server", "only user_consent discovers a server"))
         if self.catalog is not None:
-            if self.type != "token_exchange":
+            if self.type not in ("token_exchange", "user_consent"):
                 problems.append(
-                    ("catalog", "only token_exchange has a separate catalog credential")
+                    (
+                        "catalog",
+                        "only token_exchange and user_consent have a separate catalog credential",
+                    )
                 )
-            elif self.catalog.type == "token_exchange":
+            elif self.catalog.type in ("token_exchange", "user_consent"):
                 problems.append(
                     (
                         "catalog.type",
@@ -142,7 +158,26 @@ class BackendAuth(Base, frozen=True, kw_only=True):
         if problems:
             raise Invalid(*problems)
 
+    def _consent_problems(self) -> list[tuple[str, str]]:
+        problems: list[tuple[str, str]] = []
+        if not self.client_id:
+            problems.append(("client_id", "user_consent needs the gateway's client id"))
+        if self.client_secret and self.client_secret_file:
+            problems.append(
+                ("client_secret_file", "set client_secret or client_secret_file, not both")
+            )
+        if self.token or self.token_file:
+            problems.append(("token", "user_consent gets each person's token; it takes none"))
+        if self.client_auth == "private_key_jwt" or self.private_key_file:
+            problems.append(("client_auth", "user_consent authenticates with a secret or none"))
+        return problems
+
+    @property
+    def acts_for_callers(self) -> bool:
+        """Whether each caller gets a token of its own (``token_exchange``, ``user_consent``)."""
+        return self.type in ("token_exchange", "user_consent")
+
     @property
     def catalog_auth(self) -> BackendAuth | None:
         """The credential of the shared (catalog) session: this one, or ``catalog``."""
-        return self.catalog if self.type == "token_exchange" else self
+        return self.catalog if self.acts_for_callers else self

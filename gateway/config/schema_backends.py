@@ -357,14 +357,15 @@ class NetworkBackend(BackendBase, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         if self.auth is not None and any(k.lower() == "authorization" for k in self.headers):
             raise Invalid(("headers", "Authorization is set by auth: remove one of them"))
-        if (
-            self.auth is not None
-            and self.auth.type == "token_exchange"
-            and self.session == "shared"
-        ):
-            # One shared session has no caller: the exchange would never happen.
+        if self.auth is not None and self.auth.acts_for_callers and self.session == "shared":
+            # One shared session has no caller: the exchange would never
+            # happen, and one person's consent would serve everyone.
             raise Invalid(
-                ("session", "token_exchange acts for each caller: use per_client (or auto)")
+                (
+                    "session",
+                    f"{self.auth.type} acts for each caller: use per_principal, "
+                    "per_client (or auto)",
+                )
             )
 
 

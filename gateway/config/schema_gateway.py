@@ -33,8 +33,9 @@ from gateway.config.schema import (
 )
 from gateway.config.schema_admin import AdminConfig, admin_problems
 from gateway.config.schema_auth import AuthConfig
-from gateway.config.schema_backends import BackendConfig
+from gateway.config.schema_backends import BackendConfig, NetworkBackend
 from gateway.config.schema_cache import CacheConfig
+from gateway.config.schema_consent import ConsentConfig
 from gateway.config.schema_filters import FilterConfig
 from gateway.config.schema_hosts import BackendsFrom, HostFilePath
 from gateway.config.schema_policy import PolicyAudit, PolicyRule, policy_problems
@@ -143,6 +144,8 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
         admin: the operator console (``gateway.config.schema_admin``).
         cache: the response cache (``gateway.config.schema_cache``); None
             (the key absent) turns it off.
+        consent: the token vault and OAuth callback of ``user_consent``
+            backends (``gateway.config.schema_consent``).
         backends: the MCP servers behind the gateway, in file order.
         profiles: named subsets of the catalog, each on its own path
             (``gateway.config.schema_profiles``).
@@ -173,6 +176,7 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
     tracing: TracingConfig = msgspec.field(default_factory=TracingConfig)
     admin: AdminConfig = msgspec.field(default_factory=AdminConfig)
     cache: CacheConfig | None = None
+    consent: ConsentConfig = msgspec.field(default_factory=ConsentConfig)
     backends: list[BackendConfig] = msgspec.field(default_factory=list)
     profiles: list[ProfileConfig] = msgspec.field(default_factory=list)
     backends_from: list[BackendsFrom | HostFilePath] = msgspec.field(default_factory=list)
@@ -198,8 +202,34 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
         problems += admin_problems(
             self.admin, self.server.host, self.auth.admin_tokens, self.server.path, admin_role
         )
+        problems += self.consent_problems()
         if problems:
             raise Invalid(*problems)
+
+    def consent_problems(self) -> list[tuple[str, str]]:
+        """``user_consent`` backends need the vault's keys and authenticated callers."""
+        users = [
+            position
+            for position, backend in enumerate(self.backends)
+            if isinstance(backend, NetworkBackend)
+            and backend.auth is not None
+            and backend.auth.type == "user_consent"
+        ]
+        if not users:
+            return []
+        problems: list[tuple[str, str]] = []
+        if not self.consent.vault_key_file:
+            problems.append(
+                ("consent.vault_key_file", "user_consent backends need the token vault's keys")
+            )
+        if not self.auth.enabled:
+            problems.append(
+                (
+                    f"backends[{users[0]}].auth.type",
+                    "user_consent binds tokens to principals: configure auth",
+                )
+            )
+        return problems
 
     def profile_problems(self) -> list[tuple[str, str]]:
         """The profiles checked against every backend (``schema_profiles.profile_problems``)."""

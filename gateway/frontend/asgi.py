@@ -80,6 +80,8 @@ class GatewayApp:
         console: the operator console, when ``admin.enabled``.
         observer: told of each refused request (the console's recent
             errors), when the console is on.
+        consent: the browser's paths of the consent flow (``/oauth/start/``
+            and the callback), when a backend uses ``user_consent``.
     """
 
     def __init__(
@@ -95,8 +97,10 @@ class GatewayApp:
         operations: OperationsAccess = "open",
         console: SubApp | None = None,
         observer: RequestObserver | None = None,
+        consent: SubApp | None = None,
     ) -> None:
         self.console = console
+        self.consent = consent
         # Told of each refused request (the console's recent errors), when on.
         self.observer = observer
         self._mcp_path = mcp_path.rstrip("/") or "/"
@@ -145,6 +149,8 @@ class GatewayApp:
             await serve_operations(
                 path, send, self._readiness, self._metrics, detailed=self._may_see_details(scope)
             )
+        elif self.consent is not None and self.consent.owns(path):
+            await self.consent(scope, receive, send)
         elif self.console is not None and self.console.owns(path):
             await self.console(scope, receive, send)
         else:

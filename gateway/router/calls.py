@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     from gateway.guardrails.chains import Guardrails
     from gateway.protocol.tables import LogLevels, Owners
     from gateway.router.call_metrics import RouterMetrics
+    from gateway.router.consent_gate import ConsentGate
     from gateway.router.host_roots import HostRoots
     from gateway.router.neighbours import Emit, PoolView
     from gateway.router.response_cache import RouterCache
@@ -182,6 +183,10 @@ class Forwarder:
 
     Args:
         owners: the calls in flight, by backend and client.
+        levels: the log levels hosts asked for (the modern envelope's).
+        held: the held calls (a modern host's ``input_required``).
+        consent: asks a person to sign in before a call to a backend that
+            acts for them (``router.consent_gate``).
     """
 
     def __init__(
@@ -190,8 +195,10 @@ class Forwarder:
         levels: LogLevels | None = None,
         held: HeldCalls | None = None,
         roots: HostRoots | None = None,
+        consent: ConsentGate | None = None,
     ) -> None:
         self._owners = owners
+        self._consent = consent
         self._levels = levels
         self._held = held
         self._roots = roots
@@ -228,11 +235,14 @@ class Forwarder:
         """Send one request to a backend on behalf of a host request.
 
         Swaps the client's progress token for one unique on the backend's
-        link, and records the call as in flight for the owner lookup.
-        ``keep_modern`` leaves a modern backend's ``resultType`` and hints
-        on the result whatever the host (the response cache reads them and
-        shapes the answer itself).
+        link, and records the call as in flight for the owner lookup. A
+        backend that acts for people first has the caller sign in, when it
+        has not (``router.consent_gate``). ``keep_modern`` leaves a modern
+        backend's ``resultType`` and hints on the result whatever the host
+        (the response cache reads them and shapes the answer itself).
         """
+        if self._consent is not None:
+            await self._consent.ensure(call, backend.name)
         progress: _Progress | None = None
         token: str | None = None
         meta = params.get("_meta")

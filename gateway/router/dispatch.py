@@ -65,6 +65,7 @@ from gateway.router import initialize
 from gateway.router.access import AccessControl, item_of, list_changes
 from gateway.router.call_metrics import NO_METRICS
 from gateway.router.calls import Calls, Forwarder, Targets
+from gateway.router.consent_gate import ConsentDesk, ConsentGate
 from gateway.router.context import Call, ModernRequest
 from gateway.router.host_roots import HostRoots
 from gateway.router.levels import Levels
@@ -124,6 +125,8 @@ class Router:
         observer: watches every routed request (the console's, when it is on).
         guardrails: the filter chains (``router.filtering``); None when no
             filter is configured anywhere.
+        consent: the consent flow of ``user_consent`` backends
+            (``router.consent_gate``); none when no backend acts for people.
     """
 
     def __init__(
@@ -142,6 +145,7 @@ class Router:
         task_notices: Callable[[bytes], object] | None = None,
         observer: RequestObserver | None = None,
         guardrails: Guardrails | None = None,
+        consent: ConsentDesk | None = None,
     ) -> None:
         self._pool = pool
         self.access = access if access is not None else AccessControl(metrics=metrics)
@@ -159,10 +163,17 @@ class Router:
         wanted = LogLevels()
         targets = Targets(pool, separator)
         self._roots = HostRoots(self._rekey)
-        forwarder = Forwarder(owners, wanted, self._held, self._roots)
+        forwarder = Forwarder(
+            owners,
+            wanted,
+            self._held,
+            self._roots,
+            None if consent is None else ConsentGate(consent),
+        )
         calls = self._calls = Calls(targets, forwarder, metrics, guardrails)
         self._guardrails = guardrails
         self._lists = Lists(pool, cursors, page_size, metrics, guardrails)
+        self._lists.consent = consent
         self.search = SearchMode(
             lambda: pool.snapshot,
             calls.call_tool,

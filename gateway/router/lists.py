@@ -12,6 +12,10 @@ Rules:
    the walk goes straight on to the next backend.
 4. A backend that returns the cursor it was given ends its part of the walk
    (a loop otherwise).
+5. An item of a ``user_consent`` backend the caller has not consented to
+   is listed all the same, marked ``_meta["dev.mcp-gateway/consent"] =
+   {"required": true, "backend": NAME}`` (calling it starts the sign-in);
+   such a list is per principal in its cache hint.
 """
 
 from __future__ import annotations
@@ -40,10 +44,14 @@ if TYPE_CHECKING:
     from gateway.config.schema_filters import FilterConfig
     from gateway.guardrails.chains import Guardrails
     from gateway.router.call_metrics import RouterMetrics
+    from gateway.router.consent_gate import ConsentDesk
     from gateway.router.context import Call
     from gateway.router.neighbours import PoolView
 
 logger = structlog.get_logger("gateway.router")
+
+#: The ``_meta`` key marking an item whose backend needs the caller's sign-in (rule 5).
+CONSENT_META_KEY = "dev.mcp-gateway/consent"
 
 
 def _in_view(snap: Snapshot, backend: BackendView) -> bool:
@@ -55,6 +63,17 @@ def _in_view(snap: Snapshot, backend: BackendView) -> bool:
 
 def _decode_item(encoded: bytes) -> dict[str, Any]:
     return mcp.decode_object(msgspec.Raw(encoded)) or {}
+
+
+def _marked(encoded: bytes, backend: str) -> bytes:
+    """An item marked as needing its person's sign-in at ``backend`` (rule 5)."""
+    item = _decode_item(encoded)
+    meta = item.get("_meta")
+    item["_meta"] = {
+        **(meta if isinstance(meta, dict) else {}),
+        CONSENT_META_KEY: {"required": True, "backend": backend},
+    }
+    return bytes(mcp.encode(item))
 
 
 class Lists:
@@ -82,6 +101,8 @@ class Lists:
         self.page_size = page_size
         self._metrics = metrics
         self.guard = guard
+        self.consent: ConsentDesk | None = None
+        """The consent flow, to mark items needing a sign-in (rule 5)."""
 
     def filters_of(self, backend: str) -> list[FilterConfig]:
         """A backend's configured guardrail filters, by its name (none once it is gone)."""
@@ -154,6 +175,12 @@ class Lists:
                 bytes(mcp.encode(revisions.list_item(kind.value, _decode_item(item), version)))
                 for item in items
             ]
+        awaiting, personal = await self._awaiting_consent(call)
+        if awaiting:
+            items = [
+                _marked(item, entry.backend) if entry.backend in awaiting else item
+                for entry, item in zip(plan.entries, items, strict=True)
+            ]
         unavailable = self._unavailable_backends(call.snapshot)
         following = plan.next
         fetch, fetch_cursor = plan.fetch, plan.fetch_cursor
@@ -184,8 +211,23 @@ class Lists:
         self._metrics.pages_served.labels(kind=kind.value).inc()
         rendered = render_page(kind.value, items, next_cursor, unavailable)
         if isinstance(call.client, ModernRequest):
-            return self._with_hint(kind, rendered, per_principal=call.per_principal)
+            return self._with_hint(kind, rendered, per_principal=call.per_principal or personal)
         return rendered
+
+    async def _awaiting_consent(self, call: Call) -> tuple[set[str], bool]:
+        """The ``user_consent`` backends in view the caller has no token at, and whether
+        any is in view (rule 5)."""
+        desk = self.consent
+        principal = call.client.principal
+        if desk is None or principal is None:
+            return set(), False
+        names = [
+            backend.name
+            for backend in self._pool.backends.values()
+            if desk.acts_for_people(backend.name) and _in_view(call.snapshot, backend)
+        ]
+        awaiting = {name for name in names if not await desk.has_consent(principal, name)}
+        return awaiting, bool(names)
 
     def _with_hint(self, kind: Kind, page: msgspec.Raw, *, per_principal: bool) -> msgspec.Raw:
         """A modern host's page with the merged hint of the backends behind the list.

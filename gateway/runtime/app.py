@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -20,6 +21,7 @@ from gateway.backends.pool import Pool, open_pool
 from gateway.backends.state import BackendState
 from gateway.catalog.cursor import CursorCodec
 from gateway.catalog.naming import NamingRules
+from gateway.config import NetworkBackend
 from gateway.config.schema import TlsConfig
 from gateway.console.activity import Activity
 from gateway.console.handler import ConsoleApp, ConsoleParts
@@ -46,14 +48,16 @@ from gateway.store.opening import open_store
 from gateway.telemetry.metrics import Metrics
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import AsyncIterator, Callable, Iterable
 
     from prometheus_client import CollectorRegistry
 
     from gateway.backends.backend import Backend
     from gateway.backends.channel import ChannelOpener
+    from gateway.backends.credentials.consent_tokens import ConsentBackend, ConsentTokens
     from gateway.catalog.snapshot import Kind, Snapshot
-    from gateway.config import GatewayConfig
+    from gateway.config import BackendConfig, GatewayConfig
+    from gateway.frontend.asgi import SubApp
     from gateway.identity.authenticator import AuthHolder
     from gateway.store.api import Store
 from gateway.errors import ConfigError
@@ -166,6 +170,10 @@ async def open_gateway(
         identity = IdentityService(metrics)
         await services.start(identity.run)
         auth = await _authenticate(identity, config)
+        consent = consent_flow(
+            config, store, lambda: [backend.config for backend in pool.backends.values()]
+        )
+        pool.personal = consent
         cursors = CursorCodec(config.pagination.cursor_secret, clock=trio.current_time)
         held = HeldCalls.from_config(
             config.mrtr, metrics, input_bound=lambda name: _input_bound(pool, name)
@@ -189,6 +197,7 @@ async def open_gateway(
             task_notices=clients.listeners.broadcast,
             observer=activity,
             guardrails=guardrails_of(config, metrics, activity),
+            consent=consent,
         )
         router.set_cache(cache_for(config.cache, config.backends, config.profiles))
         await services.start(router.run)
@@ -233,6 +242,7 @@ async def open_gateway(
             operations=operations_access(config.server.host, config.metrics.port),
             console=console,
             observer=activity,  # refusals join the recent errors
+            consent=None if consent is None else _consent_pages(consent, config),
         )
         live = live_reload.Live(
             identity=identity,
@@ -298,6 +308,77 @@ async def _authenticate(identity: IdentityService, config: GatewayConfig) -> Aut
         raise ConfigError([f"auth.jwt.jwks_file: {exc}"]) from None
     assert identity.holder is not None
     return identity.holder
+
+
+def consent_backends(configs: Iterable[BackendConfig]) -> dict[str, ConsentBackend]:
+    """The ``user_consent`` backends among ``configs``, by name."""
+    found = [
+        backend
+        for backend in configs
+        if isinstance(backend, NetworkBackend)
+        and backend.auth is not None
+        and backend.auth.type == "user_consent"
+    ]
+    if not found:
+        return {}
+    from gateway.backends.credentials.consent_tokens import ConsentBackend
+
+    return {
+        backend.name: ConsentBackend(backend.name, backend.url, backend.auth)
+        for backend in found
+        if backend.auth is not None
+    }
+
+
+def consent_flow(
+    config: GatewayConfig,
+    store: Store,
+    live: Callable[[], Iterable[BackendConfig]] | None = None,
+) -> ConsentTokens | None:
+    """The consent flow of the ``user_consent`` backends; None without any at start.
+
+    Args:
+        config: the config in force.
+        store: the state store.
+        live: the backends' configs now (the pool's, which a reload
+            changes); None: ``config``'s.
+
+    Raises:
+        ConfigError: the vault key file cannot be read or holds no usable key.
+    """
+    at_start = consent_backends(config.backends)
+    if not at_start:
+        return None
+    # Here, not at the top: the vault loads cryptography, which a gateway
+    # without user_consent backends never needs (tests/test_start_path.py).
+    from gateway.backends.credentials.consent_tokens import ConsentTokens
+    from gateway.consent.vault import Vault, VaultError
+
+    path = config.consent.vault_key_file
+    try:
+        vault = Vault.from_text(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError([f"consent.vault_key_file: cannot read {path}: {exc.strerror}"]) from None
+    except (UnicodeDecodeError, VaultError) as exc:
+        reason = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else str(exc)
+        raise ConfigError([f"consent.vault_key_file: {reason}"]) from None
+    url = config.server.resource_url
+    scheme, _, rest = url.partition("://")
+    return ConsentTokens(
+        (lambda: at_start) if live is None else (lambda: consent_backends(live())),
+        store,
+        vault,
+        public_origin=f"{scheme}://{rest.split('/', 1)[0]}",
+        callback_path=config.consent.callback_path,
+        login_timeout=config.consent.login_timeout,
+    )
+
+
+def _consent_pages(consent: ConsentTokens, config: GatewayConfig) -> SubApp:
+    """The browser's paths of the consent flow (loaded only when a backend needs them)."""
+    from gateway.frontend.consent_pages import ConsentPages
+
+    return ConsentPages(consent, config.consent.callback_path)
 
 
 def _input_bound(pool: Pool, name: str) -> float:

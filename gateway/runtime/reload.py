@@ -64,6 +64,7 @@ RESTART_ONLY: Final = (
     "shutdown.pid_file",
     "tracing",
     "admin",
+    "consent",
 )
 
 

@@ -236,7 +236,8 @@ def test_config_rules_name_the_field(settings: dict[str, Any], place: str) -> No
                     "client_id": "g",
                 },
             },
-            "backends[0].session: token_exchange acts for each caller: use per_client (or auto)",
+            "backends[0].session: token_exchange acts for each caller: use per_principal, "
+            "per_client (or auto)",
         ),
         (
             {"auth": {"type": "client_credentials", "token_url": "ftp://x", "client_id": "g"}},

@@ -325,3 +325,71 @@ class TokenCache:
             return False
         del self._tokens[key]
         return True
+
+
+def _consent_form(auth: BackendAuth, secret: str, headers: dict[str, str]) -> dict[str, str]:
+    """Client authentication of a ``user_consent`` client: Basic/post with a secret, else public."""
+    if secret:
+        return _base_form(auth, secret, headers)
+    return {"client_id": auth.client_id}
+
+
+def authorization_code_request(
+    auth: BackendAuth,
+    secret: str,
+    *,
+    token_url: str,
+    code: str,
+    verifier: str,
+    redirect_uri: str,
+    resource: str,
+) -> TokenRequest:
+    """The code exchange of ``user_consent`` (RFC 6749 4.1.3, RFC 7636 4.5, RFC 8707 2.2).
+
+    Args:
+        auth: the backend's ``auth`` settings.
+        secret: the client secret ("" for a public client).
+        token_url: the discovered token endpoint.
+        code: the authorization code from the callback.
+        verifier: the PKCE verifier of that login.
+        redirect_uri: the redirect URI the authorization request named.
+        resource: the backend's canonical URL.
+    """
+    headers = {"content-type": FORM_MEDIA_TYPE, "accept": "application/json"}
+    form = {
+        "grant_type": "authorization_code",
+        **_consent_form(auth, secret, headers),
+        "code": code,
+        "redirect_uri": redirect_uri,
+        "code_verifier": verifier,
+        "resource": resource,
+    }
+    return TokenRequest(token_url, headers, form)
+
+
+def refresh_token_request(
+    auth: BackendAuth, secret: str, *, token_url: str, refresh_token: str, resource: str
+) -> TokenRequest:
+    """A person's token refreshed (RFC 6749 section 6), for the same resource (RFC 8707)."""
+    headers = {"content-type": FORM_MEDIA_TYPE, "accept": "application/json"}
+    form = {
+        "grant_type": "refresh_token",
+        **_consent_form(auth, secret, headers),
+        "refresh_token": refresh_token,
+        "resource": resource,
+    }
+    return TokenRequest(token_url, headers, form)
+
+
+def token_extras(body: bytes) -> tuple[str, str]:
+    """The ``refresh_token`` and ``scope`` of a successful token answer ("" when absent)."""
+    try:
+        data = _decoder.decode(body)
+    except msgspec.DecodeError:
+        return "", ""
+    refresh = data.get("refresh_token")
+    scope = data.get("scope")
+    return (
+        refresh if isinstance(refresh, str) else "",
+        scope if isinstance(scope, str) else "",
+    )

@@ -12,7 +12,9 @@ Rules:
 
 1. The caller's token is never put on a backend request. A per-client
    session of a ``token_exchange`` backend sends the token the exchange
-   returned; the shared (catalog) session sends the gateway's own
+   returned; one of a ``user_consent`` backend sends its principal's own
+   token from that person's consent (``consent_tokens``), never another
+   principal's; the shared (catalog) session sends the gateway's own
    credential (``auth.catalog``) or none.
 2. Single flight: however many requests need a token at once, one token
    request is made per cache key (the backend, or the principal for an
@@ -33,7 +35,7 @@ import functools
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 import structlog
 import trio
@@ -77,6 +79,18 @@ MAX_EXCHANGED_TOKENS: Final = 1024
 
 Subject = tuple[str, CallerToken]
 """Whose token a per-client session exchanges: the principal's key and its raw token."""
+
+
+class PersonalTokens(Protocol):
+    """Each person's own tokens at ``user_consent`` backends (``consent_tokens.ConsentTokens``)."""
+
+    async def access_token(self, principal: str, backend: str) -> str | None:
+        """The principal's token at the backend, refreshed when due; None: no consent."""
+        ...
+
+    def refused(self, principal: str, backend: str, token: str) -> None:
+        """The backend refused that token (401): refresh it, or ask for consent again."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +240,7 @@ class BackendCredentials:
         subjects: the caller of a client session, for token exchange.
         fetch: performs a token request (tests pass their own).
         clock: the time ``refresh_at`` is measured on.
+        personal: the ``user_consent`` token source, once the store is open.
     """
 
     def __init__(
@@ -236,10 +251,12 @@ class BackendCredentials:
         subjects: Callable[[str], Subject | None],
         fetch: Callable[[TokenRequest], Awaitable[TokenAnswer]] = http_fetch,
         clock: Callable[[], float] = trio.current_time,
+        personal: Callable[[], PersonalTokens | None] = lambda: None,
     ) -> None:
         self._backend = backend
         self._auth = auth
         self._subjects = subjects
+        self._personal = personal
         self._fetch = fetch
         self._clock = clock
         self._cache = TokenCache(MAX_EXCHANGED_TOKENS + 1)
@@ -271,7 +288,9 @@ class BackendCredentials:
         return self._own(self._auth.catalog_auth)
 
     def for_client(self, client: str) -> ChannelCredential | None:
-        """A client's own session: the exchanged token, or the gateway's own."""
+        """A client's own session: the exchanged token, the person's own, or the gateway's."""
+        if self._auth.type == "user_consent":
+            return self._consented(client)
         if self._auth.type != "token_exchange":
             return self.shared()
 
@@ -300,6 +319,41 @@ class BackendCredentials:
         def refused(token: str) -> None:
             if seen:
                 self._cache.invalidate(("exchange", seen[-1]), token)
+
+        return ChannelCredential(source, refused, retry=True)
+
+    def _consented(self, client: str) -> ChannelCredential:
+        """A ``user_consent`` session: its principal's own token (rule 1), never another's.
+
+        The session is bound to the principal of the client it opened for;
+        a later request finds that principal's token even once that client
+        is gone. Without a token (no consent yet, revoked, refresh refused)
+        the request fails: the router asks for consent before it sends.
+        """
+        bound: list[str] = []
+
+        async def source() -> str:
+            if not bound:
+                subject = self._subjects(client)
+                if subject is None:
+                    raise CredentialUnavailable("the backend session has no principal")
+                bound.append(subject[0])
+            personal = self._personal()
+            token = (
+                None if personal is None else await personal.access_token(bound[0], self._backend)
+            )
+            if token is None:
+                raise CredentialUnavailable(
+                    f"no consent of this principal for backend {self._backend!r}"
+                )
+            return token
+
+        def refused(token: str) -> None:
+            # A 401: the flow refreshes that token on the retry, or (no
+            # refresh token, or the refresh refused) asks for consent again.
+            personal = self._personal()
+            if bound and personal is not None:
+                personal.refused(bound[0], self._backend, token)
 
         return ChannelCredential(source, refused, retry=True)
 
@@ -394,6 +448,7 @@ def connectors(
     config: BackendConfig,
     connect: ChannelOpener | None,
     subjects: Callable[[str], Subject | None] | None,
+    personal: Callable[[], PersonalTokens | None] = lambda: None,
 ) -> tuple[BackendCredentials | None, ChannelOpener, Callable[[str], ChannelOpener] | None]:
     """A backend's credentials (if its ``auth:`` asks for any) and its two openers.
 
@@ -405,7 +460,10 @@ def connectors(
         return None, connect, None
     if isinstance(config, NetworkBackend) and config.auth is not None:
         credentials = BackendCredentials(
-            config.name, config.auth, subjects=subjects or (lambda _client: None)
+            config.name,
+            config.auth,
+            subjects=subjects or (lambda _client: None),
+            personal=personal,
         )
         shared, for_client = credentials.openers(open_channel)
         return credentials, shared, for_client

@@ -1,0 +1,105 @@
+"""The ``user_consent`` backend credential and the ``consent:`` block: what a file may say."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from gateway.config import parse
+from gateway.errors import ConfigError
+
+_AUTH: dict[str, Any] = {"bearer_tokens": ["t"]}
+_CONSENT_AUTH: dict[str, Any] = {
+    "type": "user_consent",
+    "client_id": "gateway",
+    "client_secret": "s",
+    "scopes": ["repo"],
+    "authorization_server": "https://idp.test",
+}
+
+
+def _config(backend_auth: dict[str, Any], **top: Any) -> str:
+    backend = {"name": "b", "transport": "http", "url": "http://b.test/mcp", "auth": backend_auth}
+    return json.dumps({"backends": [backend], **top})
+
+
+def test_a_user_consent_backend_with_its_vault_and_callers_is_accepted() -> None:
+    """gateway choice: the documented settings parse; the callback path has its default."""
+    config = parse(_config(_CONSENT_AUTH, auth=_AUTH, consent={"vault_key_file": "/k"}), env={})
+    auth = config.backends[0].auth  # type: ignore[union-attr]
+    assert auth is not None
+    assert auth.type == "user_consent"
+    assert auth.catalog_auth is None  # the catalog session sends no person's token
+    assert config.consent.callback_path == "/oauth/callback"
+
+
+@pytest.mark.parametrize(
+    ("settings", "problem"),
+    [
+        (
+            {"auth": _AUTH},
+            "consent.vault_key_file: user_consent backends need the token vault's keys",
+        ),
+        (
+            {"consent": {"vault_key_file": "/k"}},
+            "backends[0].auth.type: user_consent binds tokens to principals: configure auth",
+        ),
+        (
+            {"auth": _AUTH, "consent": {"vault_key_file": "/k", "callback_path": "cb"}},
+            "consent.callback_path: must be a path starting with '/', no query",
+        ),
+    ],
+)
+def test_user_consent_without_what_it_needs_is_refused(
+    settings: dict[str, Any], problem: str
+) -> None:
+    """gateway choice: no vault keys, no authenticated callers or a bad path stop the start."""
+    with pytest.raises(ConfigError) as caught:
+        parse(_config(_CONSENT_AUTH, **settings), env={})
+    assert problem in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"client_id": ""}, "client_id: user_consent needs the gateway's client id"),
+        ({"token": "x"}, "token: user_consent gets each person's token; it takes none"),
+        ({"client_secret_file": "/f"}, "set client_secret or client_secret_file, not both"),
+    ],
+)
+def test_user_consent_auth_rules_name_the_field(change: dict[str, Any], problem: str) -> None:
+    """gateway choice: each misuse of the block names its field."""
+    text = _config({**_CONSENT_AUTH, **change}, auth=_AUTH, consent={"vault_key_file": "/k"})
+    with pytest.raises(ConfigError) as caught:
+        parse(text, env={})
+    assert problem in str(caught.value)
+
+
+def test_a_shared_session_for_user_consent_is_refused() -> None:
+    """gateway choice: one shared session would serve one person's consent to everyone."""
+    backend = {
+        "name": "b",
+        "transport": "http",
+        "url": "http://b.test/mcp",
+        "session": "shared",
+        "auth": _CONSENT_AUTH,
+    }
+    text = json.dumps({"backends": [backend], "auth": _AUTH, "consent": {"vault_key_file": "/k"}})
+    with pytest.raises(ConfigError) as caught:
+        parse(text, env={})
+    assert "user_consent acts for each caller" in str(caught.value)
+
+
+def test_authorization_server_belongs_to_user_consent_only() -> None:
+    """gateway choice: a discovery setting on another grant is a mistake, named."""
+    auth = {
+        "type": "client_credentials",
+        "token_url": "https://t",
+        "client_id": "g",
+        "authorization_server": "https://idp.test",
+    }
+    with pytest.raises(ConfigError) as caught:
+        parse(_config(auth), env={})
+    assert "only user_consent discovers a server" in str(caught.value)

@@ -1,0 +1,409 @@
+"""Issue 28 end to end: each person signs in to a backend that acts for them, in the host.
+
+A real authorization server (oidc-provider, tests/node/consent_server.mjs:
+authorization code with PKCE required, resource indicators, JWT access
+tokens, its development login and consent pages) stands for the backend's
+sign-in; the backend (tests/servers/consent_backend.py, the official SDK)
+answers ``whoami`` with the ``sub`` of the bearer token each call carried.
+Two principals (static tokens) use the official SDK client as host; a
+person's browser is httpx following the redirects and posting the login
+and consent forms.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
+
+import httpx
+import pytest
+import trio
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import McpError
+from mcp.types import ElicitRequestURLParams, ElicitResult, TextContent
+
+from gateway.consent.vault import generate_key
+from tests.harness import Running, gateway_config, start_gateway
+from tests.servers.paths import SERVERS_DIR
+from tests.subprocess_servers import free_port, run_server
+
+SCRIPT: Final = Path(__file__).parents[1] / "node" / "consent_server.mjs"
+BACKEND: Final = SERVERS_DIR / "consent_backend.py"
+STARTUP_TIMEOUT: Final = 20.0
+TOKENS: Final = {"alice": "tok-alice", "bob": "tok-bob"}
+TOOL: Final = "tracker__whoami"
+
+
+@asynccontextmanager
+async def _authorization_server(port: int, resource: str, redirect_uri: str) -> AsyncIterator[str]:
+    """Run oidc-provider until the block ends; yields its issuer."""
+    process = await trio.lowlevel.open_process(
+        ["node", str(SCRIPT), str(port), resource, redirect_uri],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert process.stdout is not None
+        buffer = b""
+        with trio.fail_after(STARTUP_TIMEOUT):
+            while b"\n" not in buffer:
+                chunk = await process.stdout.receive_some()
+                assert chunk, "consent_server.mjs exited before it was ready"
+                buffer += chunk
+        issuer: str = json.loads(buffer.split(b"\n", 1)[0])["issuer"]
+        yield issuer
+    finally:
+        with trio.CancelScope(shield=True):
+            process.terminate()
+            with trio.move_on_after(5):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+
+
+class Setup:
+    """The running pieces of one test."""
+
+    def __init__(
+        self, running: Running, record: Path, redirect_uri: str, scope: trio.CancelScope
+    ) -> None:
+        self.running = running
+        self.record = record
+        self.redirect_uri = redirect_uri
+        self._scope = scope
+
+    def stop(self) -> None:
+        """Stop the gateway (its store file and the other servers stay)."""
+        self._scope.cancel()
+
+    def carried(self) -> list[tuple[str, str]]:
+        """(sub, token) of each ``whoami`` call the backend served, in order."""
+        if not self.record.exists():
+            return []
+        return [
+            (entry["sub"], entry["token"])
+            for entry in map(json.loads, self.record.read_text().splitlines())
+        ]
+
+
+async def _run(
+    config: Any, *, task_status: trio.TaskStatus[tuple[Running, trio.CancelScope]]
+) -> None:
+    """Run a gateway under a cancel scope of its own, so a test can stop it and go on."""
+    with trio.CancelScope() as scope:
+        async with trio.open_nursery() as inner:
+            task_status.started((await start_gateway(inner, config), scope))
+            await trio.sleep_forever()
+
+
+@asynccontextmanager
+async def _setup(nursery: trio.Nursery, tmp_path: Path, **auth: Any) -> AsyncIterator[Setup]:
+    """Authorization server, backend and gateway, wired for ``user_consent``."""
+    gateway_port, idp_port, backend_port = free_port(), free_port(), free_port()
+    redirect_uri = f"http://127.0.0.1:{gateway_port}/oauth/callback"
+    backend_url = f"http://127.0.0.1:{backend_port}/mcp"
+    record = tmp_path / "calls.jsonl"
+    keys = tmp_path / "vault.keys"
+    keys.write_text(generate_key() + "\n")
+    argv = [sys.executable, str(BACKEND), str(backend_port), str(record)]
+    with run_server(argv, backend_port):
+        async with _authorization_server(idp_port, backend_url, redirect_uri) as issuer:
+            config = gateway_config(
+                [
+                    {
+                        "name": "tracker",
+                        "transport": "http",
+                        "url": backend_url,
+                        "session": "per_principal",
+                        "auth": {
+                            "type": "user_consent",
+                            "client_id": "gateway",
+                            "client_secret": "gateway-secret",
+                            "scopes": ["tracker:read"],
+                            "authorization_server": issuer,
+                            **auth,
+                        },
+                    }
+                ],
+                server={"port": gateway_port},
+                auth={"tokens": TOKENS},
+                consent={"vault_key_file": str(keys)},
+                store={"path": str(tmp_path / "state.sqlite")},
+            )
+            running, scope = await nursery.start(_run, config)
+            try:
+                yield Setup(running, record, redirect_uri, scope)
+            finally:
+                scope.cancel()
+
+
+async def _sign_in(url: str, login: str, *, stop_at: str = "") -> httpx.Response | str:
+    """The person's browser: open ``url``, sign in as ``login``, consent, follow to the end.
+
+    With ``stop_at``, the first redirect to a URL starting with it is returned
+    unopened (the callback URL, for the replay tests).
+    """
+    async with httpx.AsyncClient(follow_redirects=False) as browser:
+        response = await browser.get(url)
+        for _ in range(20):
+            if response.is_redirect:
+                location = urljoin(str(response.url), response.headers["location"])
+                if stop_at and location.startswith(stop_at):
+                    return location
+                response = await browser.get(location)
+                continue
+            text = response.text
+            found = re.search(r'<form[^>]*action="([^"]+)"', text)
+            if response.status_code != 200 or found is None:
+                return response
+            action = urljoin(str(response.url), html.unescape(found.group(1)))
+            if 'value="login"' in text:
+                form = {"prompt": "login", "login": login, "password": "any"}
+            else:
+                form = {"prompt": "consent"}
+            response = await browser.post(action, data=form)
+        raise AssertionError("the sign-in did not end")
+
+
+@asynccontextmanager
+async def _host(
+    setup: Setup, principal: str, *, signs_in_as: str | None = None, declines: bool = False
+) -> AsyncIterator[tuple[ClientSession, list[str], list[str]]]:
+    """The official client for ``principal``; with ``signs_in_as``, it declares URL
+    elicitation and its person signs in when asked. Yields the session, the URLs it
+    was asked to open, and the elicitation ids it was told completed."""
+    asked: list[str] = []
+    completed: list[str] = []
+
+    async def elicit(_context: Any, params: Any) -> ElicitResult:
+        assert isinstance(params, ElicitRequestURLParams)
+        asked.append(params.url)
+        if declines:
+            return ElicitResult(action="decline")
+        assert signs_in_as is not None
+        page = await _sign_in(params.url, signs_in_as)
+        assert isinstance(page, httpx.Response) and page.status_code == 200, page
+        return ElicitResult(action="accept")
+
+    async def messages(message: Any) -> None:
+        root = getattr(message, "root", None)
+        if getattr(root, "method", "") == "notifications/elicitation/complete":
+            completed.append(root.params.elicitationId)  # type: ignore[union-attr]
+
+    headers = {"Authorization": f"Bearer {TOKENS[principal]}"}
+    async with (
+        httpx.AsyncClient(headers=headers) as http,
+        streamable_http_client(setup.running.url, http_client=http) as (read, write, _),
+        ClientSession(
+            read,
+            write,
+            elicitation_callback=elicit if signs_in_as is not None or declines else None,
+            message_handler=messages,
+        ) as session,
+    ):
+        await session.initialize()
+        yield session, asked, completed
+
+
+async def _whoami(session: ClientSession) -> str:
+    result = await session.call_tool(TOOL, {})
+    content = result.content[0]
+    assert isinstance(content, TextContent)
+    assert not result.isError, content.text
+    return content.text
+
+
+async def test_each_person_signs_in_once_and_every_call_carries_their_own_token(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """spec: URL elicitation (2025-11-25); gateway choice: a call to a user_consent backend
+    waits for its person's sign-in, then carries that person's token, never another's."""
+    async with _setup(nursery, tmp_path) as setup:
+        async with _host(setup, "alice", signs_in_as="alice@tracker") as (alice, asked, done):
+            # Listed without anyone's token (the catalog's session), marked for alice.
+            assert _consent_mark(await alice.list_tools()) == {
+                "required": True,
+                "backend": "tracker",
+            }
+            assert await _whoami(alice) == "acting for alice@tracker"
+            assert _consent_mark(await alice.list_tools()) is None
+            assert len(asked) == 1 and "/oauth/start/" in asked[0]
+            assert len(done) == 1  # notifications/elicitation/complete reached the host
+            assert await _whoami(alice) == "acting for alice@tracker"
+            assert len(asked) == 1  # signed in once
+            async with _host(setup, "bob", signs_in_as="bob@tracker") as (bob, bob_asked, _):
+                assert _consent_mark(await bob.list_tools()) is not None  # alice's is hers
+                assert await _whoami(bob) == "acting for bob@tracker"
+                assert await _whoami(alice) == "acting for alice@tracker"
+                assert len(bob_asked) == 1
+        carried = setup.carried()
+        assert [sub for sub, _ in carried] == [
+            "alice@tracker",
+            "alice@tracker",
+            "bob@tracker",
+            "alice@tracker",
+        ]
+        alice_tokens = {token for sub, token in carried if sub == "alice@tracker"}
+        bob_tokens = {token for sub, token in carried if sub == "bob@tracker"}
+        assert alice_tokens and bob_tokens and not alice_tokens & bob_tokens
+
+
+def _consent_mark(listed: Any) -> Any:
+    """The consent mark of the tracker's tool in a tools/list result (None: unmarked)."""
+    (tool,) = [tool for tool in listed.tools if tool.name == TOOL]
+    return (tool.meta or {}).get("dev.mcp-gateway/consent")
+
+
+async def _required_link(session: ClientSession) -> str:
+    """The link of a -32042 answer to a call."""
+    with pytest.raises(McpError) as caught:
+        await session.call_tool(TOOL, {})
+    assert caught.value.error.code == -32042
+    data = caught.value.error.data
+    assert isinstance(data, dict)
+    (elicitation,) = data["elicitations"]
+    assert elicitation["mode"] == "url"
+    url: str = elicitation["url"]
+    return url
+
+
+async def test_a_host_without_url_elicitation_gets_32042_with_the_link_then_the_call_works(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """spec: URLElicitationRequiredError (-32042) carries the URL; once the person signed
+    in there, the same call goes through with their token."""
+    async with _setup(nursery, tmp_path) as setup, _host(setup, "alice") as (alice, _, _):
+        url = await _required_link(alice)
+        assert url.startswith(setup.running.base_url + "/oauth/start/")
+        page = await _sign_in(url, "alice@tracker")
+        assert isinstance(page, httpx.Response) and page.status_code == 200
+        assert "Signed in" in page.text
+        assert await _whoami(alice) == "acting for alice@tracker"
+        assert [sub for sub, _ in setup.carried()] == ["alice@tracker"]
+
+
+async def test_a_replayed_or_tampered_callback_and_a_reused_link_are_refused_with_a_page(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """gateway choice: links and logins are single use and bound to their state; a refusal
+    is a 400 page, never a 500, and stores no token."""
+    async with _setup(nursery, tmp_path) as setup, _host(setup, "alice") as (alice, _, _):
+        url = await _required_link(alice)
+        callback = await _sign_in(url, "alice@tracker", stop_at=setup.redirect_uri)
+        assert isinstance(callback, str)
+        parts = urlsplit(callback)
+        query = dict(parse_qsl(parts.query))
+        tampered = urlunsplit(
+            parts._replace(query=urlencode({**query, "state": "x" + query["state"]}))
+        )
+        async with httpx.AsyncClient() as browser:
+            refused = await browser.get(tampered)
+            assert refused.status_code == 400
+            assert "unknown or already used" in refused.text
+            reused = await browser.get(url)  # the link was used when the sign-in started
+            assert reused.status_code == 400
+            empty = await browser.get(setup.redirect_uri)
+            assert empty.status_code == 400
+            denied = await browser.get(setup.redirect_uri + "?state=s&error=access_denied")
+            assert denied.status_code == 400
+        await _required_link(alice)  # still no token: nothing above stored one
+        async with httpx.AsyncClient() as browser:
+            first = await browser.get(callback)
+            replayed = await browser.get(callback)
+        assert first.status_code == 200
+        assert replayed.status_code == 400 and "unknown or already used" in replayed.text
+        assert await _whoami(alice) == "acting for alice@tracker"
+
+
+def _answer(response: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC answer of a POST, as JSON or the last SSE message."""
+    from tests.frontend.test_modern_http import sse_messages
+
+    if "event-stream" in response.headers.get("content-type", ""):
+        last: dict[str, Any] = sse_messages(response)[-1]
+        return last
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def test_a_2026_07_28_request_gets_32021_naming_url_elicitation_with_the_link(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """spec: -32021 names the missing capability; gateway choice: its data carries the link
+    (input_required with a URL request is not built), and after sign-in the retry works."""
+    from tests.frontend.test_modern_http import modern, send
+    from tests.frontend.test_streamable_http import http_client
+
+    async with _setup(nursery, tmp_path) as setup, http_client(setup.running) as client:
+        client.headers["authorization"] = f"Bearer {TOKENS['alice']}"
+        refused = await send(client, modern(1, "tools/call", {"name": TOOL, "arguments": {}}))
+        error = _answer(refused)["error"]
+        assert error["code"] == -32021
+        assert error["data"]["requiredCapabilities"] == {"elicitation": {"url": {}}}
+        page = await _sign_in(error["data"]["url"], "alice@tracker")
+        assert isinstance(page, httpx.Response) and page.status_code == 200
+        retried = await send(client, modern(2, "tools/call", {"name": TOOL, "arguments": {}}))
+        result = _answer(retried)["result"]
+        assert result["content"][0]["text"] == "acting for alice@tracker"
+
+
+async def test_a_declined_sign_in_fails_the_call_naming_the_backend_and_sends_nothing(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """spec: URL elicitation may be declined; gateway choice: the call fails with -32603 and
+    data.reason consent_declined, and nothing reaches the backend."""
+    async with _setup(nursery, tmp_path) as setup:
+        async with _host(setup, "alice", declines=True) as (alice, asked, _):
+            with pytest.raises(McpError) as caught:
+                await alice.call_tool(TOOL, {})
+        assert len(asked) == 1
+        assert caught.value.error.code == -32603
+        assert caught.value.error.data == {"reason": "consent_declined", "backend": "tracker"}
+        assert setup.carried() == []
+
+
+async def test_a_consent_survives_a_gateway_restart(nursery: trio.Nursery, tmp_path: Path) -> None:
+    """gateway choice: sealed tokens live in the store's file; a restarted gateway with the
+    same vault keys uses them without asking again."""
+    async with _setup(nursery, tmp_path) as setup:
+        async with _host(setup, "alice") as (alice, _, _):
+            page = await _sign_in(await _required_link(alice), "alice@tracker")
+            assert isinstance(page, httpx.Response) and page.status_code == 200
+        config = setup.running.gateway.config
+        setup.stop()
+        setup.running, restarted = await nursery.start(_run, config)
+        try:
+            async with _host(setup, "alice") as (alice, _, _):
+                assert await _whoami(alice) == "acting for alice@tracker"
+        finally:
+            restarted.cancel()
+        assert [sub for sub, _ in setup.carried()] == ["alice@tracker"]
+
+
+async def test_a_due_token_is_refreshed_at_the_authorization_server_for_the_same_person(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """gateway choice: from refresh_at on, the refresh token gets a new access token (same
+    person, same resource) without asking the person again."""
+    # 300 s tokens replaced 299.5 s early: due half a second after the sign-in.
+    async with (
+        _setup(nursery, tmp_path, refresh_skew=299.5) as setup,
+        _host(setup, "alice", signs_in_as="alice@tracker") as (alice, asked, _),
+    ):
+        assert await _whoami(alice) == "acting for alice@tracker"
+        await trio.sleep(0.6)  # real time: the sign-in's token is now due
+        assert await _whoami(alice) == "acting for alice@tracker"
+        assert len(asked) == 1
+    (first_sub, first), (second_sub, second) = setup.carried()
+    assert first_sub == second_sub == "alice@tracker"
+    assert first != second

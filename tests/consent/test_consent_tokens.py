@@ -1,0 +1,247 @@
+"""The consent flow's I/O without sockets: links, logins, exchange, refresh (consent_tokens.py).
+
+The authorization server is a fake here only for what a real one cannot be
+made to do on cue (a refresh at a chosen instant, a refused refresh token,
+answers slow enough to overlap); the real one is in test_consent_flow.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import msgspec
+import pytest
+import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from trio.testing import MockClock
+
+from gateway.backends.credentials.consent_tokens import ConsentBackend, ConsentTokens
+from gateway.backends.credentials.grants import TokenRequest
+from gateway.backends.credentials.provider import TokenAnswer
+from gateway.config.schema_backend_auth import BackendAuth
+from gateway.consent.records import LoginRefused, Refusal
+from gateway.consent.vault import Vault, generate_key
+from gateway.frontend.consent_pages import ConsentPages
+from gateway.store.embedded import EmbeddedStore
+
+ISSUER = "http://127.0.0.1:9"
+METADATA = msgspec.json.encode(
+    {
+        "issuer": ISSUER,
+        "authorization_endpoint": ISSUER + "/auth",
+        "token_endpoint": ISSUER + "/token",
+        "code_challenge_methods_supported": ["S256"],
+    }
+)
+
+
+class FakeServer:
+    """Answers discovery and token requests; counts them; can refuse refreshes."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, str]] = []
+        self.refuse_refresh = False
+        self.delay = 0.0
+
+    async def get(self, url: str) -> tuple[int, bytes]:
+        return (200, METADATA) if url.endswith("oauth-authorization-server") else (404, b"")
+
+    async def fetch(self, request: TokenRequest) -> TokenAnswer:
+        self.requests.append(dict(request.form))
+        await trio.sleep(self.delay)
+        if request.form["grant_type"] == "refresh_token" and self.refuse_refresh:
+            return TokenAnswer(400, b'{"error":"invalid_grant"}')
+        n = len(self.requests)
+        body = {"access_token": f"at-{n}", "refresh_token": f"rt-{n}", "expires_in": 100}
+        return TokenAnswer(200, msgspec.json.encode(body))
+
+
+def _tokens(server: FakeServer, wall: list[float]) -> ConsentTokens:
+    auth = BackendAuth(
+        type="user_consent", client_id="gw", client_secret="s", authorization_server=ISSUER
+    )
+    return ConsentTokens(
+        lambda: {"tracker": ConsentBackend("tracker", "http://Tracker.test/mcp/", auth)},
+        EmbeddedStore("", clock=lambda: wall[0]),
+        Vault.from_text(generate_key()),
+        public_origin="http://gw.test",
+        callback_path="/oauth/callback",
+        login_timeout=600.0,
+        fetch=server.fetch,
+        get=server.get,
+        wall=lambda: wall[0],
+    )
+
+
+async def _consent(tokens: ConsentTokens, principal: str) -> dict[str, list[str]]:
+    """One person's link, start and callback; returns the authorization request's query."""
+    url, _ = await tokens.new_link(principal, "tracker")
+    location = await tokens.start(url.rsplit("/", 1)[1])
+    query = parse_qs(urlsplit(location).query)
+    await tokens.finish(query["state"][0], "the-code", "")
+    return query
+
+
+async def test_a_consent_stores_a_token_for_that_person_only() -> None:
+    """spec: PKCE S256 and the resource indicator; gateway choice: (principal, backend) bound."""
+    server, wall = FakeServer(), [1000.0]
+    tokens = _tokens(server, wall)
+    query = await _consent(tokens, "token:alice")
+    assert query["code_challenge_method"] == ["S256"]
+    assert query["resource"] == ["http://tracker.test/mcp"]
+    assert query["redirect_uri"] == ["http://gw.test/oauth/callback"]
+    (exchange,) = server.requests
+    assert exchange["grant_type"] == "authorization_code"
+    digest = hashlib.sha256(exchange["code_verifier"].encode()).digest()
+    assert base64.urlsafe_b64encode(digest).rstrip(b"=").decode() == query["code_challenge"][0]
+    assert exchange["resource"] == "http://tracker.test/mcp"
+    assert await tokens.access_token("token:alice", "tracker") == "at-1"
+    assert await tokens.access_token("token:bob", "tracker") is None
+    assert [(p, b) for p, b, _ in await tokens.list()] == [("token:alice", "tracker")]
+
+
+async def test_a_link_and_a_login_are_single_use_and_expire() -> None:
+    """gateway choice: a second start or callback finds nothing; a late one is expired."""
+    server, wall = FakeServer(), [1000.0]
+    tokens = _tokens(server, wall)
+    url, _ = await tokens.new_link("token:alice", "tracker")
+    link = url.rsplit("/", 1)[1]
+    location = await tokens.start(link)
+    with pytest.raises(LoginRefused) as again:
+        await tokens.start(link)
+    assert again.value.reason is Refusal.UNKNOWN
+    state = parse_qs(urlsplit(location).query)["state"][0]
+    wall[0] += 601
+    with pytest.raises(LoginRefused) as late:
+        await tokens.finish(state, "code", "")
+    assert late.value.reason in (Refusal.EXPIRED, Refusal.UNKNOWN)
+    assert server.requests == []  # nothing was exchanged
+
+
+async def test_a_due_token_is_refreshed_once_however_many_calls_need_it(
+    autojump_clock: MockClock,
+) -> None:
+    """gateway choice: refresh before expiry, single flight per (principal, backend)."""
+    server, wall = FakeServer(), [1000.0]
+    tokens = _tokens(server, wall)
+    await _consent(tokens, "token:alice")
+    wall[0] += 95  # past refresh_at (100 s token, 30 s skew), before expiry
+    server.delay = 1.0
+    got: list[str | None] = []
+
+    async def use() -> None:
+        got.append(await tokens.access_token("token:alice", "tracker"))
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(5):
+            nursery.start_soon(use)
+    assert got == ["at-2"] * 5
+    refreshes = [r for r in server.requests if r["grant_type"] == "refresh_token"]
+    assert len(refreshes) == 1 and refreshes[0]["refresh_token"] == "rt-1"
+
+
+async def test_a_refused_refresh_sends_the_person_back_through_consent() -> None:
+    """gateway choice: the record goes, so the next call asks for consent again."""
+    server, wall = FakeServer(), [1000.0]
+    tokens = _tokens(server, wall)
+    await _consent(tokens, "token:alice")
+    wall[0] += 95
+    server.refuse_refresh = True
+    assert await tokens.access_token("token:alice", "tracker") is None
+    assert await tokens.list() == []
+
+
+async def test_revoke_forgets_the_persons_tokens() -> None:
+    """gateway choice: revoked is as if never consented."""
+    server, wall = FakeServer(), [1000.0]
+    tokens = _tokens(server, wall)
+    await _consent(tokens, "token:alice")
+    assert await tokens.revoke("token:alice", "tracker")
+    assert await tokens.access_token("token:alice", "tracker") is None
+
+
+async def _status(pages: ConsentPages, path: str, query: bytes) -> int:
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "GET", "path": path, "query_string": query, "headers": []}
+    await pages(scope, receive, send)
+    status: int = sent[0]["status"]
+    return status
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    query=st.one_of(
+        st.binary(max_size=200),
+        st.dictionaries(
+            st.sampled_from(["state", "code", "error", "iss", "x"]), st.text(max_size=40)
+        ).map(lambda d: "&".join(f"{k}={v}" for k, v in d.items()).encode("utf-8", "replace")),
+    ),
+    link=st.text(max_size=40).filter(lambda s: "/" not in s),
+)
+def test_no_callback_or_link_a_browser_can_send_is_a_server_error(query: bytes, link: str) -> None:
+    """gateway choice: whatever reaches the two paths, the answer is a 4xx page, never a 500."""
+
+    async def main() -> tuple[int, int]:
+        pages = ConsentPages(_tokens(FakeServer(), [1000.0]), "/oauth/callback")
+        callback = await _status(pages, "/oauth/callback", query)
+        start = await _status(pages, "/oauth/start/" + link, b"")
+        return callback, start
+
+    callback, start = trio.run(main)
+    assert callback == 400 and start == 400
+
+
+async def test_a_token_the_backend_refused_is_refreshed_and_without_refresh_asked_again() -> None:
+    """gateway choice: a 401 from the backend refreshes that person's token on the retry;
+    with no refresh token the record goes and the person consents again."""
+    server, wall = FakeServer(), [1000.0]
+    tokens = _tokens(server, wall)
+    await _consent(tokens, "token:alice")
+    tokens.refused("token:alice", "tracker", "at-1")
+    assert await tokens.access_token("token:alice", "tracker") == "at-2"
+    tokens.refused("token:alice", "tracker", "at-1")  # a late 401 of the old token
+    assert await tokens.access_token("token:alice", "tracker") == "at-2"
+    server.refuse_refresh = True
+    tokens.refused("token:alice", "tracker", "at-2")
+    assert await tokens.access_token("token:alice", "tracker") is None
+    assert await tokens.list() == []
+
+
+async def test_a_reloaded_backend_config_applies_to_the_next_sign_in() -> None:
+    """gateway choice: the flow reads the backends now in force (a reload changes them)."""
+    wall = [1000.0]
+    live: dict[str, ConsentBackend] = {}
+
+    def auth(client_id: str) -> BackendAuth:
+        return BackendAuth(type="user_consent", client_id=client_id, authorization_server=ISSUER)
+
+    server = FakeServer()
+    tokens = ConsentTokens(
+        lambda: live,
+        EmbeddedStore("", clock=lambda: wall[0]),
+        Vault.from_text(generate_key()),
+        public_origin="http://gw.test",
+        callback_path="/oauth/callback",
+        login_timeout=600.0,
+        fetch=server.fetch,
+        get=server.get,
+        wall=lambda: wall[0],
+    )
+    assert not tokens.acts_for_people("tracker")
+    live["tracker"] = ConsentBackend("tracker", "http://tracker.test/mcp", auth("old"))
+    assert tokens.acts_for_people("tracker")
+    live["tracker"] = ConsentBackend("tracker", "http://tracker.test/mcp", auth("new"))
+    url, _ = await tokens.new_link("token:alice", "tracker")
+    location = await tokens.start(url.rsplit("/", 1)[1])
+    assert parse_qs(urlsplit(location).query)["client_id"] == ["new"]
