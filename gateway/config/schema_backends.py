@@ -27,6 +27,7 @@ from gateway.config.schema import (
     tag_table,
 )
 from gateway.config.schema_backend_auth import BackendAuth
+from gateway.config.schema_pinning import BackendPinning, PinModeName, PinningConfig, mode_name
 
 __all__ = [
     "Timeouts",
@@ -250,6 +251,9 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
             ``legacy`` only runs ``initialize``. The legacy HTTP+SSE
             transport is handshake-era only, so ``auto`` means ``legacy``
             there and ``modern`` is refused.
+        pinning: this backend's pinning mode, overriding the top level's
+            (``gateway.config.schema_pinning``): a mode name, ``false``
+            (``off``), or ``{mode, hold_new}``; None follows ``pinning:``.
     """
 
     name: Name
@@ -270,12 +274,23 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
     max_pending: NoLimit = 0
     on_collision: Literal["error", "skip", "rename"] = "error"
     protocol: Literal["auto", "modern", "legacy"] = "auto"
+    pinning: BackendPinning | PinModeName | bool | None = None
 
     @property
     def transport(self) -> str:
         """The ``transport`` tag of this backend's class (for logs and metrics)."""
         tag = type(self).__struct_config__.tag
         return tag if isinstance(tag, str) else type(self).__name__
+
+    def pin_mode(self, top: PinningConfig) -> tuple[PinModeName, bool]:
+        """This backend's pinning mode and ``hold_new``, its override over ``top``'s."""
+        own = self.pinning
+        if own is None:
+            return top.mode_name, top.hold_new
+        if isinstance(own, BackendPinning):
+            hold_new = top.hold_new if own.hold_new is None else own.hold_new
+            return mode_name(own.mode), hold_new
+        return mode_name(own), top.hold_new
 
     @property
     def public_prefix(self) -> str:

@@ -151,6 +151,7 @@ NOT_SECRETS = {
     "inherit_env",
     "password_file",  # store.password_file: the file's path
     "key_prefix",  # store.key_prefix: the namespace in front of every key
+    "signing_key_file",  # pinning.signing_key_file: the key file's path
 }
 
 
