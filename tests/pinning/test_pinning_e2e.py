@@ -31,13 +31,15 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from tests.harness import Running
+    from tests.redis_server import RedisServer
 
 WAIT: Final = 20.0
 TOOLS_CHANGED: Final = "notifications/tools/list_changed"
 
 
-def _config(mode: str, **pinning: Any) -> GatewayConfig:
+def _config(mode: str, store: dict[str, str] | None = None, **pinning: Any) -> GatewayConfig:
     document: dict[str, Any] = {
+        "store": store or {},
         "server": {"host": "127.0.0.1", "port": 0},
         "notifications": {"debounce": 0.05},
         "pinning": {"mode": mode, **pinning},
@@ -214,3 +216,45 @@ async def test_a_baseline_exported_from_one_gateway_pins_the_same_digests_in_ano
         if record.pinned is not None
     } == digests
     assert {r.pinned.by for r in other.book.records.values() if r.pinned} == {"baseline"}
+
+
+async def test_an_approval_on_one_replica_reaches_the_hosts_of_another_sharing_redis(
+    nursery: trio.Nursery, redis_server: RedisServer
+) -> None:
+    """spec (issue 27): pins live in the shared store; a decision on one replica re-lists on all."""
+    redis_server.flush()
+    store = {"url": redis_server.url, "key_prefix": "pins-e2e:"}
+    one = await start_gateway(nursery, _config("hold", store=store))
+    two = await start_gateway(nursery, _config("hold", store=store))
+    with trio.fail_after(WAIT):
+        for running in (one, two):
+            pins = running.gateway.pins
+            assert pins is not None
+            await _until(running, lambda pins=pins: pins.loaded and bool(pins.export({}).items))
+        heard = trio.Event()
+
+        async def handler(message: Any) -> None:
+            if (
+                isinstance(message, types.ServerNotification)
+                and message.root.method == TOOLS_CHANGED
+            ):
+                heard.set()
+
+        async with (
+            open_client(one.url) as first,
+            open_client(two.url, message_handler=handler) as second,
+        ):
+            # Each replica runs its own backend process; both drift the same way.
+            await first.call_tool("s__shift", {"to": "rug"})
+            await second.call_tool("s__shift", {"to": "rug"})
+            await _pending(one)
+            await _pending(two)
+            assert _fetch((await second.list_tools()).tools).description == V1_DESCRIPTION
+            pins = one.gateway.pins
+            assert pins is not None
+            record = pins.find("s__fetch")
+            assert record is not None
+            heard = trio.Event()
+            await pins.decide([record], approved=True, by="alice")
+            await heard.wait()
+            assert _fetch((await second.list_tools()).tools).description == RUG_DESCRIPTION
