@@ -56,6 +56,7 @@ of each class defined elsewhere::
     ├── ConsoleDenied               console.caller: status and page message
     ├── FormError (ValueError)      console.forms
     ├── Unreachable                 cli.status_report: the gateway did not answer
+    ├── PinsCommandError            cli.pins_command: a pins command that cannot be done
     ├── StoreUnavailable            store.api: the state store did not answer in time
     ├── BaselineError               pinning.baseline: a baseline that cannot be trusted
     ├── VaultError                  consent.vault: an unusable key, a token that does not open

@@ -374,6 +374,7 @@ def _console(
         reload=reload,
         can_reload=lambda: gateway().config_path is not None,
         stopping=lambda: gateway().stopping,
+        pins=lambda: gateway().pins,
     )
     return ConsoleApp(config.admin.path, parts)
 
