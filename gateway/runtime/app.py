@@ -462,6 +462,7 @@ async def reload_config(gateway: Gateway, path: str) -> bool:
     gateway.config = new
     if gateway.pins is not None:
         gateway.pins.configure(*pin_settings(new))
+        gateway.pins.republish(None)  # every listing judged under the new modes
     return True
 
 
