@@ -22,6 +22,10 @@ Rules:
    again, so hosts get ``list_changed`` and the approved definition.
 6. A store that does not answer delays loading and writing (retried each
    second); it never fails a listing or a call.
+7. **A listing the pins cannot judge** (a definition nested past Python's
+   recursion limit) is logged (``pins.judge_failed``) and kept out of the
+   catalog under ``hold`` and ``block`` (fail closed), published as it is
+   under ``record`` and ``warn``; it never fails the backend.
 """
 
 from __future__ import annotations
@@ -155,9 +159,16 @@ class PinGuard:
         if book is None or not self.loaded:
             return None
         offered = {KIND_OF[kind]: listing.items(kind) for kind in KIND_OF}
-        verdict = judge_listing(
-            mode, backend, offered, book.records, now=self._clock(), hold_new=hold_new
-        )
+        try:
+            verdict = judge_listing(
+                mode, backend, offered, book.records, now=self._clock(), hold_new=hold_new
+            )
+        except (RecursionError, ValueError, TypeError) as exc:
+            # A definition the canonical form cannot take (nested past Python's
+            # recursion limit): rule 7, never a failed backend or pool.
+            held = mode in (PinMode.HOLD, PinMode.BLOCK)
+            logger.error("pins.judge_failed", backend=backend, error=type(exc).__name__, held=held)
+            return None if held else listing
         for record in verdict.changed:
             key = pin_key(record.backend, record.kind, record.name)
             book.records[key] = record
