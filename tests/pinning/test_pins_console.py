@@ -8,10 +8,13 @@ from typing import TYPE_CHECKING, Any, Final
 import httpx
 import pytest
 import trio
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from gateway.cli.main import main
 from gateway.config import parse
 from gateway.pinning.book import PinBook
+from gateway.pinning.definitions import digest
 from gateway.pinning.drift import classify
 from gateway.pinning.ledger import Pinned, PinRecord, Proposal
 from gateway.store.embedded import EmbeddedStore
@@ -124,3 +127,46 @@ async def test_pins_by_store_lists_and_rejects_a_change_in_the_configs_file(
     assert await trio.to_thread.run_sync(_cli, "-c", str(config), "list") == 0
     assert "no change waits" in capsys.readouterr().out
     assert await trio.to_thread.run_sync(_cli, "-c", str(config), "approve", "nothing") == 1
+
+
+async def test_pins_exported_from_one_store_and_imported_into_another_pin_the_same_digests(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """spec (issue 27): ``pins export`` signs; ``pins import`` verifies, pins the same digests."""
+    key = Ed25519PrivateKey.generate()
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    (tmp_path / "key.pem").write_bytes(pem)
+    configs = []
+    for side in ("a", "b"):
+        config = tmp_path / f"{side}.yaml"
+        config.write_text(
+            f"pinning: {{mode: hold, signing_key_file: {tmp_path / 'key.pem'}}}\n"
+            f"store: {{path: {tmp_path / side}.sqlite}}\n"
+            "backends:\n  - {name: s, transport: stdio, command: /opt/bin/server}\n"
+        )
+        configs.append(str(config))
+    definition = {"name": "fetch", "description": "Fetch."}
+    store = EmbeddedStore(str(tmp_path / "a.sqlite"))
+    pin = Pinned(digest=digest(definition), definition=definition, by="first sight", at=1.0)
+    await PinBook(store).save([PinRecord(kind="tool", backend="s", name="fetch", pinned=pin)])
+    store.close()
+    baseline = tmp_path / "pins.json"
+    assert await trio.to_thread.run_sync(_cli, "-c", configs[0], "export", "-o", str(baseline)) == 0
+    exported = json.loads(baseline.read_text())
+    assert exported["backends"] == [
+        {"name": "s", "server_name": "", "url": "", "command": "server"}
+    ]
+    assert await trio.to_thread.run_sync(_cli, "-c", configs[1], "import", str(baseline)) == 0
+    assert "1 pins changed" in capsys.readouterr().out
+    other = EmbeddedStore(str(tmp_path / "b.sqlite"))
+    book = PinBook(other)
+    await book.load()
+    [record] = book.records.values()
+    assert record.pinned is not None
+    assert (record.pinned.digest, record.pinned.by) == (pin.digest, "baseline")
+    other.close()
+    baseline.write_text(baseline.read_text().replace("Fetch.", "Fetch and upload."))
+    assert await trio.to_thread.run_sync(_cli, "-c", configs[1], "import", str(baseline)) == 1
+    assert "signature does not verify" in capsys.readouterr().err
