@@ -303,6 +303,7 @@ class PinGuard:
         """Load the book, import the baseline, then listen and write until cancelled (rules 2-6)."""
         self.book = PinBook(store, on_decided=self._heard)
         task_status.started()
+        failures = 0
         while True:
             try:
                 count = await self.book.load()
@@ -310,7 +311,10 @@ class PinGuard:
                     await self.import_baseline(baseline)
                 break
             except StoreUnavailable as exc:
-                logger.warning("pins.load_failed", error=str(exc))
+                # One warning per outage; the retries after it at debug.
+                log = logger.warning if failures == 0 else logger.debug
+                log("pins.load_failed", error=str(exc), attempts=failures + 1)
+                failures += 1
                 await trio.sleep(RETRY)
         self.loaded = True
         logger.info("pins.loaded", records=count)

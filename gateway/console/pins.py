@@ -117,7 +117,7 @@ async def pins_page(app: ConsoleApp, send: h.Send, who: str, query: dict[str, st
         **app._common(who, "pins"),
         rows=rows,
         backends=sorted({p["backend"] for p in pending}),
-        running=guard is not None,
+        running=guard is not None and guard.loaded,
         done=query.get("done", "")[:200],
     )
     await app._html(send, 200, body)
