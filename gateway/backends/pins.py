@@ -14,7 +14,8 @@ Rules:
    re-reads the record and judges that backend's listing again.
 4. **Drift is counted and logged once per change**: one
    ``pins.drift`` line with the backend, kind, public name and classes
-   (never the text), at warning level except under ``record``; the
+   (never the text), at warning level except under ``record``; an item
+   the backend listed when last judged and no longer lists is ``removed``; the
    ``drift_detected_total{backend,class}`` counter and the
    ``pins_pending{backend}`` gauge follow.
 5. **Decisions travel.** An approval or rejection on any replica reaches
@@ -40,21 +41,21 @@ import trio
 from gateway.catalog.naming import public_name, public_uri
 from gateway.catalog.snapshot import Kind
 from gateway.pinning.book import PinBook
-from gateway.pinning.drift import classes
+from gateway.pinning.drift import Drift, classes
 from gateway.pinning.exchange import baseline_document, imported_records
-from gateway.pinning.gate import judge_listing, pin_key
-from gateway.pinning.ledger import PinMode
+from gateway.pinning.gate import NAME_FIELD, judge_listing, pin_key
+from gateway.pinning.ledger import PinMode, PinRecord
 from gateway.store.api import StoreUnavailable
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
+    from gateway.backends.listing import Items
     from gateway.catalog.naming import NamingRules
     from gateway.catalog.snapshot import BackendListing
     from gateway.pinning.baseline import BackendIdentity, Baseline
     from gateway.pinning.definitions import PinKind
     from gateway.pinning.gate import PinKey
-    from gateway.pinning.ledger import PinRecord
     from gateway.store.api import Store
     from gateway.telemetry.metrics import Metrics
 
@@ -134,6 +135,8 @@ class PinGuard:
         self.republish: Callable[[str | None], None] = lambda _backend: None
         """Judge a backend's listing again (None: every backend); the pool sets it."""
         self._unsaved: dict[PinKey, PinRecord] = {}
+        # What each backend listed when last judged, for ``removed`` (rule 4).
+        self._listed: dict[str, set[tuple[PinKind, str]]] = {}
         self._wake = trio.Event()
         self._writing = trio.Lock()
 
@@ -178,6 +181,7 @@ class PinGuard:
         for record in verdict.drifted:
             self._drifted(mode, record, listing.prefix)
         self.refused[backend] = verdict.refused
+        self._removed(mode, listing, offered)
         self._count_pending(backend)
         return dataclasses.replace(
             listing,
@@ -209,6 +213,44 @@ class PinGuard:
             mode=mode.value,
             digest=pending.digest,
         )
+
+    def _removed(
+        self, mode: PinMode, listing: BackendListing, offered: Mapping[PinKind, Items]
+    ) -> None:
+        """Rule 4 for items the backend listed last time and no longer does (class ``removed``).
+
+        The pin stays (the ledger's rule 5); the removal is counted and
+        logged once, when the listing that lacks the item is judged.
+        """
+        names = {
+            (kind, name)
+            for kind, items in offered.items()
+            for item in items
+            if isinstance(name := item.get(NAME_FIELD[kind]), str)
+        }
+        before = self._listed.get(listing.backend)
+        self._listed[listing.backend] = names
+        if before is None:
+            return
+        for kind, name in sorted(before - names):
+            if self._metrics is not None:
+                self._metrics.drift_detected.labels(
+                    backend=listing.backend, **{"class": Drift.REMOVED.value}
+                ).inc()
+            public = public_of(
+                PinRecord(kind=kind, backend=listing.backend, name=name),
+                listing.prefix,
+                self._rules,
+            )
+            log = logger.info if mode is PinMode.RECORD else logger.warning
+            log(
+                "pins.drift",
+                backend=listing.backend,
+                kind=kind,
+                public=public,
+                classes=[Drift.REMOVED.value],
+                mode=mode.value,
+            )
 
     def _count_pending(self, backend: str) -> None:
         if self._metrics is None or self.book is None:

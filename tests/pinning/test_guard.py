@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from gateway.backends.pins import PinGuard
 from gateway.catalog.naming import NamingRules
@@ -12,6 +13,7 @@ from gateway.catalog.snapshot import BackendListing
 from gateway.pinning.book import PinBook
 from gateway.pinning.ledger import PinMode
 from gateway.store.embedded import EmbeddedStore
+from gateway.telemetry.metrics import Metrics
 
 
 def _guard(mode: PinMode, *, loaded: bool = True) -> PinGuard:
@@ -59,3 +61,19 @@ def test_a_definition_too_deep_to_canonicalise_fails_closed_under_hold_and_open_
         inner = inner["a"]
     listing = _listing(schema=schema)
     assert (_guard(mode).judge(listing) is listing) is published
+
+
+def test_an_item_the_backend_stops_listing_counts_as_removed_once() -> None:
+    """spec (issue 27): a removed item is drift of class removed; its pin stays."""
+    registry = CollectorRegistry()
+    metrics = Metrics(registry)
+    guard = PinGuard(lambda _name: (PinMode.HOLD, False), lambda name: name, NamingRules(), metrics)
+    guard.book = PinBook(EmbeddedStore())
+    guard.loaded = True
+    guard.judge(_listing())
+    empty = BackendListing("s", "s")
+    guard.judge(empty)
+    guard.judge(empty)
+    labels = {"backend": "s", "class": "removed"}
+    assert registry.get_sample_value("mcp_gateway_drift_detected_total", labels) == 1
+    assert guard.book.records[("s", "tool", "fetch")].pinned is not None
