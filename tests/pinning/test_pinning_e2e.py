@@ -8,6 +8,7 @@ catalog the pins judged.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import mcp.types as types
@@ -23,17 +24,17 @@ from gateway.errors import INVALID_PARAMS
 from gateway.pinning.baseline import encode_baseline
 from tests.frontend.test_modern_http import modern, send, sse_messages
 from tests.frontend.test_streamable_http import http_client
-from tests.harness import open_client, sdk_backend, start_gateway
+from tests.harness import SDK2_PYTHON, open_client, run_sdk2_host, sdk_backend, start_gateway
 from tests.servers.shifting import RUG_DESCRIPTION, V1_DESCRIPTION
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from pathlib import Path
 
     from tests.harness import Running
     from tests.redis_server import RedisServer
 
 WAIT: Final = 20.0
+SDK2_PROFILE_HOST: Final = Path(__file__).resolve().parents[1] / "sdk2" / "profile_host.py"
 TOOLS_CHANGED: Final = "notifications/tools/list_changed"
 
 
@@ -258,3 +259,23 @@ async def test_an_approval_on_one_replica_reaches_the_hosts_of_another_sharing_r
             await pins.decide([record], approved=True, by="alice")
             await heard.wait()
             assert _fetch((await second.list_tools()).tools).description == RUG_DESCRIPTION
+
+
+@pytest.mark.sdk2
+@pytest.mark.skipif(not SDK2_PYTHON.exists(), reason="the SDK 2.x venv is not installed")
+async def test_under_block_the_sdk2_host_in_the_stateless_era_gets_the_documented_refusal(
+    nursery: trio.Nursery,
+) -> None:
+    """spec (issue 27): the official SDK 2.x host (2026-07-28) gets -32602 awaiting approval."""
+    running = await start_gateway(nursery, _config("block"))
+    with trio.fail_after(WAIT):
+        async with open_client(running.url) as host:
+            await host.call_tool("s__shift", {"to": "rug"})
+        await _pending(running)
+    seen = await run_sdk2_host(
+        SDK2_PROFILE_HOST, running.url, "s__shift", '{"to": "rug"}', "s__fetch", limit=60.0
+    )
+    assert seen["protocol_version"] == "2026-07-28"
+    assert "s__fetch" in seen["tools"]  # shown, as pinned
+    assert seen["refused"]["code"] == INVALID_PARAMS
+    assert "s__fetch changed and awaits approval" in seen["refused"]["message"]
