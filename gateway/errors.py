@@ -23,6 +23,7 @@ of each class defined elsewhere::
     │   │   ├── TaskTableFull       protocol.stateless.tasks
     │   │   ├── ListenLimitReached  frontend.stateless.listen_stream: a principal's listen cap
     │   │   ├── ConsentRequired     router.consent_gate: -32042, a person must sign in first
+    │   │   ├── AwaitingApproval    a call to an item whose change awaits approval (pinning)
     │   │   └── ModernProtocolError protocol.stateless.error_codes: the 2026-07-28 rules
     │   │       ├── EnvelopeInvalid, HeaderMismatch, MissingClientCapability,
     │   │       │   UnsupportedVersion, InvalidSealedToken   (error_codes)
@@ -59,6 +60,7 @@ of each class defined elsewhere::
     ├── ConsoleDenied               console.caller: status and page message
     ├── FormError (ValueError)      console.forms
     ├── Unreachable                 cli.status_report: the gateway did not answer
+    ├── PinsCommandError            cli.pins_command: a pins command that cannot be done
     ├── StoreUnavailable            store.api: the state store did not answer in time
     ├── BaselineError               pinning.baseline: a baseline that cannot be trusted
     ├── VaultError                  consent.vault: an unusable key, a token that does not open
@@ -185,6 +187,29 @@ class ProtocolError(GatewayError):
 
 class LocalProtocolError(ProtocolError):
     """The peer sent us something invalid; we answer with ``code``."""
+
+
+class AwaitingApproval(LocalProtocolError):
+    """A call to an item blocked by ``pinning: block``: its definition changed, unapproved.
+
+    Always -32602: the host asked for something the gateway will not serve
+    as it is now; ``data.reason`` is ``awaiting_approval``.
+
+    Args:
+        what: ``tool`` or ``prompt``.
+        public: the public name the host called.
+        backend: the backend's configured name.
+    """
+
+    def __init__(self, what: str, public: str, backend: str) -> None:
+        self.public = public
+        self.backend = backend
+        super().__init__(
+            f"{what.capitalize()} {public} changed and awaits approval: calls to it are "
+            f"refused until an operator approves the new definition",
+            INVALID_PARAMS,
+            {"reason": "awaiting_approval", "name": public, "backend": backend},
+        )
 
 
 class RemoteProtocolError(ProtocolError):

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from gateway.backends.channel import ChannelOpener
     from gateway.backends.credentials.provider import PersonalTokens, Subject
     from gateway.backends.links import HostFacts
+    from gateway.backends.pins import PinGuard
     from gateway.catalog.naming import NamingRules
     from gateway.config import BackendConfig
 
@@ -65,8 +66,13 @@ class Pool:
         subjects: Callable[[str], Subject | None] | None = None,
         hosts: Callable[[str], HostFacts | None] | None = None,
         authenticated: bool = False,
+        pins: PinGuard | None = None,
     ) -> None:
         self._nursery = nursery
+        self.pins = pins
+        """What judges each listing against its pins before the catalog publishes it."""
+        if pins is not None:
+            pins.republish = self.republish
         self._connect = connect
         self._tasks: dict[str, _Task] = {}
         self.catalog = Catalog(rules)
@@ -227,9 +233,22 @@ class Pool:
         for listener in self._notification_listeners:
             listener(backend, method, params, client)
 
+    def republish(self, name: str | None) -> None:
+        """Judge one backend's listing (None: every backend's) against its pins again."""
+        for backend in list(self.backends.values()):
+            if name is None or backend.name == name:
+                self._backend_changed(backend)
+
+    def pin_refused(self, backend: str, kind: Kind, name: str) -> bool:
+        """Whether calls to that item are refused until its change is approved (``block``)."""
+        return self.pins is not None and self.pins.refuses(backend, kind, name)
+
     def _backend_changed(self, backend: Backend) -> None:
-        if backend.state is BackendState.UP and backend.listing is not None:
-            changed = self.catalog.publish(backend.listing)
+        listing = backend.listing
+        if listing is not None and self.pins is not None:
+            listing = self.pins.judge(listing)
+        if backend.state is BackendState.UP and listing is not None:
+            changed = self.catalog.publish(listing)
         else:
             changed = self.catalog.withdraw(backend.name)
         self.state_changed.set()
@@ -297,11 +316,18 @@ async def open_pool(
     subjects: Callable[[str], Subject | None] | None = None,
     hosts: Callable[[str], HostFacts | None] | None = None,
     authenticated: bool = False,
+    pins: PinGuard | None = None,
 ) -> AsyncIterator[Pool]:
     """Run every configured backend for the body of the block."""
     async with trio.open_nursery() as nursery:
         pool = Pool(
-            nursery, rules, connect, subjects=subjects, hosts=hosts, authenticated=authenticated
+            nursery,
+            rules,
+            connect,
+            subjects=subjects,
+            hosts=hosts,
+            authenticated=authenticated,
+            pins=pins,
         )
         pool.start(configs)
         try:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Final
 import msgspec
 
 from gateway import COMMAND, __version__
+from gateway.cli import pins_command
 from gateway.cli.config_files import ConfigChoice, choose_config, init, schema_text, set_python_env
 from gateway.config import GatewayConfig, format_problems, load
 from gateway.config.schema_hosts import CONNECT_HOSTS, HOST_FORMATS
@@ -106,6 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     revoke.add_argument("-c", "--config", help=CONFIG_HELP)
     revoke.add_argument("principal", help="the principal key (token:NAME or jwt:ISSUER|SUB)")
     revoke.add_argument("backend", nargs="?", help="only at this backend (default: every one)")
+    pins_command.add_parser(commands, CONFIG_HELP)
     return parser
 
 
@@ -261,6 +263,12 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         config = None if args.url else _load_or_exit(choose_config(args.config).path)
         raise SystemExit(run_status(config, args.url, args.token, as_json=args.json))
+    if args.command == "pins":
+        if args.url:
+            raise SystemExit(pins_command.run_pins(None, None, args))
+        choice = choose_config(args.config)
+        config = _load_or_exit(choice.path)
+        raise SystemExit(pins_command.run_pins(config, choice.path, args))
     choice = choose_config(args.config)
     config = _load_or_exit(choice.path)
     if args.command == "consent":

@@ -29,6 +29,7 @@ from gateway.config.schema import (
 from gateway.config.schema_backend_auth import BackendAuth
 from gateway.config.schema_cache import BackendCache
 from gateway.config.schema_filters import FilterConfig
+from gateway.config.schema_pinning import BackendPinning, PinModeName, PinningConfig, mode_name
 
 __all__ = [
     "Timeouts",
@@ -257,6 +258,9 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
         cache: keep this backend's reads although it sends no cache hints
             (a 2025-11-25 backend; ``gateway.config.schema_cache``); None
             keeps only what a 2026-07-28 backend's own hints allow.
+        pinning: this backend's pinning mode, overriding the top level's
+            (``gateway.config.schema_pinning``): a mode name, ``false``
+            (``off``), or ``{mode, hold_new}``; None follows ``pinning:``.
     """
 
     name: Name
@@ -279,12 +283,23 @@ class BackendBase(Base, tag_field="transport", frozen=True, kw_only=True):
     protocol: Literal["auto", "modern", "legacy"] = "auto"
     filters: list[FilterConfig] = msgspec.field(default_factory=list)
     cache: BackendCache | None = None
+    pinning: BackendPinning | PinModeName | bool | None = None
 
     @property
     def transport(self) -> str:
         """The ``transport`` tag of this backend's class (for logs and metrics)."""
         tag = type(self).__struct_config__.tag
         return tag if isinstance(tag, str) else type(self).__name__
+
+    def pin_mode(self, top: PinningConfig) -> tuple[PinModeName, bool]:
+        """This backend's pinning mode and ``hold_new``, its override over ``top``'s."""
+        own = self.pinning
+        if own is None:
+            return top.mode_name, top.hold_new
+        if isinstance(own, BackendPinning):
+            hold_new = top.hold_new if own.hold_new is None else own.hold_new
+            return mode_name(own.mode), hold_new
+        return mode_name(own), top.hold_new
 
     @property
     def public_prefix(self) -> str:

@@ -38,6 +38,7 @@ from gateway.config.schema_cache import CacheConfig
 from gateway.config.schema_consent import ConsentConfig
 from gateway.config.schema_filters import FilterConfig
 from gateway.config.schema_hosts import BackendsFrom, HostFilePath
+from gateway.config.schema_pinning import PinningConfig
 from gateway.config.schema_policy import PolicyAudit, PolicyRule, policy_problems
 from gateway.config.schema_profiles import RESERVED_PREFIX, ProfileConfig, profile_problems
 from gateway.config.schema_store import StoreConfig
@@ -141,6 +142,8 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
         tracing: OpenTelemetry traces (``gateway.config.schema_tracing``).
         store: where state that outlives a request lives
             (``gateway.config.schema_store``): embedded, or Valkey/Redis.
+        pinning: what happens when a backend's definitions change
+            (``gateway.config.schema_pinning``); ``false`` means off.
         admin: the operator console (``gateway.config.schema_admin``).
         cache: the response cache (``gateway.config.schema_cache``); None
             (the key absent) turns it off.
@@ -174,6 +177,7 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
     store: StoreConfig = msgspec.field(default_factory=StoreConfig)
     metrics: MetricsListenerConfig = msgspec.field(default_factory=MetricsListenerConfig)
     tracing: TracingConfig = msgspec.field(default_factory=TracingConfig)
+    pinning: PinningConfig | bool = msgspec.field(default_factory=PinningConfig)
     admin: AdminConfig = msgspec.field(default_factory=AdminConfig)
     cache: CacheConfig | None = None
     consent: ConsentConfig = msgspec.field(default_factory=ConsentConfig)
@@ -198,6 +202,8 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
             problems += policy_problems(
                 self.policy, (p.name for p in self.profiles), self.auth.tokens
             )
+        if self.pinning is True:
+            problems.append(("pinning", "true names no mode: give {mode: record} or another"))
         admin_role = any(rule.role == "admin" for rule in self.policy or ())
         problems += admin_problems(
             self.admin, self.server.host, self.auth.admin_tokens, self.server.path, admin_role
@@ -230,6 +236,13 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
                 )
             )
         return problems
+
+    @property
+    def pins(self) -> PinningConfig:
+        """``pinning:`` with YAML's ``false`` read as ``{mode: off}``."""
+        if isinstance(self.pinning, PinningConfig):
+            return self.pinning
+        return PinningConfig()
 
     def profile_problems(self) -> list[tuple[str, str]]:
         """The profiles checked against every backend (``schema_profiles.profile_problems``)."""

@@ -28,7 +28,7 @@ from urllib.parse import parse_qsl, quote
 import structlog
 import trio
 
-from gateway.console import live
+from gateway.console import live, pins
 from gateway.console import page_data as views
 from gateway.console.caller import (
     ConsoleDenied,
@@ -50,6 +50,7 @@ from gateway.identity.policy import is_admin
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from gateway.backends.pins import PinGuard
     from gateway.backends.pool import Pool
     from gateway.config import GatewayConfig
     from gateway.console.activity import Activity
@@ -94,6 +95,7 @@ class ConsoleParts:
         reload: reloads the config file.
         can_reload: whether there is a file to reload (the button shows).
         stopping: set when the gateway starts to stop (live streams end).
+        pins: the pin guard, for the pins page (``console.pins``).
     """
 
     pool: Pool
@@ -107,6 +109,7 @@ class ConsoleParts:
     reload: Callable[[], Awaitable[object]]
     can_reload: Callable[[], bool]
     stopping: Callable[[], trio.Event]
+    pins: Callable[[], PinGuard | None] = lambda: None
 
 
 class ConsoleApp:
@@ -398,10 +401,12 @@ _PAGES: Final[dict[str, Any]] = {
     "/errors": ConsoleApp._errors,
     "/config": ConsoleApp._config,
     "/events": ConsoleApp._overview,  # answered by live.stream before this is used
+    **pins.PAGES,
 }
 _ACTIONS: Final[dict[str, Any]] = {
     "/tool/call": ConsoleApp._call,
     "/sessions/close": ConsoleApp._close_session,
     "/reload": ConsoleApp._reload,
     "/logout": ConsoleApp._logout,
+    **pins.ACTIONS,
 }

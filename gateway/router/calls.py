@@ -7,7 +7,9 @@ Rules:
    that request.
 2. A request for something the catalog does not know is answered by the
    gateway (-32602, or -32002 for resources/read on revisions that use it)
-   and never reaches a backend.
+   and never reaches a backend; so is a call to a tool or prompt whose
+   change awaits approval under ``pinning: block`` (-32602,
+   ``AwaitingApproval``).
 3. A request for an item of a backend that is down fails at once with
    -32603 and ``data.reason = "backend_unavailable"`` naming the backend.
 4. Payloads are forwarded as Raw bytes; the router decodes params only to
@@ -64,6 +66,7 @@ from gateway.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     UNSUPPORTED_PROTOCOL_VERSION,
+    AwaitingApproval,
     BackendUnavailable,
     LocalProtocolError,
     RemoteProtocolError,
@@ -121,6 +124,7 @@ class Targets:
 
         Raises:
             LocalProtocolError: -32602, no such item.
+            AwaitingApproval: -32602, its change awaits approval (``pinning: block``).
             BackendUnavailable: the name is under the prefix of a backend that is down.
         """
         entry = snap.resolve(kind, public)
@@ -133,6 +137,8 @@ class Targets:
             if backend is not None and backend.state is not BackendState.UP:
                 raise BackendUnavailable(backend.name, backend.reason)
             raise LocalProtocolError(f"Unknown {what}: {public}", INVALID_PARAMS)
+        if self._pool.pin_refused(entry.backend, kind, entry.original):
+            raise AwaitingApproval(what, public, entry.backend)  # pinning: block
         return Target(self.backend(entry.backend), entry.original)
 
     def uri(self, public: str, call: Call) -> Target:

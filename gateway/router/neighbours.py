@@ -22,7 +22,7 @@ if TYPE_CHECKING:
         BackendRequestHandler,
         BackendView,
     )
-    from gateway.catalog.snapshot import Snapshot
+    from gateway.catalog.snapshot import Kind, Snapshot
     from gateway.identity.principal import Principal
 
 # Sends a message on the related request's stream; False when it could not
@@ -107,6 +107,10 @@ class PoolView(Protocol):
 
     def on_request(self, handler: BackendRequestHandler) -> None:
         """Have ``handler`` answer backends' own requests (the router's relay)."""
+        ...
+
+    def pin_refused(self, backend: str, kind: Kind, name: str) -> bool:
+        """Whether calls to that item are refused until its change is approved (``block``)."""
         ...
 
     def on_notification(self, listener: BackendNotificationHandler) -> None:

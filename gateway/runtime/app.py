@@ -17,6 +17,7 @@ import msgspec
 import structlog
 import trio
 
+from gateway.backends.pins import PinGuard
 from gateway.backends.pool import Pool, open_pool
 from gateway.backends.state import BackendState
 from gateway.catalog.cursor import CursorCodec
@@ -37,6 +38,8 @@ from gateway.guardrails.chains import Guardrails
 from gateway.identity.keys import JwksError
 from gateway.identity.policy import Policy
 from gateway.identity.service import IdentityService
+from gateway.pinning.baseline import Baseline, BaselineError, decode_baseline, load_signing_key
+from gateway.pinning.ledger import PinMode
 from gateway.router import Router
 from gateway.router.access import AccessControl
 from gateway.router.profile_setup import profile_views, record_catalog
@@ -86,6 +89,8 @@ class Gateway:
     config_path: str | None = None
     # The state store (``store:``): the embedded one unless a server is set.
     store: Store | None = None
+    # What judges listings against their pins (``pinning:``); the admin API's and console's.
+    pins: PinGuard | None = None
     draining: bool = False
     # Set when shutdown starts: the HTTP engine's shutdown trigger, so its
     # listeners close at once while requests in flight drain.
@@ -153,6 +158,8 @@ async def open_gateway(
     # The console watches the router's requests and the refusals, when it is on.
     activity = Activity(trio.current_time) if config.admin.enabled else None
     rules = NamingRules(config.naming.separator, config.naming.max_length)
+    pins = PinGuard(*pin_settings(config), rules, metrics)
+    baseline = read_baseline(config)
     async with (
         # token exchange: whose client session is it
         open_pool(
@@ -163,10 +170,12 @@ async def open_gateway(
             # per-principal backend sessions: who calls and what its host can do
             hosts=lambda client: router.host_of(client),
             authenticated=config.auth.enabled,  # session: auto follows it
+            pins=pins,
         ) as pool,
         open_store(config.store, config_file=config_path) as store,
         trio.open_nursery() as services,
     ):
+        await services.start(pins.run, store, baseline)
         identity = IdentityService(metrics)
         await services.start(identity.run)
         auth = await _authenticate(identity, config)
@@ -257,7 +266,7 @@ async def open_gateway(
             clients=clients,
         )
         gateway = Gateway(
-            config, pool, router, clients, app, metrics, endpoint, live, config_path, store
+            config, pool, router, clients, app, metrics, endpoint, live, config_path, store, pins
         )
 
         def catalog_changed(snapshot: Snapshot, kinds: frozenset[Kind]) -> None:
@@ -298,6 +307,52 @@ def guardrails_of(
             name, decision, subject.point, subject.item, subject.backend, reason
         )
     return guardrails
+
+
+def pin_settings(
+    config: GatewayConfig,
+) -> tuple[Callable[[str], tuple[PinMode, bool]], Callable[[str], str]]:
+    """Each backend's pinning mode and public prefix, by name, as ``config`` says.
+
+    A reload hands the new ones to the guard (``PinGuard.configure``); a
+    backend whose mode changed is restarted by the reload, so its next
+    listing is judged under the new mode.
+    """
+    top = config.pins
+    by_name = {b.name: b for b in config.backends}
+
+    def modes(name: str) -> tuple[PinMode, bool]:
+        backend = by_name.get(name)
+        mode, hold_new = (
+            backend.pin_mode(top) if backend is not None else (top.mode_name, top.hold_new)
+        )
+        return PinMode(mode), hold_new
+
+    def prefix(name: str) -> str:
+        backend = by_name.get(name)
+        return backend.public_prefix if backend is not None else name
+
+    return modes, prefix
+
+
+def read_baseline(config: GatewayConfig) -> Baseline | None:
+    """``pinning.baseline``, verified with ``pinning.signing_key_file``; None without one.
+
+    Raises:
+        ConfigError: the file or the key cannot be read, or does not verify.
+    """
+    pins = config.pins
+    if not pins.baseline:
+        return None
+    try:
+        with open(pins.signing_key_file, "rb") as key_file:
+            key = load_signing_key(key_file.read())
+        with open(pins.baseline, "rb") as baseline_file:
+            return decode_baseline(baseline_file.read(), key)
+    except OSError as exc:
+        raise ConfigError([f"pinning: cannot read {exc.filename}: {exc.strerror}"]) from exc
+    except BaselineError as exc:
+        raise ConfigError([f"pinning.baseline: {exc}"]) from exc
 
 
 async def _authenticate(identity: IdentityService, config: GatewayConfig) -> AuthHolder:
@@ -418,6 +473,7 @@ def _console(
         reload=reload,
         can_reload=lambda: gateway().config_path is not None,
         stopping=lambda: gateway().stopping,
+        pins=lambda: gateway().pins,
     )
     return ConsoleApp(config.admin.path, parts)
 
@@ -503,6 +559,9 @@ async def reload_config(gateway: Gateway, path: str) -> bool:
     if new is None:
         return False
     gateway.config = new
+    if gateway.pins is not None:
+        gateway.pins.configure(*pin_settings(new))
+        gateway.pins.republish(None)  # every listing judged under the new modes
     return True
 
 

@@ -28,6 +28,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
+import anyio
 import coredis
 import coredis.exceptions
 import trio
@@ -291,6 +292,14 @@ class RedisStore:
                     nursery.cancel_scope.cancel()
         except _FAILURES as exc:
             raise StoreUnavailable("subscribe", type(exc).__name__) from exc
+        except BaseExceptionGroup as group:
+            # coredis's pub/sub tasks, torn down by a cancellation, may add an
+            # anyio ClosedResourceError beside the Cancelled: the Cancelled goes
+            # on; a closed connection alone is the store failing.
+            _closed, rest = group.split(anyio.ClosedResourceError)
+            if rest is not None:
+                raise rest from None
+            raise StoreUnavailable("subscribe", "ClosedResourceError") from group
 
     def health(self) -> StoreHealth:
         """See :meth:`gateway.store.api.Store.health`."""

@@ -94,6 +94,18 @@ class Metrics(FeatureSeries):
         self.client_sessions_opened = Counter(
             PREFIX + "client_sessions_opened_total", "Client sessions ever opened.", registry=r
         )
+        self.pins_pending = Gauge(
+            PREFIX + "pins_pending",
+            "Items whose changed definition awaits approval (pinning), by backend.",
+            ["backend"],
+            registry=r,
+        )
+        self.drift_detected = Counter(
+            PREFIX + "drift_detected_total",
+            "Changed definitions detected (pinning), by backend and drift class.",
+            ["backend", "class"],
+            registry=r,
+        )
         self.catalog_items = Gauge(
             PREFIX + "catalog_items",
             "Items in the merged catalog, by backend and kind.",

@@ -184,6 +184,10 @@ class FakePool:
         """The backend of that name."""
         return self.backends.get(name)
 
+    def pin_refused(self, backend: str, kind: Kind, name: str) -> bool:
+        """No pins in the router's tests."""
+        return False
+
     def on_request(self, handler: BackendRequestHandler) -> None:
         """Remember the relay for backends' own requests (the router's)."""
         self.request_handler = handler
