@@ -29,6 +29,7 @@ from gateway.frontend.engine.selection import serve_http
 from gateway.frontend.list_changed import ListChangedCoalescer
 from gateway.frontend.origin import OriginPolicy
 from gateway.frontend.rate_limits import RateLimiter
+from gateway.frontend.shared_limits import SharedLimiter
 from gateway.frontend.sse_endpoint import LegacySseEndpoint
 from gateway.frontend.streamable.endpoint import McpEndpoint
 from gateway.identity.keys import JwksError
@@ -192,6 +193,11 @@ async def open_gateway(
             clients, metrics, config.notifications.debounce, lambda peer: access.on(peer).tag
         )
         await services.start(coalescer.run)
+        # With a shared store, the replicas behind it admit one budget per credential.
+        credential_limits: RateLimiter | SharedLimiter = principal_limiter
+        if config.store.url:
+            fallbacks = metrics.store_fallbacks.labels(tenant="rate_limits")
+            credential_limits = SharedLimiter(principal_limiter, store, fallbacks.inc)
         endpoint = McpEndpoint(
             router,
             clients,
@@ -200,7 +206,7 @@ async def open_gateway(
             is_draining=lambda: gateway.draining,
             auth=auth,
             session_limiter=session_limiter,
-            principal_limiter=principal_limiter,
+            principal_limiter=credential_limits,
             metrics=metrics,
             path=server.path,
         )

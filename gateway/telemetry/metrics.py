@@ -182,6 +182,13 @@ class Metrics(FeatureSeries):
         self.jwks_keys = Gauge(
             PREFIX + "jwks_keys", "Usable signing keys in the JWKS in force.", registry=r
         )
+        self.store_fallbacks = Counter(
+            PREFIX + "store_fallbacks_total",
+            "Decisions a replica took alone because the shared store did not answer, by "
+            "tenant (rate_limits: the local bucket admitted or refused).",
+            ["tenant"],
+            registry=r,
+        )
         self.internal_errors = Counter(
             PREFIX + "internal_errors_total",
             "Unexpected exceptions on a request path (a gateway bug), by component: "
