@@ -222,7 +222,7 @@ async def open_gateway(
         console = (
             None
             if activity is None
-            else _console(config, lambda: gateway, pool, clients, router, auth, activity)
+            else _console(config, lambda: gateway, pool, clients, router, auth, activity, store)
         )
         app = GatewayApp(
             server.path,
@@ -302,6 +302,7 @@ def _console(
     router: Router,
     auth: AuthHolder,
     activity: Activity,
+    store: Store,
 ) -> ConsoleApp:
     """The operator console (``admin.enabled``), showing what ``activity`` watches."""
 
@@ -326,7 +327,7 @@ def _console(
         can_reload=lambda: gateway().config_path is not None,
         stopping=lambda: gateway().stopping,
     )
-    return ConsoleApp(config.admin.path, parts)
+    return ConsoleApp(config.admin.path, parts, store=store)
 
 
 async def _watch_loop_lag(metrics: Metrics) -> None:
