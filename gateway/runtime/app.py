@@ -41,6 +41,7 @@ from gateway.router.profile_setup import profile_views, record_catalog
 from gateway.router.stateless.held_calls import DEFAULT_LIFETIME, HeldCalls
 from gateway.runtime import readiness as status
 from gateway.runtime import reload as live_reload
+from gateway.runtime.reload_news import ReloadNews
 from gateway.store.opening import open_store
 from gateway.telemetry.metrics import Metrics
 
@@ -81,6 +82,8 @@ class Gateway:
     config_path: str | None = None
     # The state store (``store:``): the embedded one unless a server is set.
     store: Store | None = None
+    # Tells the other replicas of a reload and follows theirs (shared store only).
+    reload_news: ReloadNews | None = None
     draining: bool = False
     # Set when shutdown starts: the HTTP engine's shutdown trigger, so its
     # listeners close at once while requests in flight drain.
@@ -265,6 +268,15 @@ async def open_gateway(
             )
             gateway.readiness()  # keeps mcp_gateway_ready current
 
+        if config.store.url and config_path is not None:
+            path = config_path
+
+            async def follow() -> bool:
+                """Another replica reloaded: reload this one's file, without announcing."""
+                return await reload_config(gateway, path, announce=False)
+
+            gateway.reload_news = ReloadNews(store, follow)
+            await services.start(gateway.reload_news.run)
         metrics.watch_backends(pool.samples)
         metrics.watch_tasks(router.tasks.sample)
         pool.on_catalog_change(catalog_changed)
@@ -401,8 +413,12 @@ async def serve(
         task_status.started((gateway, binds))
 
 
-async def reload_config(gateway: Gateway, path: str) -> bool:
+async def reload_config(gateway: Gateway, path: str, *, announce: bool = True) -> bool:
     """Re-read the config file and apply it; the old one stays on any problem.
+
+    With a shared store, an applied reload is announced to the other
+    replicas, which reload their own file (``runtime.reload_news``);
+    ``announce`` False is how they follow without announcing again.
 
     Returns True when the new config was applied (``gateway/runtime/reload.py``).
     """
@@ -411,6 +427,8 @@ async def reload_config(gateway: Gateway, path: str) -> bool:
     if new is None:
         return False
     gateway.config = new
+    if announce and gateway.reload_news is not None:
+        await gateway.reload_news.announce()
     return True
 
 
