@@ -42,8 +42,10 @@ from gateway.router.stateless.held_calls import DEFAULT_LIFETIME, HeldCalls
 from gateway.runtime import readiness as status
 from gateway.runtime import reload as live_reload
 from gateway.runtime.reload_news import ReloadNews
+from gateway.store.api import StoreState
+from gateway.store.measured import MeasuredStore
 from gateway.store.opening import open_store
-from gateway.telemetry.metrics import Metrics
+from gateway.telemetry.metrics import Metrics, StoreSample
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -55,7 +57,7 @@ if TYPE_CHECKING:
     from gateway.catalog.snapshot import Kind, Snapshot
     from gateway.config import GatewayConfig
     from gateway.identity.authenticator import AuthHolder
-    from gateway.store.api import Store
+    from gateway.store.api import Store, StoreHealth
 from gateway.errors import ConfigError
 
 logger = structlog.get_logger("gateway.runtime.app")
@@ -162,9 +164,10 @@ async def open_gateway(
             hosts=lambda client: router.host_of(client),
             authenticated=config.auth.enabled,  # session: auto follows it
         ) as pool,
-        open_store(config.store, config_file=config_path) as store,
+        open_store(config.store, config_file=config_path) as opened_store,
         trio.open_nursery() as services,
     ):
+        store: Store = MeasuredStore(opened_store, metrics)
         identity = IdentityService(metrics)
         await services.start(identity.run)
         auth = await _authenticate(identity, config)
@@ -278,6 +281,7 @@ async def open_gateway(
             gateway.reload_news = ReloadNews(store, follow)
             await services.start(gateway.reload_news.run)
         metrics.watch_backends(pool.samples)
+        metrics.watch_store(lambda: _store_sample(store.health()))
         metrics.watch_tasks(router.tasks.sample)
         pool.on_catalog_change(catalog_changed)
         router.search.follow(pool.snapshot)  # tools listed before the hook was in place
@@ -298,6 +302,11 @@ async def _authenticate(identity: IdentityService, config: GatewayConfig) -> Aut
         raise ConfigError([f"auth.jwt.jwks_file: {exc}"]) from None
     assert identity.holder is not None
     return identity.holder
+
+
+def _store_sample(health: StoreHealth) -> StoreSample:
+    """The store's health as its metrics read it."""
+    return StoreSample(health.kind, health.state is StoreState.OK, health.reconnects)
 
 
 def _input_bound(pool: Pool, name: str) -> float:
