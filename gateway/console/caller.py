@@ -9,7 +9,6 @@ status and the message the page shows.
 from __future__ import annotations
 
 import hmac
-import time
 from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qsl, urlsplit
 
@@ -21,7 +20,6 @@ from gateway.frontend.http_util import BodyTooLarge
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from gateway.console.csrf import Signer
 
 MAX_FORM_BYTES: Final = 256 * 1024
 _LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]", "::1")
@@ -44,7 +42,7 @@ class ConsoleDenied(GatewayError):
 async def identity(
     scope: h.Scope,
     tokens: list[bytes],
-    signer: Signer,
+    login_of: Callable[[str], Awaitable[str | None]],
     by_role: Callable[[bytes], Awaitable[bool]] | None = None,
 ) -> str:
     """The credential's identity for its CSRF token, or a refusal (``handler`` rule 1).
@@ -52,14 +50,16 @@ async def identity(
     Args:
         scope: the request.
         tokens: the admin tokens (``admin.tokens`` and ``auth.admin_tokens``).
-        signer: checks the login cookie.
+        login_of: the nonce of a login cookie that holds, else None
+            (``LoginBook.identity``: its signature and its record).
         by_role: whether a bearer token that is no admin token is a
             principal the policy grants ``role: admin``; None when no rule
             grants it. With neither tokens nor roles the console is open on
             loopback.
 
     Raises:
-        ConsoleDenied: 401 without a credential, 403 with one that is not an admin's.
+        ConsoleDenied: 401 without a credential, 403 with one that is not an
+            admin's, 503 when a cookie cannot be checked (the store is down).
     """
     if not tokens and by_role is None:
         host = (h.header(scope, b"host") or b"").decode("latin-1")
@@ -77,7 +77,7 @@ async def identity(
         return bearer_identity(token)
     cookie = _cookie(scope, COOKIE_NAME)
     if cookie is not None:
-        nonce = signer.cookie_identity(cookie, time.time())
+        nonce = await login_of(cookie)
         if nonce is not None:
             return nonce
     raise ConsoleDenied(401, "log in with an admin token")

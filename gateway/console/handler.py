@@ -20,7 +20,6 @@ Rules:
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qsl, quote
@@ -39,8 +38,9 @@ from gateway.console.caller import (
     wants_html,
 )
 from gateway.console.calls import call_tool
-from gateway.console.csrf import COOKIE_NAME, CSRF_FIELD, Signer
+from gateway.console.csrf import COOKIE_NAME, CSRF_FIELD
 from gateway.console.forms import FormError, arguments
+from gateway.console.logins import LoginBook
 from gateway.console.render import Renderer
 from gateway.frontend import http_util as h
 from gateway.frontend.rate_limits import RateLimiter
@@ -54,11 +54,13 @@ if TYPE_CHECKING:
     from gateway.backends.pool import Pool
     from gateway.config import GatewayConfig
     from gateway.console.activity import Activity
+    from gateway.console.csrf import Signer
     from gateway.frontend.clients import ClientRegistry
     from gateway.identity.authenticator import AuthHolder
     from gateway.identity.policy import Policy
     from gateway.router import Router
     from gateway.runtime.reload import ReloadOutcome
+    from gateway.store.api import Store
 
 logger = structlog.get_logger("gateway.console")
 
@@ -118,13 +120,22 @@ class ConsoleApp:
     Args:
         base: the console's path (``admin.path``).
         parts: what it shows and acts on.
-        signer: makes and checks login cookies and CSRF tokens.
+        signer: makes and checks login cookies and CSRF tokens (tests); by
+            default its key comes from the store (``console.logins``).
+        store: where logins and the signing key live, shared by replicas;
+            None: a random key per process and no login records.
     """
 
-    def __init__(self, base: str, parts: ConsoleParts, signer: Signer | None = None) -> None:
+    def __init__(
+        self,
+        base: str,
+        parts: ConsoleParts,
+        signer: Signer | None = None,
+        store: Store | None = None,
+    ) -> None:
         self.base = base.rstrip("/")
         self.parts = parts
-        self.signer = signer if signer is not None else Signer()
+        self.book = LoginBook(store, signer)
         self.renderer = Renderer()
         # Login attempts per client address: a token cannot be guessed at speed.
         self.logins = RateLimiter(LOGIN_RATE, LOGIN_BURST, max_keys=10_000)
@@ -151,7 +162,8 @@ class ConsoleApp:
                 self._login(scope, receive, send) if method == "POST" else self._login_page(send)
             )
             return
-        who = await identity(scope, self._admin_tokens(), self.signer, self._role_check())
+        signer = await self.book.signer()
+        who = await identity(scope, self._admin_tokens(), self.book.identity, self._role_check())
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         if method == "GET":
             page = _PAGES.get(rest)
@@ -171,7 +183,7 @@ class ConsoleApp:
             raise ConsoleDenied(404, f"no such console action: {rest[:100]}")
         check_origin(scope)
         form = await read_form(receive)
-        if not self.signer.csrf_ok(who, form.get(CSRF_FIELD, "")):
+        if not signer.csrf_ok(who, form.get(CSRF_FIELD, "")):
             raise ConsoleDenied(
                 403,
                 "CSRF check failed: the form's csrf token is missing or not this "
@@ -226,7 +238,7 @@ class ConsoleApp:
             await self._login_page(send, "That is not an admin token.", 401)
             return
         ttl = self.parts.config().admin.session_ttl
-        value = self.signer.login_cookie(time.time(), ttl)
+        value = await self.book.open(ttl)
         secure = "; Secure" if self.parts.config().server.tls.cert_file else ""
         cookie = (
             f"{COOKIE_NAME}={value}; Path={self.base}; Max-Age={int(ttl)}; "
@@ -240,7 +252,7 @@ class ConsoleApp:
     def _common(self, identity: str, active: str) -> dict[str, Any]:
         return {
             "base": self.base,
-            "csrf": self.signer.csrf_token(identity),
+            "csrf": self.book.known_signer.csrf_token(identity),
             "active": active,
             "nav": True,
         }
@@ -358,6 +370,7 @@ class ConsoleApp:
         await self._redirect(send, f"{self.base}/config")
 
     async def _logout(self, send: h.Send, identity: str, form: dict[str, str]) -> None:
+        await self.book.close(identity)  # refused on every replica from now on
         cookie = f"{COOKIE_NAME}=; Path={self.base}; Max-Age=0; HttpOnly; SameSite=Strict"
         await self._redirect(send, self.base + "/login", [(b"set-cookie", cookie.encode())])
 

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from gateway.backends.pins import PinGuard
     from gateway.backends.pool import Pool
     from gateway.config import GatewayConfig
-    from gateway.console.csrf import Signer
+    from gateway.console.logins import LoginBook
     from gateway.console.render import Renderer
     from gateway.pinning.ledger import PinRecord
 
@@ -58,7 +58,7 @@ class ConsoleApp(Protocol):
     """What these routes use of ``console.handler.ConsoleApp`` (a protocol: no import cycle)."""
 
     base: str
-    signer: Signer
+    book: LoginBook
     renderer: Renderer
 
     @property
@@ -126,9 +126,8 @@ async def pins_page(app: ConsoleApp, send: h.Send, who: str, query: dict[str, st
 async def pins_json(app: ConsoleApp, send: h.Send, who: str, query: dict[str, str]) -> None:
     """Rule 3: the pending changes and the caller's CSRF token, in JSON."""
     guard = _guard(app)
-    await h.respond_json(
-        send, 200, {"pending": guard.pending(), "csrf": app.signer.csrf_token(who)}
-    )
+    signer = await app.book.signer()  # shared by replicas (console.logins)
+    await h.respond_json(send, 200, {"pending": guard.pending(), "csrf": signer.csrf_token(who)})
 
 
 async def pins_export(app: ConsoleApp, send: h.Send, who: str, query: dict[str, str]) -> None:

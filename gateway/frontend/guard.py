@@ -17,6 +17,7 @@ import trio
 
 from gateway.frontend import http_util as h
 from gateway.frontend.rejection import Rejection
+from gateway.frontend.shared_limits import SharedLimiter
 from gateway.identity.authenticator import InsufficientScope, Unauthenticated
 
 if TYPE_CHECKING:
@@ -44,7 +45,8 @@ class Guard:
     Args:
         origin: which Origin and Host values are allowed.
         auth: holds the authenticator in force (a reload swaps it).
-        principal_limiter: the per-credential token buckets.
+        principal_limiter: the per-credential token buckets (in the shared
+            store when there is one: ``frontend.shared_limits``).
         resource_path: the MCP path whose metadata a challenge names.
         metrics: where each authentication decision is counted (none: nowhere).
     """
@@ -53,7 +55,7 @@ class Guard:
         self,
         origin: OriginPolicy,
         auth: AuthHolder | None = None,
-        principal_limiter: RateLimiter | None = None,
+        principal_limiter: RateLimiter | SharedLimiter | None = None,
         resource_path: str = "/mcp",
         metrics: FeatureSeries | None = None,
     ) -> None:
@@ -107,7 +109,11 @@ class Guard:
         if principal is not None and self._metrics is not None:
             self._metrics.count_auth(True, principal.kind)  # static or jwt
         if principal is not None and self._limiter is not None:
-            wait = self._limiter.check(principal.key, trio.current_time())
+            now = trio.current_time()
+            if isinstance(self._limiter, SharedLimiter):
+                wait = await self._limiter.check(principal.key, now)
+            else:
+                wait = self._limiter.check(principal.key, now)
             if wait:
                 raise too_many(wait)
         return principal

@@ -37,6 +37,11 @@ class RateLimiter:
         self._buckets: dict[str, TokenBucket] = {}
         self._max_keys = max_keys
 
+    @property
+    def burst(self) -> float:
+        """The bucket size in force."""
+        return self._burst
+
     def configure(self, rate: float, burst: float) -> None:
         """New limits (a reload); every bucket starts full again under them."""
         self.rate = rate

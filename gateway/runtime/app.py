@@ -32,6 +32,7 @@ from gateway.frontend.engine.selection import serve_http
 from gateway.frontend.list_changed import ListChangedCoalescer
 from gateway.frontend.origin import OriginPolicy
 from gateway.frontend.rate_limits import RateLimiter
+from gateway.frontend.shared_limits import SharedLimiter
 from gateway.frontend.sse_endpoint import LegacySseEndpoint
 from gateway.frontend.streamable.endpoint import McpEndpoint
 from gateway.guardrails.chains import Guardrails
@@ -47,8 +48,11 @@ from gateway.router.response_cache import cache_for
 from gateway.router.stateless.held_calls import DEFAULT_LIFETIME, HeldCalls
 from gateway.runtime import readiness as status
 from gateway.runtime import reload as live_reload
+from gateway.runtime.reload_news import ReloadNews
+from gateway.store.api import StoreState
+from gateway.store.measured import MeasuredStore
 from gateway.store.opening import open_store
-from gateway.telemetry.metrics import Metrics
+from gateway.telemetry.metrics import Metrics, StoreSample
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterable
@@ -62,7 +66,7 @@ if TYPE_CHECKING:
     from gateway.config import BackendConfig, GatewayConfig
     from gateway.frontend.asgi import SubApp
     from gateway.identity.authenticator import AuthHolder
-    from gateway.store.api import Store
+    from gateway.store.api import Store, StoreHealth
 from gateway.errors import ConfigError
 
 logger = structlog.get_logger("gateway.runtime.app")
@@ -91,6 +95,8 @@ class Gateway:
     store: Store | None = None
     # What judges listings against their pins (``pinning:``); the admin API's and console's.
     pins: PinGuard | None = None
+    # Tells the other replicas of a reload and follows theirs (shared store only).
+    reload_news: ReloadNews | None = None
     draining: bool = False
     # Set when shutdown starts: the HTTP engine's shutdown trigger, so its
     # listeners close at once while requests in flight drain.
@@ -172,9 +178,10 @@ async def open_gateway(
             authenticated=config.auth.enabled,  # session: auto follows it
             pins=pins,
         ) as pool,
-        open_store(config.store, config_file=config_path) as store,
+        open_store(config.store, config_file=config_path) as opened_store,
         trio.open_nursery() as services,
     ):
+        store: Store = MeasuredStore(opened_store, metrics)
         await services.start(pins.run, store, baseline)
         identity = IdentityService(metrics)
         await services.start(identity.run)
@@ -214,6 +221,11 @@ async def open_gateway(
             clients, metrics, config.notifications.debounce, lambda peer: access.on(peer).tag
         )
         await services.start(coalescer.run)
+        # With a shared store, the replicas behind it admit one budget per credential.
+        credential_limits: RateLimiter | SharedLimiter = principal_limiter
+        if config.store.url:
+            fallbacks = metrics.store_fallbacks.labels(tenant="rate_limits")
+            credential_limits = SharedLimiter(principal_limiter, store, fallbacks.inc)
         endpoint = McpEndpoint(
             router,
             clients,
@@ -222,7 +234,7 @@ async def open_gateway(
             is_draining=lambda: gateway.draining,
             auth=auth,
             session_limiter=session_limiter,
-            principal_limiter=principal_limiter,
+            principal_limiter=credential_limits,
             metrics=metrics,
             path=server.path,
         )
@@ -238,7 +250,7 @@ async def open_gateway(
         console = (
             None
             if activity is None
-            else _console(config, lambda: gateway, pool, clients, router, auth, activity)
+            else _console(config, lambda: gateway, pool, clients, router, auth, activity, store)
         )
         app = GatewayApp(
             server.path,
@@ -282,7 +294,17 @@ async def open_gateway(
             )
             gateway.readiness()  # keeps mcp_gateway_ready current
 
+        if config.store.url and config_path is not None:
+            path = config_path
+
+            async def follow() -> bool:
+                """Another replica reloaded: reload this one's file, without announcing."""
+                return await reload_config(gateway, path, announce=False)
+
+            gateway.reload_news = ReloadNews(store, follow)
+            await services.start(gateway.reload_news.run)
         metrics.watch_backends(pool.samples)
+        metrics.watch_store(lambda: _store_sample(store.health()))
         metrics.watch_tasks(router.tasks.sample)
         metrics.watch_cache(lambda: () if router.cache is None else router.cache.samples())
         pool.on_catalog_change(catalog_changed)
@@ -436,6 +458,11 @@ def _consent_pages(consent: ConsentTokens, config: GatewayConfig) -> SubApp:
     return ConsentPages(consent, config.consent.callback_path)
 
 
+def _store_sample(health: StoreHealth) -> StoreSample:
+    """The store's health as its metrics read it."""
+    return StoreSample(health.kind, health.state is StoreState.OK, health.reconnects)
+
+
 def _input_bound(pool: Pool, name: str) -> float:
     """A backend's ``timeouts.input`` (an MRTR round's default bound)."""
     backend = pool.get(name)
@@ -450,6 +477,7 @@ def _console(
     router: Router,
     auth: AuthHolder,
     activity: Activity,
+    store: Store,
 ) -> ConsoleApp:
     """The operator console (``admin.enabled``), showing what ``activity`` watches."""
 
@@ -475,7 +503,7 @@ def _console(
         stopping=lambda: gateway().stopping,
         pins=lambda: gateway().pins,
     )
-    return ConsoleApp(config.admin.path, parts)
+    return ConsoleApp(config.admin.path, parts, store=store)
 
 
 async def _watch_loop_lag(metrics: Metrics) -> None:
@@ -549,8 +577,12 @@ async def serve(
         task_status.started((gateway, binds))
 
 
-async def reload_config(gateway: Gateway, path: str) -> bool:
+async def reload_config(gateway: Gateway, path: str, *, announce: bool = True) -> bool:
     """Re-read the config file and apply it; the old one stays on any problem.
+
+    With a shared store, an applied reload is announced to the other
+    replicas, which reload their own file (``runtime.reload_news``);
+    ``announce`` False is how they follow without announcing again.
 
     Returns True when the new config was applied (``gateway/runtime/reload.py``).
     """
@@ -562,6 +594,8 @@ async def reload_config(gateway: Gateway, path: str) -> bool:
     if gateway.pins is not None:
         gateway.pins.configure(*pin_settings(new))
         gateway.pins.republish(None)  # every listing judged under the new modes
+    if announce and gateway.reload_news is not None:
+        await gateway.reload_news.announce()
     return True
 
 

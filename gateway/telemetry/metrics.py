@@ -17,6 +17,8 @@ from gateway.telemetry.scrape import (
     BackendSample,
     CacheCollector,
     CacheSample,
+    StoreCollector,
+    StoreSample,
     TaskCollector,
     TaskSample,
 )
@@ -196,6 +198,26 @@ class Metrics(FeatureSeries):
         self.jwks_keys = Gauge(
             PREFIX + "jwks_keys", "Usable signing keys in the JWKS in force.", registry=r
         )
+        self.store_operation_duration = Histogram(
+            PREFIX + "store_operation_duration_seconds",
+            "State store operations, by operation (get, put, spend, ...), failed ones too.",
+            ["operation"],
+            buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1.0),
+            registry=r,
+        )
+        self.store_errors = Counter(
+            PREFIX + "store_errors_total",
+            "State store operations that failed (timed out, refused, server error).",
+            ["operation"],
+            registry=r,
+        )
+        self.store_fallbacks = Counter(
+            PREFIX + "store_fallbacks_total",
+            "Decisions a replica took alone because the shared store did not answer, by "
+            "tenant (rate_limits: the local bucket admitted or refused).",
+            ["tenant"],
+            registry=r,
+        )
         self.internal_errors = Counter(
             PREFIX + "internal_errors_total",
             "Unexpected exceptions on a request path (a gateway bug), by component: "
@@ -215,6 +237,10 @@ class Metrics(FeatureSeries):
     def watch_backends(self, sample: Callable[[], Iterable[BackendSample]]) -> None:
         """Export per-backend state read at scrape time (no bookkeeping on the hot path)."""
         self.registry.register(BackendCollector(sample))
+
+    def watch_store(self, sample: Callable[[], StoreSample]) -> None:
+        """Export the store's state and reconnects, read at scrape time."""
+        self.registry.register(StoreCollector(sample))
 
     def watch_tasks(self, sample: Callable[[], TaskSample]) -> None:
         """Export the task table's counts, read at scrape time."""
@@ -260,5 +286,6 @@ __all__ = [
     "BackendSample",
     "CacheSample",
     "Metrics",
+    "StoreSample",
     "TaskSample",
 ]

@@ -209,3 +209,41 @@ class CacheCollector(Collector):
             evictions.add_metric([sample.backend], sample.evictions)
             size.add_metric([sample.backend], sample.bytes)
         yield from (requests, evictions, size)
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSample:
+    """The state store at scrape time (its ``health()``).
+
+    Attributes:
+        kind: ``embedded`` or ``redis``.
+        up: whether its last operation succeeded.
+        reconnects: how often it came back after failing.
+    """
+
+    kind: str
+    up: bool
+    reconnects: int
+
+
+class StoreCollector(Collector):
+    """The store's state and reconnects, from what its health already says."""
+
+    def __init__(self, sample: Callable[[], StoreSample]) -> None:
+        self._sample = sample
+
+    def collect(self) -> Iterator[Metric]:
+        """Up as a gauge (labelled by kind), reconnects as a counter."""
+        sample = self._sample()
+        up = GaugeMetricFamily(
+            PREFIX + "store_up",
+            "1 while the state store answers, 0 while it is down (by kind).",
+            labels=["kind"],
+        )
+        up.add_metric([sample.kind], 1 if sample.up else 0)
+        reconnects = CounterMetricFamily(
+            PREFIX + "store_reconnects",
+            "Times the state store answered again after failing.",
+        )
+        reconnects.add_metric([], sample.reconnects)
+        yield from (up, reconnects)

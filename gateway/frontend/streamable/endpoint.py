@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from gateway.frontend.clients import ClientRegistry, ClientSession
     from gateway.frontend.origin import OriginPolicy
     from gateway.frontend.rate_limits import RateLimiter
+    from gateway.frontend.shared_limits import SharedLimiter
     from gateway.identity.authenticator import AuthHolder
     from gateway.identity.principal import Principal
     from gateway.router import Emit, Router
@@ -94,7 +95,7 @@ class McpEndpoint:
         is_draining: Callable[[], bool] = lambda: False,
         auth: AuthHolder | None = None,
         session_limiter: RateLimiter | None = None,
-        principal_limiter: RateLimiter | None = None,
+        principal_limiter: RateLimiter | SharedLimiter | None = None,
         metrics: Metrics | None = None,
         path: str = "/mcp",
     ) -> None:
