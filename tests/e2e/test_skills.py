@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import shutil
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
@@ -18,6 +19,7 @@ from typing import Any, Final
 import pytest
 import trio
 
+from gateway.config import GatewayConfig, parse
 from gateway.protocol.skills import EXTENSION
 from tests.e2e.test_modern_backend import modern_call
 from tests.frontend.test_modern_http import modern, send
@@ -42,11 +44,13 @@ def skills_backend(name: str, skill_set: str, **extra: Any) -> dict[str, Any]:
     return stdio_backend(name, ["node", str(SERVER), skill_set], **extra)
 
 
-def two_backends(**sections: Any) -> Any:
+def two_backends(profiles: list[dict[str, Any]] | None = None) -> GatewayConfig:
     """``a`` (2026-07-28) and ``b`` (handshake era) serving different skill sets."""
-    return gateway_config(
-        [skills_backend("a", "a"), skills_backend("b", "b", protocol="legacy")], **sections
-    )
+    backends = [skills_backend("a", "a"), skills_backend("b", "b", protocol="legacy")]
+    if profiles is None:
+        return gateway_config(backends)
+    document = {"server": {"host": "127.0.0.1", "port": 0}, "backends": backends}
+    return parse(json.dumps({**document, "profiles": profiles}), env={})
 
 
 def _bytes_of(content: dict[str, Any]) -> bytes:
@@ -182,4 +186,37 @@ async def test_an_unknown_skill_or_directory_is_invalid_params(nursery: trio.Nur
         for msg_id, (method, uri) in enumerate(cases, start=10):
             response = await send(client, modern(msg_id, method, {"uri": uri}))
             assert response.json()["error"]["code"] == -32602, (method, uri, response.text)
+    nursery.cancel_scope.cancel()
+
+
+async def test_a_skill_a_profile_excludes_is_unknown_every_way(nursery: trio.Nursery) -> None:
+    """Gateway choice: ``skills:`` globs match ``prefix__name``; the excluded skill is not
+    listed, its skills/get is -32602, its directory -32602, its files not found."""
+    profile = {"name": "p", "skills": {"exclude": ["a__refunds"]}}
+    running = await start_gateway(nursery, two_backends(profiles=[profile]))
+    ids = iter(range(100, 10_000))
+    async with open_raw(running.url + "/p") as raw:
+
+        async def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            (answer,) = await raw.request(next(ids), method, params)
+            return answer
+
+        async def result(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            answer = await ask(method, params)
+            assert "result" in answer, answer
+            found: dict[str, Any] = answer["result"]
+            return found
+
+        skills = await walk_skills(result)
+        assert [s["uri"] for s in skills] == [u for u in PUBLIC_SKILLS if "refunds" not in u]
+        for entry in skills:
+            await verify(result, entry)
+        hidden = "a+skill://acme/billing/refunds"
+        assert (await ask("skills/get", {"uri": hidden + "/SKILL.md"}))["error"]["code"] == -32602
+        directory = await ask("resources/directory/read", {"uri": hidden})
+        assert directory["error"]["code"] == -32602
+        for uri in (hidden + "/SKILL.md", hidden + "/templates/email.md"):
+            assert "error" in await ask("resources/read", {"uri": uri})
+        listed = await result("resources/list", {})
+        assert not [r for r in listed["resources"] if r["uri"].startswith(hidden)]
     nursery.cancel_scope.cancel()
