@@ -14,6 +14,7 @@ import hashlib
 import json
 import shutil
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, Final
 
 import pytest
@@ -219,4 +220,51 @@ async def test_a_skill_a_profile_excludes_is_unknown_every_way(nursery: trio.Nur
             assert "error" in await ask("resources/read", {"uri": uri})
         listed = await result("resources/list", {})
         assert not [r for r in listed["resources"] if r["uri"].startswith(hidden)]
+    nursery.cancel_scope.cancel()
+
+
+CONFORMANCE: Final = (
+    SERVER.parents[1]
+    / "conformance_modern"
+    / "node_modules"
+    / "@modelcontextprotocol"
+    / "conformance"
+    / "dist"
+    / "index.js"
+)
+CONFORMANCE_NODE: Final = SERVER.parents[1] / "conformance" / "node_modules" / ".bin" / "node"
+SEP_2640_SCENARIOS: Final = (
+    "sep-2640-skills-enumeration",
+    "sep-2640-skills-manifest",
+    "sep-2640-skills-directory",
+)
+
+
+@pytest.mark.skipif(
+    not (CONFORMANCE.is_file() and CONFORMANCE_NODE.is_file()),
+    reason="conformance 0.2.0-alpha.12 not installed (make conformance-deps)",
+)
+@pytest.mark.parametrize("prefix", ["", "sk"])
+async def test_the_sep_2640_server_scenarios_pass_through_the_gateway(
+    nursery: trio.Nursery, tmp_path: Path, prefix: str
+) -> None:
+    """Spec (SEP-2640), judged by conformance 0.2.0-alpha.12: every check of the three server
+    scenarios passes through the gateway, the backend unprefixed or prefixed (``sk+skill://``
+    is only a warning: servers SHOULD use ``skill://``)."""
+    running = await start_gateway(
+        nursery, gateway_config([skills_backend("a", "a", prefix=prefix)])
+    )
+    for scenario in SEP_2640_SCENARIOS:
+        out = tmp_path / scenario
+        argv = [str(CONFORMANCE_NODE), str(CONFORMANCE), "server", "--url", running.url]
+        argv += ["--scenario", scenario, "--force", "-o", str(out)]
+        with trio.fail_after(60):
+            await trio.run_process(argv, capture_stdout=True, capture_stderr=True, check=False)
+        (found,) = out.glob("*/checks.json")
+        checks = json.loads(found.read_text())
+        assert checks, scenario
+        failed = [c["id"] for c in checks if c["status"] not in ("SUCCESS", "WARNING", "INFO")]
+        assert not failed, (scenario, failed)
+        warned = {c["id"] for c in checks if c["status"] == "WARNING"}
+        assert warned <= ({"sep-2640-skill-uri-scheme"} if prefix else set()), warned
     nursery.cancel_scope.cancel()
