@@ -17,15 +17,17 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final
 
+import mcp.types as types
 import pytest
 import trio
 
 from gateway.config import GatewayConfig, parse
 from gateway.protocol.skills import EXTENSION
 from tests.e2e.test_modern_backend import modern_call
+from tests.frontend.test_listen_http import listen
 from tests.frontend.test_modern_http import modern, send
 from tests.frontend.test_streamable_http import http_client
-from tests.harness import Running, gateway_config, start_gateway, stdio_backend
+from tests.harness import Running, gateway_config, open_client, start_gateway, stdio_backend
 from tests.interaction.test_beside_a_call import RawClient, open_raw
 from tests.servers.paths import NODE_DIR
 
@@ -267,4 +269,43 @@ async def test_the_sep_2640_server_scenarios_pass_through_the_gateway(
         assert not failed, (scenario, failed)
         warned = {c["id"] for c in checks if c["status"] == "WARNING"}
         assert warned <= ({"sep-2640-skill-uri-scheme"} if prefix else set()), warned
+    nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("backend_era", ["modern", "legacy"])
+async def test_a_changed_skill_list_reaches_hosts_of_both_eras(
+    nursery: trio.Nursery, backend_era: str
+) -> None:
+    """Spec (SEP-2640: skills are resources): a backend's resources/list_changed re-lists its
+    skills; a listening 2026-07-28 host and a 2025-11-25 session each hear
+    ``notifications/resources/list_changed`` and then list the new skill."""
+    extra = {"protocol": "legacy"} if backend_era == "legacy" else {}
+    running = await start_gateway(nursery, gateway_config([skills_backend("a", "a", **extra)]))
+    heard_legacy = trio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ServerNotification) and isinstance(
+            message.root, types.ResourceListChangedNotification
+        ):
+            heard_legacy.set()
+
+    async with (
+        http_client(running) as client,
+        listen(client, "L1", {"resourcesListChanged": True}) as stream,
+        open_client(running.url, message_handler=on_message) as session,
+    ):
+        await stream.next()  # the acknowledgement
+        added = await session.call_tool("a__add_skill", {})
+        assert not added.isError, added
+        with trio.fail_after(10):
+            heard = await stream.next()
+            await heard_legacy.wait()
+        assert heard["method"] == "notifications/resources/list_changed"
+    answer = await modern_call(running, 5, "skills/list", {})
+    uris = [s["uri"] for s in answer["result"]["skills"]]
+    while "nextCursor" in answer["result"]:
+        cursor = answer["result"]["nextCursor"]
+        answer = await modern_call(running, 6, "skills/list", {"cursor": cursor})
+        uris += [s["uri"] for s in answer["result"]["skills"]]
+    assert "a+skill://added/SKILL.md" in uris
     nursery.cancel_scope.cancel()

@@ -4,7 +4,9 @@
 //   node skills_server.mjs [set]
 //
 // `set` picks the skills served: "a" (default) or "b" (other skills, one of
-// them of the same name as a's, as a second backend would have).
+// them of the same name as a's, as a second backend would have). The tool
+// `add_skill` adds the skill `added` and reloads the catalog, which
+// announces the change with notifications/resources/list_changed.
 import { McpServer } from '@modelcontextprotocol/server';
 import { SkillsExtension, memorySkillFiles } from '@modelcontextprotocol/server/ext/skills';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
@@ -30,7 +32,7 @@ const SETS = {
   },
 };
 
-const files = SETS[process.argv[2] ?? 'a'];
+const files = { ...SETS[process.argv[2] ?? 'a'] };
 const skills = await SkillsExtension.load(memorySkillFiles(files), {
   pageSize: 1,
   cacheHint: { ttlMs: 60000, cacheScope: 'public' },
@@ -42,5 +44,10 @@ serveStdio(() => {
     { capabilities: { resources: { listChanged: true } } },
   );
   skills.attach(server);
+  server.registerTool('add_skill', { description: 'Add the skill "added"' }, async () => {
+    files['added/SKILL.md'] = '---\nname: added\ndescription: Added at run time\n---\n\nNew.\n';
+    const changes = await skills.reload();
+    return { content: [{ type: 'text', text: JSON.stringify(changes) }] };
+  });
   return server;
 });
