@@ -134,7 +134,9 @@ typecheck: install-dev
 
 # Under coverage, child processes included (pyproject [tool.coverage]); the
 # floor (fail_under) applies to the whole suite, not to a PYTEST_ARGS subset.
-pytest: install-dev node-deps sdk2-venv haproxy redis chromium
+# The conformance installs too: tests/e2e/test_skills.py runs the sep-2640
+# server scenarios of conformance 0.2.x through the gateway.
+pytest: install-dev node-deps conformance-deps $(CONFORMANCE_MODERN_DIR)/node_modules/.package-lock.json sdk2-venv haproxy redis chromium
 	$(BIN)/coverage erase
 	$(BIN)/coverage run -m pytest -q $(PYTEST_ARGS)
 	$(BIN)/coverage combine --quiet
