@@ -135,9 +135,11 @@ typecheck: install-dev
 # Under coverage, child processes included (pyproject [tool.coverage]); the
 # floor (fail_under) applies to the whole suite, not to a PYTEST_ARGS subset.
 # PYTEST_WORKERS: pytest-xdist workers (work stealing evens out the long
-# end-to-end files); 0 runs the suite in this one process.
+# end-to-end files); 0 runs the suite in this one process. The conformance
+# installs too: tests/e2e/test_skills.py runs the sep-2640 server scenarios
+# of conformance 0.2.x through the gateway.
 PYTEST_WORKERS ?= 2
-pytest: install-dev node-deps sdk2-venv haproxy redis chromium
+pytest: install-dev node-deps conformance-deps $(CONFORMANCE_MODERN_DIR)/node_modules/.package-lock.json sdk2-venv haproxy redis chromium
 	$(BIN)/coverage erase
 	$(BIN)/coverage run -m pytest -q $(if $(filter 0,$(PYTEST_WORKERS)),-p no:xdist,-n $(PYTEST_WORKERS) --dist worksteal) $(PYTEST_ARGS)
 	$(BIN)/coverage combine --quiet

@@ -99,6 +99,9 @@ IDEMPOTENT_METHODS: Final = frozenset(
         "resources/templates/list",
         "resources/read",
         "prompts/get",
+        "skills/list",
+        "skills/get",
+        "resources/directory/read",
         "completion/complete",
     }
 )
@@ -297,8 +300,12 @@ class Backend:
         """Whether the backend declared a server capability (``tools``, ``logging``...)
         and has not refused it since (``refused``)."""
         info = self._supervisor.info
-        return (
-            info is not None and capability in info.capabilities and capability not in self.refused
+        if info is None or capability in self.refused:
+            return False
+        # An extension (the skills') is declared under ``capabilities.extensions``.
+        extensions = info.capabilities.get("extensions")
+        return capability in info.capabilities or (
+            isinstance(extensions, dict) and isinstance(extensions.get(capability), dict)
         )
 
     @property
@@ -310,7 +317,11 @@ class Backend:
         (``resources/subscribe``, or a 2026-07-28 backend's listen). The
         gateway advertises to hosts only what some backend really serves.
         """
-        refused = {kind.value for kind in self._supervisor.refused_lists}
+        # Skills are refused as the extension they are offered under.
+        refused = {
+            kind.capability if kind is Kind.SKILLS else kind.value
+            for kind in self._supervisor.refused_lists
+        }
         peer = self._supervisor.peer
         if peer is not None and self._subscribe_refused_on is peer:
             refused.add("resources.subscribe")

@@ -193,7 +193,7 @@ def wanted(kind: Kind, capabilities: Mapping[str, Any], config: BackendConfig) -
     ``passthrough`` mode, which the router fetches page by page during each
     host's own walk.
     """
-    if kind.capability not in capabilities:
+    if not kind.offered_by(capabilities):
         return False
     return not (kind is Kind.RESOURCES and config.resources.list_mode == "passthrough")
 
@@ -205,6 +205,8 @@ def filtered(kind: Kind, items: Items, config: BackendConfig) -> Items:
         Kind.PROMPTS: config.prompts,
         Kind.RESOURCES: config.resources,
         Kind.TEMPLATES: config.resources,
+        # A skill is its files' resources: the resource rules match its URI.
+        Kind.SKILLS: config.resources,
     }[kind]
     key = kind.identity_key
     return tuple(item for item in items if rules.allows(str(item.get(key, ""))))
@@ -245,5 +247,6 @@ def merged(
         prompts=items(Kind.PROMPTS),
         resources=items(Kind.RESOURCES),
         templates=items(Kind.TEMPLATES),
+        skills=items(Kind.SKILLS),
         on_collision=config.on_collision,
     )

@@ -10,7 +10,9 @@ Rules:
    (-32602) in every request that names it, with no special case.
 2. Which items stay is one predicate, ``admits(kind, public)``, the
    policy's decision (``identity.policy``); resource URIs routed by prefix
-   (a template's instances) go through it too (``admits_uri``).
+   (a template's instances) go through it too (``admits_uri``). A skill
+   (SEP-2640) is matched by its ``SKILL.md`` URI and stays only when every
+   file it lists is admitted as a resource.
 3. The gateway's own search-mode tools (backend ``""``) stay whenever the
    profile lists them: opening the profile grants its search.
 4. :class:`EffectiveViews` keeps one view per (profile, key), where the
@@ -24,7 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Final
 
-from gateway.catalog.snapshot import Kind, KindView, Snapshot
+from gateway.catalog.naming import skill_files
+from gateway.catalog.snapshot import Entry, Kind, KindView, Snapshot
 
 Admits = Callable[[Kind, str], bool]
 
@@ -32,8 +35,19 @@ Admits = Callable[[Kind, str], bool]
 GATEWAY_BACKEND: Final = ""
 
 
+def _admitted(entry: Entry, kind: Kind, admits: Admits) -> bool:
+    if entry.backend == GATEWAY_BACKEND:
+        return True
+    if not admits(kind, entry.key):
+        return False
+    # A skill is shown only if every file it lists may be read (SEP-2640).
+    return kind is not Kind.SKILLS or all(
+        admits(Kind.RESOURCES, uri) for uri in skill_files(entry.encoded)
+    )
+
+
 def _narrow(view: KindView, kind: Kind, admits: Admits) -> KindView:
-    entries = tuple(e for e in view if e.backend == GATEWAY_BACKEND or admits(kind, e.key))
+    entries = tuple(e for e in view if _admitted(e, kind, admits))
     if len(entries) == len(view):
         return view
     return KindView(entries)

@@ -1,4 +1,4 @@
-"""The four kinds of listed item, and what the protocol calls each.
+"""The kinds of listed item, and what the protocol calls each.
 
 A module of its own so that the catalog's value types and its incremental
 merge can both name a kind without importing each other.
@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 class Kind(Enum):
-    """The four lists a server offers; values are the result keys.
+    """The lists a server offers; values are the result keys.
 
     Everything the gateway needs to know per list (the field that names an
     item, the method that lists it, the capability that offers it, the
@@ -24,6 +27,9 @@ class Kind(Enum):
     PROMPTS = "prompts"
     RESOURCES = "resources"
     TEMPLATES = "resourceTemplates"
+    # SEP-2640: offered under capabilities.extensions, changes announced
+    # with resources/list_changed (the skills are resources).
+    SKILLS = "skills"
 
     @property
     def identity_key(self) -> str:
@@ -39,6 +45,15 @@ class Kind(Enum):
     def capability(self) -> str:
         """The server capability that offers this list (templates ride on ``resources``)."""
         return _ROWS[self].capability
+
+    def offered_by(self, capabilities: Mapping[str, Any]) -> bool:
+        """Whether a server's capabilities offer this list (skills: as an extension)."""
+        if _ROWS[self].extension:
+            extensions = capabilities.get("extensions")
+            return isinstance(extensions, dict) and isinstance(
+                extensions.get(self.capability), dict
+            )
+        return self.capability in capabilities
 
     @property
     def list_changed(self) -> str:
@@ -57,6 +72,8 @@ class _KindRow:
     list_method: str
     capability: str
     list_changed: str
+    # The capability is an entry of ``capabilities.extensions``.
+    extension: bool = False
 
 
 _ROWS: Final = {
@@ -70,6 +87,13 @@ _ROWS: Final = {
         "resources/templates/list",
         "resources",
         "notifications/resources/list_changed",
+    ),
+    Kind.SKILLS: _KindRow(
+        "uri",
+        "skills/list",
+        "io.modelcontextprotocol/skills",
+        "notifications/resources/list_changed",
+        extension=True,
     ),
 }
 # One resources/list_changed covers both resource lists (spec: resources).

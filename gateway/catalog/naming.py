@@ -34,9 +34,14 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+import msgspec
+
+from gateway.protocol.skills import skill_name
+
 URI_PREFIX_SEPARATOR: Final = "+"
 _DISALLOWED: Final = re.compile(r"[^A-Za-z0-9_-]")
 _HASH_HEX_CHARS: Final = 8
+_decoder: Final = msgspec.json.Decoder()
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +83,26 @@ def public_name(prefix: str, original: str, rules: NamingRules) -> str:
 def public_uri(prefix: str, uri: str) -> str:
     """The public form of a resource URI or URI template."""
     return f"{prefix}{URI_PREFIX_SEPARATOR}{uri}" if prefix else uri
+
+
+def public_skill_name(prefix: str, uri: str, separator: str) -> str:
+    """The public name of a skill, which ``skills:`` globs match (``protocol.skills`` rule 4).
+
+    The last segment of the skill's path under the backend's prefix, joined
+    as a tool name is (``alpha__git-workflow``); never shortened, since no
+    payload carries it.
+    """
+    name = skill_name(uri)
+    return f"{prefix}{separator}{name}" if prefix else name
+
+
+def skill_files(encoded: bytes) -> list[str]:
+    """The public URIs of every file a catalog skill entry lists (none when ``dynamic``)."""
+    item = _decoder.decode(encoded)
+    files = item.get("resources") if isinstance(item, dict) else None
+    if not isinstance(files, list):
+        return []
+    return [f["uri"] for f in files if isinstance(f, dict) and isinstance(f.get("uri"), str)]
 
 
 def split_uri(public: str, prefixes: frozenset[str]) -> tuple[str, str]:

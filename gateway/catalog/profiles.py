@@ -43,8 +43,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from gateway.catalog.naming import public_skill_name, skill_files, split_uri
 from gateway.catalog.search_tools import search_mode_tools
 from gateway.catalog.snapshot import Entry, Kind, KindView, Snapshot
+from gateway.protocol.skills import SKILL_FILE, skill_root
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -106,6 +108,8 @@ class Profile:
         tools: by public tool name.
         prompts: by public prompt name.
         resources: by public resource URI and public URI template.
+        skills: by public skill name (``catalog.naming.public_skill_name``);
+            a skill is also held to ``resources`` by its every file's URI.
         mode: ``full`` lists the profile's tools; ``search`` lists the
             gateway's search tools and ``pinned`` instead (rule 6).
         pinned: public tool names listed in search mode too.
@@ -117,6 +121,7 @@ class Profile:
     tools: Globs = field(default_factory=Globs)
     prompts: Globs = field(default_factory=Globs)
     resources: Globs = field(default_factory=Globs)
+    skills: Globs = field(default_factory=Globs)
     mode: str = FULL
     pinned: tuple[str, ...] = ()
     overrides: Mapping[Kind, Mapping[str, Override]] = field(default_factory=dict)
@@ -127,7 +132,10 @@ class Profile:
         return (
             self.mode == FULL
             and not any(self.overrides.values())
-            and all(g.everything for g in (self.backends, self.tools, self.prompts, self.resources))
+            and all(
+                g.everything
+                for g in (self.backends, self.tools, self.prompts, self.resources, self.skills)
+            )
         )
 
     def names(self, kind: Kind) -> Globs:
@@ -152,6 +160,25 @@ class Profile:
 EVERYTHING: Final = Profile(DEFAULT_PROFILE)
 
 
+def _public_prefix(entry: Entry) -> str:
+    """The prefix a URI entry's public key carries (``prefix+uri``), "" for none."""
+    extra = len(entry.key) - len(entry.original)
+    return entry.key[: extra - 1] if extra > 0 else ""
+
+
+def _skill_admitted(entry: Entry, profile: Profile, separator: str) -> bool:
+    """A skill stays when its public name is selected and every file it lists is."""
+    name = public_skill_name(_public_prefix(entry), entry.original, separator)
+    if not profile.skills.allows(name):
+        return False
+    return all(profile.resources.allows(uri) for uri in skill_files(entry.encoded))
+
+
+def _under(uri: str, roots: tuple[str, ...]) -> bool:
+    """Whether ``uri`` is one of the skill directories ``roots`` or inside one."""
+    return any(uri == root or uri.startswith(root + "/") for root in roots)
+
+
 def _restrict_view(
     view: KindView,
     kind: Kind,
@@ -159,17 +186,21 @@ def _restrict_view(
     problems: list[str],
     aliases: dict[str, str],
     applied: dict[str, str],
+    separator: str = "__",
 ) -> KindView:
     table = profile.overrides.get(kind)
-    if profile.backends.everything and profile.names(kind).everything and not table:
-        return view
     names = profile.names(kind)
+    skills = kind is Kind.SKILLS and not (profile.skills.everything and names.everything)
+    if profile.backends.everything and names.everything and not table and not skills:
+        return view
     backends: dict[str, bool] = {}
 
     def admitted(entry: Entry) -> bool:
         allowed = backends.get(entry.backend)
         if allowed is None:
             allowed = backends[entry.backend] = profile.backends.allows(entry.backend)
+        if skills and allowed and not _skill_admitted(entry, profile, separator):
+            return False
         return allowed and names.allows(entry.key)
 
     # The same decision as ``Profile.admits``, with each backend's part asked once.
@@ -252,14 +283,39 @@ def restrict(snapshot: Snapshot, profile: Profile, separator: str = "__") -> Sna
             problems,
             aliases if kind is Kind.TOOLS else {},
             applied if kind is Kind.TOOLS else {},
+            separator,
         )
         for kind in Kind
     }
     prefixes = {p: b for p, b in snapshot.prefixes.items() if profile.backends.allows(b)}
     unprefixed = tuple(b for b in snapshot.unprefixed if profile.backends.allows(b))
+    # The directories of the skills left out: their files, directories and
+    # SKILL.md are unknown on the profile, however they are asked for.
+    hidden_roots: tuple[str, ...] = ()
+    if not profile.skills.everything:
+        kept = views[Kind.SKILLS]
+        hidden_roots = tuple(
+            skill_root(e.key) for e in snapshot.view(Kind.SKILLS) if e.key not in kept
+        )
+    if hidden_roots:
+        # A skills server may list the files in resources/list as well.
+        views[Kind.RESOURCES] = KindView(
+            e for e in views[Kind.RESOURCES] if not _under(e.key, hidden_roots)
+        )
+    all_prefixes = frozenset(snapshot.prefixes)
 
     def admits_uri(public: str, backend: str) -> bool:
-        return profile.admits(Kind.RESOURCES, public, backend)
+        if not profile.admits(Kind.RESOURCES, public, backend):
+            return False
+        if profile.skills.everything:
+            return True
+        if _under(public, hidden_roots):
+            return False
+        if public.endswith("/" + SKILL_FILE):
+            # An unlisted skill (skills/get answers for those too) by its name.
+            prefix, original = split_uri(public, all_prefixes)
+            return profile.skills.allows(public_skill_name(prefix, original, separator))
+        return True
 
     listed = (
         _listed_tools(views[Kind.TOOLS], profile, gateway_entries(separator))

@@ -20,6 +20,7 @@ from gateway.catalog.kindview import EMPTY_VIEW
 from gateway.catalog.kindview import Entry as Entry  # the catalog's callers name it from here
 from gateway.catalog.kindview import KindView as KindView
 from gateway.catalog.naming import NamingRules, public_name, public_uri, split_uri
+from gateway.protocol import skills
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -41,6 +42,7 @@ class BackendListing:
     prompts: tuple[dict[str, Any], ...] = ()
     resources: tuple[dict[str, Any], ...] = ()
     templates: tuple[dict[str, Any], ...] = ()
+    skills: tuple[dict[str, Any], ...] = ()
     on_collision: str = "error"
 
     def items(self, kind: Kind) -> tuple[dict[str, Any], ...]:
@@ -51,6 +53,8 @@ class BackendListing:
             return self.prompts
         if kind is Kind.RESOURCES:
             return self.resources
+        if kind is Kind.SKILLS:
+            return self.skills
         return self.templates
 
 
@@ -136,6 +140,10 @@ Prepared = dict[Kind, tuple[list[Candidate], list[str]]]
 
 def _make_entry(kind: Kind, backend: str, key: str, original: str, item: dict[str, Any]) -> Entry:
     public_item = dict(item)
+    if kind is Kind.SKILLS:
+        # The files' URIs take the skill URI's public form (protocol.skills rule 2).
+        head = key[: len(key) - len(original)]
+        public_item = skills.public_entry(item, lambda uri: head + uri)
     public_item[kind.identity_key] = key
     return Entry(key, backend, original, _encoder.encode(public_item))
 

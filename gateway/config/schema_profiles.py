@@ -88,6 +88,9 @@ class ProfileConfig(Base, frozen=True, kw_only=True):
         prompts: which prompts, by public name.
         resources: which resources and resource templates, by public URI or
             public URI template.
+        skills: which skills (SEP-2640), by public skill name
+            (``prefix{sep}name``, the name being the last segment of the
+            skill's path); an excluded skill's files are unknown too.
         mode: ``full`` lists the profile's tools; ``search`` lists only
             ``gateway{sep}search_tools``, ``gateway{sep}call_tool`` and the
             ``pinned`` tools, and the model finds the rest by searching.
@@ -105,6 +108,7 @@ class ProfileConfig(Base, frozen=True, kw_only=True):
     tools: ItemFilter = msgspec.field(default_factory=ItemFilter)
     prompts: ItemFilter = msgspec.field(default_factory=ItemFilter)
     resources: ItemFilter = msgspec.field(default_factory=ItemFilter)
+    skills: ItemFilter = msgspec.field(default_factory=ItemFilter)
     mode: Literal["full", "search"] = "full"
     pinned: list[str] = msgspec.field(default_factory=list)
     overrides: Overrides = msgspec.field(default_factory=Overrides)

@@ -44,6 +44,7 @@ KIND_LABELS: Final = {
     Kind.PROMPTS: "prompt",
     Kind.RESOURCES: "resource",
     Kind.TEMPLATES: "template",
+    Kind.SKILLS: "skill",
 }
 
 

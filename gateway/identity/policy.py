@@ -42,12 +42,16 @@ if TYPE_CHECKING:
     from gateway.identity.principal import Principal
 
 _NOTHING: Final = Globs((), ())
-# Templates are resources to a policy: both are written as public URIs.
+# Templates are resources to a policy: both are written as public URIs; so
+# are skills (SEP-2640: a skill is its files' resources), matched by the URI
+# of their SKILL.md.
 _KINDS: Final = (Kind.TOOLS, Kind.PROMPTS, Kind.RESOURCES)
 
 
 def _kind_index(kind: Kind) -> int:
-    return 2 if kind in (Kind.RESOURCES, Kind.TEMPLATES) else _KINDS.index(kind)
+    if kind in (Kind.RESOURCES, Kind.TEMPLATES, Kind.SKILLS):
+        return 2
+    return _KINDS.index(kind)
 
 
 def _any(patterns: Iterable[str]) -> Globs:

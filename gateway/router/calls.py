@@ -71,7 +71,7 @@ from gateway.errors import (
     LocalProtocolError,
     RemoteProtocolError,
 )
-from gateway.protocol import jsonrpc, mcp, revisions
+from gateway.protocol import jsonrpc, mcp, revisions, skills
 from gateway.protocol.stateless import backend_leg
 from gateway.protocol.versions import resource_not_found_code
 from gateway.router.context import Call, ModernRequest, Target
@@ -552,6 +552,51 @@ class Calls:
         """A read for the cache: public content URIs, the backend's own hints kept."""
         result = await self._named(call, target, uri, "resources/read", params, keep_modern=True)
         return mcp.rewrite_read_result(result, _uri_mapper(target.backend))
+
+    def _skill_target(self, call: Call, public: str, what: str) -> Target:
+        """The backend of a public skill or skill-directory URI (-32602 when unknown).
+
+        A listed skill goes to whoever listed it; any other URI is routed by
+        prefix as a resource URI is (SEP-2640: a server answers for skills
+        its listing leaves out). Only a backend that serves the extension
+        is asked.
+        """
+        entry = call.snapshot.resolve(Kind.SKILLS, public)
+        if entry is not None:
+            return Target(self._targets.backend(entry.backend), entry.original)
+        try:
+            target = self._targets.uri(public, call)
+        except LocalProtocolError:
+            target = None
+        if target is None or (
+            target.backend.state is BackendState.UP and not target.backend.offers(skills.EXTENSION)
+        ):
+            raise LocalProtocolError(f"Unknown {what}: {public}", INVALID_PARAMS)
+        return target
+
+    async def get_skill(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
+        """``skills/get`` (SEP-2640): forward the backend's URI, namespace the entry's URIs."""
+        uri = mcp.require_str(params, "uri", "skill")
+        target = self._skill_target(call, uri, "skill")
+        params["uri"] = target.original
+        result = await self._named(call, target, uri, skills.GET_METHOD, params)
+        result = skills.rewrite_get_result(result, _uri_mapper(target.backend))
+        # Every era gets the hint: the extension's result schema requires it.
+        return with_read_hint(result, target.backend, per_principal=call.per_principal)
+
+    async def read_directory(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
+        """``resources/directory/read`` (SEP-2640): to a backend with ``directoryRead``."""
+        uri = mcp.require_str(params, "uri", "directory")
+        target = self._skill_target(call, uri, "directory")
+        info = target.backend.info
+        if target.backend.state is BackendState.UP and (
+            info is None or not skills.reads_directories(info.capabilities)
+        ):
+            raise LocalProtocolError(f"Not a directory resource: {uri}", INVALID_PARAMS)
+        params["uri"] = target.original
+        result = await self._named(call, target, uri, skills.DIRECTORY_READ_METHOD, params)
+        result = skills.rewrite_directory_result(result, _uri_mapper(target.backend))
+        return with_read_hint(result, target.backend, per_principal=call.per_principal)
 
     async def complete(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
         """``completion/complete``: route by the prompt or resource reference."""

@@ -217,6 +217,9 @@ class Router:
             "logging/setLevel": self._levels.set_level,
             "resources/subscribe": self._subscriptions.subscribe,
             "resources/unsubscribe": self._subscriptions.unsubscribe,
+            "skills/list": self._lists.list_skills,
+            "skills/get": calls.get_skill,
+            "resources/directory/read": calls.read_directory,
         }
         pool.on_request(self.backend_request)
         pool.on_notification(self.backend_notification)

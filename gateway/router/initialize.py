@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from gateway import __version__
 from gateway.backends.state import BackendState
-from gateway.protocol import mcp
+from gateway.protocol import mcp, skills
 from gateway.router.neighbours import subscribable
 
 if TYPE_CHECKING:
@@ -45,6 +45,15 @@ def server_capabilities(pool: PoolView, shown: Callable[[str], bool] = _everyone
         caps["completions"] = {}
     if any(b.offers("logging") for b in live):
         caps["logging"] = {}
+    serving = [b for b in live if b.offers(skills.EXTENSION) and b.info is not None]
+    if serving:
+        # SEP-2640 under capabilities.extensions, for hosts of both eras:
+        # 2025-11-25 defines no such field, but the TypeScript SDK sends and
+        # reads it in the initialize result too (docs/skills.md).
+        settings: dict[str, Any] = {}
+        if any(skills.reads_directories(b.info.capabilities) for b in serving if b.info):
+            settings["directoryRead"] = True
+        caps.setdefault("extensions", {})[skills.EXTENSION] = settings
     return caps
 
 

@@ -1,4 +1,4 @@
-"""The four list methods: pages of the catalog, then passthrough backends' own pages.
+"""The list methods: pages of the catalog, then passthrough backends' own pages.
 
 Rules:
 
@@ -16,6 +16,9 @@ Rules:
    is listed all the same, marked ``_meta["dev.mcp-gateway/consent"] =
    {"required": true, "backend": NAME}`` (calling it starts the sign-in);
    such a list is per principal in its cache hint.
+6. ``skills/list`` pages carry ``ttlMs``/``cacheScope`` for hosts of every
+   era (gateway choice: the extension's result schema requires them; a
+   2025-11-25 host's SDK rejects a page without them).
 """
 
 from __future__ import annotations
@@ -125,6 +128,10 @@ class Lists:
         """``resources/templates/list``."""
         return await self.page(Kind.TEMPLATES, call, params)
 
+    async def list_skills(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
+        """``skills/list`` (SEP-2640): every skills backend's entries, URIs namespaced."""
+        return await self.page(Kind.SKILLS, call, params)
+
     def _unavailable_backends(self, snap: Snapshot) -> list[str]:
         return sorted(
             b.name
@@ -210,7 +217,7 @@ class Lists:
         )
         self._metrics.pages_served.labels(kind=kind.value).inc()
         rendered = render_page(kind.value, items, next_cursor, unavailable)
-        if isinstance(call.client, ModernRequest):
+        if isinstance(call.client, ModernRequest) or kind is Kind.SKILLS:
             return self._with_hint(kind, rendered, per_principal=call.per_principal or personal)
         return rendered
 

@@ -41,6 +41,7 @@ def profile_from_config(config: ProfileConfig) -> Profile:
         tools=_globs(config.tools),
         prompts=_globs(config.prompts),
         resources=_globs(config.resources),
+        skills=_globs(config.skills),
         mode=config.mode,
         pinned=tuple(config.pinned),
         overrides={

@@ -19,9 +19,9 @@ from gateway.protocol.stateless.cache_hints import CacheHint
 
 
 def test_announced_lists_are_those_the_backend_declares_list_changed_for() -> None:
-    """Rule 1: resources cover templates; anything but ``true`` announces nothing."""
+    """Rule 1: resources cover templates and skills; anything but ``true`` announces nothing."""
     caps = {"tools": {"listChanged": True}, "resources": {"listChanged": True}, "prompts": {}}
-    assert pushed(caps) == {Kind.TOOLS, Kind.RESOURCES, Kind.TEMPLATES}
+    assert pushed(caps) == {Kind.TOOLS, Kind.RESOURCES, Kind.TEMPLATES, Kind.SKILLS}
     assert pushed({"tools": {"listChanged": "yes"}}) == frozenset()
 
 

@@ -248,7 +248,10 @@ def test_merged_replaces_the_fresh_kinds_and_keeps_the_others() -> None:
     [
         ("notifications/tools/list_changed", (Kind.TOOLS,)),
         ("notifications/prompts/list_changed", (Kind.PROMPTS,)),
-        ("notifications/resources/list_changed", (Kind.RESOURCES, Kind.TEMPLATES)),
+        (
+            "notifications/resources/list_changed",
+            (Kind.RESOURCES, Kind.TEMPLATES, Kind.SKILLS),
+        ),
         ("notifications/resources/updated", ()),
         ("notifications/roots/list_changed", ()),
     ],
@@ -256,7 +259,7 @@ def test_merged_replaces_the_fresh_kinds_and_keeps_the_others() -> None:
 def test_a_list_changed_notification_names_the_kinds_it_covers(
     method: str, kinds: tuple[Kind, ...]
 ) -> None:
-    """Spec: one resources/list_changed covers resources and templates alike."""
+    """Spec: one resources/list_changed covers resources, templates and (SEP-2640) skills."""
     assert Kind.changed_by(method) == kinds
 
 
@@ -265,7 +268,18 @@ def test_every_kind_names_its_list_method_capability_and_notification() -> None:
     for kind in Kind:
         assert kind.list_method.endswith("/list")
         assert kind in Kind.changed_by(kind.list_changed)
-        assert kind.list_changed == f"notifications/{kind.capability}/list_changed"
+        # Skills (an extension) are resources: resources/list_changed (SEP-2640).
+        section = "resources" if kind is Kind.SKILLS else kind.capability
+        assert kind.list_changed == f"notifications/{section}/list_changed"
+        assert kind.offered_by({"extensions": {kind.capability: {}}, kind.capability: {}})
+
+
+def test_skills_are_offered_only_under_capabilities_extensions() -> None:
+    """Spec (SEP-2640): the extension is an entry of ``capabilities.extensions``."""
+    assert Kind.SKILLS.offered_by({"extensions": {"io.modelcontextprotocol/skills": {}}})
+    assert not Kind.SKILLS.offered_by({"io.modelcontextprotocol/skills": {}})
+    assert not Kind.SKILLS.offered_by({"extensions": {"io.modelcontextprotocol/skills": True}})
+    assert not Kind.SKILLS.offered_by({"resources": {}})
 
 
 def test_limits_below_one_are_refused_at_the_start() -> None:

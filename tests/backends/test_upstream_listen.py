@@ -123,14 +123,15 @@ async def _listening(
 
 
 def test_the_filter_asks_only_for_the_lists_the_backend_declares() -> None:
-    """Rule 1: ``listChanged: true`` per section, nothing else; resources cover templates."""
+    """Rule 1: ``listChanged: true`` per section, nothing else; resources cover templates
+    and skills."""
     wanted, kinds = listen_filter(ALL_LISTS)
     assert wanted == {
         "toolsListChanged": True,
         "promptsListChanged": True,
         "resourcesListChanged": True,
     }
-    assert kinds == (Kind.TOOLS, Kind.PROMPTS, Kind.RESOURCES, Kind.TEMPLATES)
+    assert kinds == (Kind.TOOLS, Kind.PROMPTS, Kind.RESOURCES, Kind.TEMPLATES, Kind.SKILLS)
     wanted, kinds = listen_filter({"tools": {"listChanged": False}, "prompts": {}, "logging": {}})
     assert (wanted, kinds) == ({}, ())
     assert listen_filter({"tools": {"listChanged": "yes"}}) == ({}, ())

@@ -400,3 +400,12 @@ async def test_catalog_shows_profile_membership_and_ranks_tools_first() -> None:
         assert (
             await client.get("/admin/catalog?q=zzzz-nothing", headers=admin())
         ).status_code == 200
+
+
+def test_every_kind_of_the_catalog_has_a_console_label() -> None:
+    """Gateway choice: the catalog page names each kind, skills (SEP-2640) included."""
+    from gateway.catalog.snapshot import Kind
+    from gateway.console.page_data import KIND_LABELS
+
+    assert set(KIND_LABELS) == set(Kind)
+    assert KIND_LABELS[Kind.SKILLS] == "skill"

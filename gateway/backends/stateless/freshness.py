@@ -39,12 +39,13 @@ if TYPE_CHECKING:
 JITTER: Final = 0.1
 # No list is re-listed more often than this, whatever its ttl (rule 4).
 MIN_INTERVAL: Final = 1.0
-# A change of resources covers the templates too (one capability, two lists).
+# A change of resources covers the templates and the skills too (SEP-2640: skills are resources).
 _SECTION: Final = {
     Kind.TOOLS: "tools",
     Kind.PROMPTS: "prompts",
     Kind.RESOURCES: "resources",
     Kind.TEMPLATES: "resources",
+    Kind.SKILLS: "resources",
 }
 
 

@@ -77,7 +77,8 @@ if TYPE_CHECKING:
 _FIELDS: Final[dict[str, tuple[str, tuple[Kind, ...]]]] = {
     "tools": ("toolsListChanged", (Kind.TOOLS,)),
     "prompts": ("promptsListChanged", (Kind.PROMPTS,)),
-    "resources": ("resourcesListChanged", (Kind.RESOURCES, Kind.TEMPLATES)),
+    # Skills are resources: their changes come as resources/list_changed (SEP-2640).
+    "resources": ("resourcesListChanged", (Kind.RESOURCES, Kind.TEMPLATES, Kind.SKILLS)),
 }
 URIS_FIELD: Final = "resourceSubscriptions"
 # The two handshake-era methods bridged onto the listen filter (rule 4).

@@ -409,6 +409,7 @@ class Supervisor:
                 prompts=len(fresh.prompts),
                 resources=len(fresh.resources),
                 templates=len(fresh.templates),
+                skills=len(fresh.skills),
             )
             try:
                 nursery.start_soon(self._refresher, peer)
