@@ -24,6 +24,7 @@ of each class defined elsewhere::
     │   │   ├── ListenLimitReached  frontend.stateless.listen_stream: a principal's listen cap
     │   │   ├── ConsentRequired     router.consent_gate: -32042, a person must sign in first
     │   │   ├── AwaitingApproval    a call to an item whose change awaits approval (pinning)
+    │   │   ├── OutsideShownDefinition  held item: arguments outside the pinned schema shown
     │   │   └── ModernProtocolError protocol.stateless.error_codes: the 2026-07-28 rules
     │   │       ├── EnvelopeInvalid, HeaderMismatch, MissingClientCapability,
     │   │       │   UnsupportedVersion, InvalidSealedToken   (error_codes)
@@ -209,6 +210,32 @@ class AwaitingApproval(LocalProtocolError):
             f"refused until an operator approves the new definition",
             INVALID_PARAMS,
             {"reason": "awaiting_approval", "name": public, "backend": backend},
+        )
+
+
+class OutsideShownDefinition(LocalProtocolError):
+    """A call to a held tool whose arguments do not fit the definition the host was shown.
+
+    Under ``pinning: hold`` a changed tool is listed with its pinned
+    definition while the backend already serves the new one; a call whose
+    arguments the pinned ``inputSchema`` does not allow could only mean
+    something under the unapproved definition, so it never reaches the
+    backend. -32602, ``data.reason`` ``outside_shown_definition``.
+
+    Args:
+        public: the public tool name the host called.
+        backend: the backend's configured name.
+        problem: the first violation, with its path in the arguments.
+    """
+
+    def __init__(self, public: str, backend: str, problem: str) -> None:
+        self.public = public
+        self.backend = backend
+        super().__init__(
+            f"Tool {public} changed and awaits approval; these arguments do not fit the "
+            f"definition this host was shown ({problem})",
+            INVALID_PARAMS,
+            {"reason": "outside_shown_definition", "name": public, "backend": backend},
         )
 
 

@@ -132,6 +132,7 @@ class PinGuard:
         self.book: PinBook | None = None
         self.loaded = False
         self.refused: dict[str, frozenset[tuple[str, str]]] = {}
+        self.shown_pinned: dict[str, frozenset[tuple[str, str]]] = {}
         self.republish: Callable[[str | None], None] = lambda _backend: None
         """Judge a backend's listing again (None: every backend); the pool sets it."""
         self._unsaved: dict[PinKey, PinRecord] = {}
@@ -157,6 +158,7 @@ class PinGuard:
         mode, hold_new = self._modes(backend)
         if mode is PinMode.OFF:
             self.refused.pop(backend, None)
+            self.shown_pinned.pop(backend, None)
             return listing
         book = self.book
         if book is None or not self.loaded:
@@ -181,6 +183,7 @@ class PinGuard:
         for record in verdict.drifted:
             self._drifted(mode, record, listing.prefix)
         self.refused[backend] = verdict.refused
+        self.shown_pinned[backend] = verdict.shown_pinned
         self._removed(mode, listing, offered)
         self._count_pending(backend)
         return dataclasses.replace(
@@ -194,6 +197,12 @@ class PinGuard:
         """Whether calls to ``backend``'s item ``name`` are refused (``block``)."""
         pin_kind = KIND_OF.get(kind)
         return pin_kind is not None and (pin_kind, name) in self.refused.get(backend, frozenset())
+
+    def shows_pin(self, backend: str, kind: Kind, name: str) -> bool:
+        """Whether ``backend``'s item ``name`` is listed with its pin over a change (``hold``)."""
+        pin_kind = KIND_OF.get(kind)
+        pinned = self.shown_pinned.get(backend, frozenset())
+        return pin_kind is not None and (pin_kind, name) in pinned
 
     def _drifted(self, mode: PinMode, record: PinRecord, prefix: str) -> None:
         pending = record.pending

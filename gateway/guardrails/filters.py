@@ -222,21 +222,32 @@ def _arguments(config: ArgumentsFilter, name: str, subject: Subject) -> Decision
     return Allow()
 
 
-def _schema(name: str, subject: Subject) -> Decision:
-    schema = subject.input_schema
-    if not schema:
-        return Allow()
-    arguments = subject.payload.get("arguments") or {}
+def schema_violation(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+    """The first way ``arguments`` break ``schema``, with its path; None when they fit.
+
+    A schema that is itself broken (or names what cannot be resolved) judges
+    nothing: None. Shared by the ``schema`` filter and by pinning's held
+    calls (``router.calls``), which check against the definition a host was shown.
+    """
     try:
         validator_class = validators.validator_for(schema)
         validator = validator_class(schema)
         error = schema_exceptions.best_match(validator.iter_errors(arguments))
     except (schema_exceptions.SchemaError, reference_exceptions.Unresolvable):
-        return Allow()  # the backend's own schema is broken: its validation is its own
+        return None
     if error is None:
-        return Allow()
+        return None
     path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-    return Deny(name, f"arguments{path}: {error.message}"[:300])
+    return f"arguments{path}: {error.message}"[:300]
+
+
+def _schema(name: str, subject: Subject) -> Decision:
+    schema = subject.input_schema
+    if not schema:
+        return Allow()
+    # A broken schema is the backend's own to validate: allowed.
+    problem = schema_violation(schema, subject.payload.get("arguments") or {})
+    return Allow() if problem is None else Deny(name, problem)
 
 
 _INSTRUCTION_KINDS: Final = frozenset({MarkerKind.INSTRUCTION, MarkerKind.HIDDEN_UNICODE})

@@ -57,6 +57,8 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
         drifted: the records among ``changed`` that carry a new change.
         held: how many items show their pin instead of the backend's
             definition, or are hidden, for the gauge.
+        shown_pinned: ``(kind, name)`` of items listed with their pinned
+            definition while the backend serves a changed one (``hold``).
     """
 
     items: dict[str, tuple[dict[str, Any], ...]]
@@ -64,6 +66,7 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     changed: list[PinRecord]
     drifted: list[PinRecord]
     held: int
+    shown_pinned: frozenset[tuple[str, str]] = frozenset()
 
 
 def shown_item(item: dict[str, Any], kind: PinKind, definition: dict[str, Any]) -> dict[str, Any]:
@@ -99,6 +102,7 @@ def judge_listing(
     refused: set[tuple[str, str]] = set()
     changed: list[PinRecord] = []
     drifted: list[PinRecord] = []
+    pinned: set[tuple[str, str]] = set()
     held = 0
     for kind, kind_items in items.items():
         out: list[dict[str, Any]] = []
@@ -125,8 +129,14 @@ def judge_listing(
                 out.append(item)
             else:
                 held += 1
+                pinned.add((kind, name))
                 out.append(shown_item(item, kind, decision.show))
         shown[kind] = tuple(out)
     return Verdict(
-        items=shown, refused=frozenset(refused), changed=changed, drifted=drifted, held=held
+        items=shown,
+        refused=frozenset(refused),
+        changed=changed,
+        drifted=drifted,
+        held=held,
+        shown_pinned=frozenset(pinned),
     )

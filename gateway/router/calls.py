@@ -35,6 +35,10 @@ Rules:
 10. The response cache keeps what the backend answered; the guardrail
     chains run after it, on every answer, hit or miss, since they are the
     caller's profile's and a shared entry may serve another profile.
+11. Under ``pinning: hold`` a changed tool is listed with its pinned
+    definition; a call to it whose arguments that pinned ``inputSchema``
+    does not allow never reaches the backend (``OutsideShownDefinition``):
+    the call means what the host was shown, never the unapproved change.
 
 Theory of operation: ``Targets`` turns a public name or URI into a backend
 and its original name (rules 1-3). ``Forwarder.forward`` swaps the progress
@@ -69,6 +73,7 @@ from gateway.errors import (
     AwaitingApproval,
     BackendUnavailable,
     LocalProtocolError,
+    OutsideShownDefinition,
     RemoteProtocolError,
 )
 from gateway.protocol import jsonrpc, mcp, revisions, skills
@@ -140,6 +145,10 @@ class Targets:
         if self._pool.pin_refused(entry.backend, kind, entry.original):
             raise AwaitingApproval(what, public, entry.backend)  # pinning: block
         return Target(self.backend(entry.backend), entry.original)
+
+    def shows_pin(self, target: Target, kind: Kind) -> bool:
+        """Whether the host was shown ``target``'s pinned definition over a change (``hold``)."""
+        return self._pool.pin_shown(target.backend.name, kind, target.original)
 
     def uri(self, public: str, call: Call) -> Target:
         """The target of a public resource URI.
@@ -413,6 +422,23 @@ def _input_schema(call: Call, public: str) -> dict[str, Any] | None:
     return schema if isinstance(schema, dict) else None
 
 
+def _fit_shown_definition(
+    call: Call, public: str, target: Target, arguments: dict[str, Any] | None
+) -> None:
+    """Rule 11: a held tool's call fits the pinned schema the host was shown.
+
+    Raises:
+        OutsideShownDefinition: -32602, with the first violation's path.
+    """
+    # Here, not at the top: jsonschema loads only once a tool is held.
+    from gateway.guardrails.filters import schema_violation
+
+    schema = _input_schema(call, public)
+    problem = None if schema is None else schema_violation(schema, arguments or {})
+    if problem is not None:
+        raise OutsideShownDefinition(public, target.backend.name, problem)
+
+
 def _uri_mapper(backend: BackendView) -> mcp.UriMap:
     prefix = backend.prefix
     return lambda uri: public_uri(prefix, uri)
@@ -483,6 +509,8 @@ class Calls:
                 INVALID_PARAMS,
             )
         target = self._targets.named(Kind.TOOLS, name, call.snapshot, "tool")
+        if self._targets.shows_pin(target, Kind.TOOLS):
+            _fit_shown_definition(call, name, target, arguments)
         params["name"] = target.original
         guard = self.guard
         if guard is not None:

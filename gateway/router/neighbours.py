@@ -113,6 +113,10 @@ class PoolView(Protocol):
         """Whether calls to that item are refused until its change is approved (``block``)."""
         ...
 
+    def pin_shown(self, backend: str, kind: Kind, name: str) -> bool:
+        """Whether that item is listed with its pinned definition over a change (``hold``)."""
+        ...
+
     def on_notification(self, listener: BackendNotificationHandler) -> None:
         """Call ``listener`` for each backend notification."""
         ...

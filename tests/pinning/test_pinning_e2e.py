@@ -112,6 +112,14 @@ async def test_under_hold_hosts_keep_the_pinned_tool_until_approval_then_get_the
             assert held.description == V1_DESCRIPTION
             assert "command" not in held.inputSchema["properties"]
             assert not (await host.call_tool("s__fetch", {"url": "u"})).isError
+            # A call the pinned schema does not allow never reaches the backend.
+            with pytest.raises(McpError) as outside:
+                await host.call_tool("s__fetch", {"url": 5})
+            assert outside.value.error.code == INVALID_PARAMS
+            assert outside.value.error.data["reason"] == "outside_shown_definition"
+            assert "arguments.url" in outside.value.error.message
+            answer = await _modern(running, 9, "tools/call", {"name": "s__fetch", "arguments": {}})
+            assert answer["error"]["data"]["reason"] == "outside_shown_definition"
             # So does a 2026-07-28 host.
             listed = await _modern(running, 1, "tools/list", {})
             [modern_fetch] = [t for t in listed["result"]["tools"] if t["name"] == "s__fetch"]
