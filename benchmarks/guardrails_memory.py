@@ -83,7 +83,7 @@ def measure(size: int, secret: bool) -> tuple[float, bool]:
 
 def main() -> None:
     """Print one row per size and case, with the verdict against the target."""
-    print(f"{'result':>8} {'case':>10} {'peak/size':>10} {'changed':>8}  verdict (< {TARGET}×)")
+    print(f"{'result':>8} {'case':>10} {'peak/size':>10} {'changed':>8}  verdict (< {TARGET}x)")
     for size in (MIB, 10 * MIB):
         for secret in (False, True):
             ratio, changed = measure(size, secret)
