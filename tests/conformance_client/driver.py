@@ -10,6 +10,16 @@ it starts the gateway in-process with that server as its ONLY backend
 (the official SDK 1.x client): initialize, list tools, call them. What the
 scenario server sees is therefore the gateway's backend leg.
 
+For the ``sep-2640-client-*`` scenarios (SEP-2640 skills) the driver is a
+2026-07-28 host of the gateway: it walks ``skills/list``, and (but for
+``sep-2640-client-no-prefetch``, where listing must read no file) loads
+each skill: ``skills/get``, then ``resources/read`` of its ``SKILL.md``
+checked against the entry's ``size``, sha256 ``digest`` and
+``frontmatter``, and only then its other files, each checked the same way.
+A skill that fails a check is not loaded and none of its other files is
+read; the scenario servers judge exactly that, on the bytes the gateway
+passed on.
+
 For the ``auth/client-credentials-*`` scenarios the driver plays the
 operator: the suite gives the client id and secret (or private key) but not
 the token endpoint, so it discovers that once (the backend's 401 challenge,
@@ -23,16 +33,21 @@ reports a non-zero exit next to its checks).
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
+import re
 import sys
 import tempfile
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import httpx
 import trio
+import yaml
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from prometheus_client import CollectorRegistry
@@ -52,6 +67,12 @@ PROTOCOL = {"request-metadata": "modern"}
 RUN_TIMEOUT = 25.0
 # Backend readiness bound (the scenario server is already listening).
 READY_TIMEOUT = 10.0
+# The skills scenarios: the host lists and loads skills through the gateway.
+SKILLS_SCENARIOS = "sep-2640-client-"
+NO_PREFETCH = "sep-2640-client-no-prefetch"
+MODERN = "2026-07-28"
+# A SKILL.md's leading YAML frontmatter block (the suite's own pattern).
+FRONTMATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 
 
 def log(message: str) -> None:
@@ -184,6 +205,113 @@ async def act_as_host(url: str, scenario: str, context: dict[str, Any]) -> None:
             log(f"call {name}: isError={result.isError}")
 
 
+Ask = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+class SkillRejected(Exception):
+    """A skill file failed verification against its entry; the skill is not loaded."""
+
+
+async def modern_request(
+    http: httpx.AsyncClient, url: str, method: str, params: dict[str, Any]
+) -> dict[str, Any]:
+    """One 2026-07-28 request through the gateway; its result (raises on an error)."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "conformance-driver", "version": "0"},
+    }
+    message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": method,
+    }
+    if "uri" in params and method == "resources/read":
+        headers["Mcp-Name"] = params["uri"]
+    response = await http.post(url, json=message, headers=headers)
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        lines = [line[len("data: ") :] for line in response.text.splitlines()]
+        answer = json.loads([line for line in lines if line.startswith("{")][-1])
+    else:
+        answer = response.json()
+    if "result" not in answer:
+        raise RuntimeError(f"{method}: {answer.get('error', answer)}")
+    result: dict[str, Any] = answer["result"]
+    return result
+
+
+def content_bytes(result: dict[str, Any], uri: str) -> bytes:
+    """The bytes of the one content of a ``resources/read`` result."""
+    (content,) = [c for c in result.get("contents", []) if c.get("uri") == uri]
+    if "blob" in content:
+        return base64.b64decode(content["blob"])
+    text: str = content["text"]
+    return text.encode("utf-8")
+
+
+def verify_file(data: bytes, listed: dict[str, Any]) -> None:
+    """SEP-2640: a read whose size or sha256 differs from the entry's is not used."""
+    if len(data) != listed.get("size"):
+        raise SkillRejected(f"{listed['uri']}: {len(data)} bytes, entry says {listed.get('size')}")
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    if digest != listed.get("digest"):
+        raise SkillRejected(f"{listed['uri']}: digest {digest}, entry says {listed.get('digest')}")
+
+
+def verify_frontmatter(data: bytes, entry: dict[str, Any]) -> None:
+    """SEP-2640: the SKILL.md's YAML frontmatter equals the entry's, field by field."""
+    text = data.decode("utf-8").removeprefix("\ufeff")
+    found = FRONTMATTER.match(text)
+    parsed = yaml.safe_load(found.group(1)) if found else None
+    if not isinstance(parsed, dict):
+        raise SkillRejected(f"{entry['uri']}: no YAML frontmatter")
+    listed = entry.get("frontmatter") or {}
+    differ = sorted(k for k in {*parsed, *listed} if parsed.get(k) != listed.get(k))
+    if differ:
+        raise SkillRejected(f"{entry['uri']}: frontmatter differs in {differ}")
+
+
+async def load_skill(ask: Ask, entry: dict[str, Any]) -> None:
+    """Read and verify the skill's SKILL.md, then (only if it holds) its other files."""
+    files = {f["uri"]: f for f in entry.get("resources") or [] if isinstance(f, dict)}
+    skill_md = entry["uri"]
+    data = content_bytes(await ask("resources/read", {"uri": skill_md}), skill_md)
+    verify_file(data, files[skill_md])
+    verify_frontmatter(data, entry)
+    for uri, listed in files.items():
+        if uri != skill_md:
+            verify_file(content_bytes(await ask("resources/read", {"uri": uri}), uri), listed)
+
+
+async def act_as_skills_host(url: str, scenario: str) -> None:
+    """List the skills through the gateway; load each (not for no-prefetch)."""
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        ask: Ask = partial(modern_request, http, url)
+        entries: list[dict[str, Any]] = []
+        params: dict[str, Any] = {}
+        while True:
+            page = await ask("skills/list", params)
+            entries += page.get("skills", [])
+            if not page.get("nextCursor"):
+                break
+            params = {"cursor": page["nextCursor"]}
+        log(f"skills: {[e.get('uri') for e in entries]}")
+        if scenario == NO_PREFETCH:
+            return  # a host reads a skill's files when it loads the skill, not on listing
+        for listed in entries:
+            got = await ask("skills/get", {"uri": listed["uri"]})
+            # The scenario servers answer skills/get with an empty result (they
+            # serve skills/list only), which the gateway passes on as it came;
+            # the entry the host then holds is the listed one.
+            entry = got.get("skill") or listed
+            try:
+                await load_skill(ask, entry)
+                log(f"loaded {entry['uri']}")
+            except SkillRejected as rejected:
+                log(f"not loaded: {rejected}")
+
+
 async def run(server_url: str, scenario: str, context: dict[str, Any]) -> None:
     """Start the gateway in-process, drive it as a host, stop it."""
     with tempfile.TemporaryDirectory() as tmp, trio.fail_after(RUN_TIMEOUT):
@@ -197,7 +325,11 @@ async def run(server_url: str, scenario: str, context: dict[str, Any]) -> None:
             with trio.fail_after(READY_TIMEOUT):
                 while gateway.pool.backends["scenario"].state is not BackendState.UP:
                     await gateway.pool.state_changed.wait()
-            await act_as_host(binds[0] + config.server.path, scenario, context)
+            url = binds[0] + config.server.path
+            if scenario.startswith(SKILLS_SCENARIOS):
+                await act_as_skills_host(url, scenario)
+            else:
+                await act_as_host(url, scenario, context)
             nursery.cancel_scope.cancel()
 
 

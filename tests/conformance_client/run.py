@@ -9,7 +9,8 @@ For each scenario, ``conformance client --scenario <name> --command
 Node.js pinned in tests/conformance): the suite starts the scenario's server,
 driver.py starts the gateway with that server as its only backend and makes
 the calls through it as a host, and the suite judges the requests the
-gateway sent (issue 14 Tests; issue 16 Tests for ``auth/client-credentials-*``).
+gateway sent (issue 14 Tests; issue 16 Tests for ``auth/client-credentials-*``;
+issue 30 for ``sep-2640-client-*``).
 
 A scenario passes when its checks have no FAILURE and no WARNING and the
 driver exited 0 (or the scenario allows a client error). ``--expect`` judges
@@ -45,9 +46,12 @@ DRIVER = HERE / "driver.py"
 RESULTS = HERE / "results"
 EXPECTED = HERE / "expected.txt"
 
-# The scenarios a non-interactive client must pass (issue 14) and the
-# client-credentials extension (issue 16). Interactive OAuth (authorization
-# code, CIMD, DCR) is a host's job, not the backend leg's.
+# The scenarios a non-interactive client must pass (issue 14), the
+# client-credentials extension (issue 16) and the skills extension's host
+# scenarios (SEP-2640, issue 30: the driver lists and loads skills through
+# the gateway, so the files it verifies are the bytes the gateway passed on).
+# Interactive OAuth (authorization code, CIMD, DCR) is a host's job, not the
+# backend leg's.
 SCENARIOS = (
     "initialize",
     "tools_call",
@@ -60,6 +64,10 @@ SCENARIOS = (
     "json-schema-2020-12-preservation",
     "auth/client-credentials-basic",
     "auth/client-credentials-jwt",
+    "sep-2640-client-no-prefetch",
+    "sep-2640-client-verify-digest",
+    "sep-2640-client-verify-size",
+    "sep-2640-client-verify-frontmatter",
 )
 # One scenario: the suite's own client timeout is 30 s; this bounds the suite.
 SCENARIO_TIMEOUT = 90.0
