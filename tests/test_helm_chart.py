@@ -127,6 +127,32 @@ def test_the_mounted_config_is_one_the_gateway_accepts() -> None:
     assert config.server.host == "0.0.0.0"
 
 
+def test_the_valkey_store_is_a_statefulset_with_a_volume_and_the_config_points_at_it() -> None:
+    """Issue 26: replicas share one store; the chart can bring it, off by default."""
+    assert not [key for key in render(SECRET) if "valkey" in key[1]]
+    objects = render({**SECRET, "valkey": {"enabled": True}})
+    statefulset = objects[("StatefulSet", "prod-mcp-gateway-valkey")]
+    [claim] = statefulset["spec"]["volumeClaimTemplates"]
+    assert claim["spec"]["resources"]["requests"]["storage"] == "1Gi"
+    [container] = statefulset["spec"]["template"]["spec"]["containers"]
+    assert "--appendonly" in container["args"]
+    assert objects[("Service", "prod-mcp-gateway-valkey")]["spec"]["clusterIP"] == "None"
+    configmap = objects[("ConfigMap", "prod-mcp-gateway")]
+    config = parse(configmap["data"]["gateway.yaml"], env={"MCP_GATEWAY_CURSOR_SECRET": "s"})
+    assert config.store.url == "redis://prod-mcp-gateway-valkey:6379/0"
+    for document in objects.values():
+        if document["kind"] != "ServiceMonitor":
+            kubernetes_validate.validate(document, KUBERNETES_VERSION, strict=True)
+    # A store the operator configured is kept.
+    own = {"config": {**yaml.safe_load((CHART / "values.yaml").read_text())["config"]}}
+    own["config"]["store"] = {"url": "rediss://valkey.example:6380/1"}
+    configmap = render({**SECRET, **own, "valkey": {"enabled": True}})[
+        ("ConfigMap", "prod-mcp-gateway")
+    ]
+    kept = parse(configmap["data"]["gateway.yaml"], env={"MCP_GATEWAY_CURSOR_SECRET": "s"})
+    assert kept.store.url == "rediss://valkey.example:6380/1"
+
+
 def test_an_empty_secret_value_fails_rendering_with_its_name() -> None:
     """Issue 19: installing without the cursor secret is refused, saying which value to set."""
     with pytest.raises(
