@@ -42,7 +42,6 @@ from gateway.catalog.naming import public_name, public_uri
 from gateway.catalog.snapshot import Kind
 from gateway.pinning.book import PinBook
 from gateway.pinning.drift import Drift, classes
-from gateway.pinning.exchange import baseline_document, imported_records
 from gateway.pinning.gate import NAME_FIELD, judge_listing, pin_key
 from gateway.pinning.ledger import PinMode, PinRecord
 from gateway.store.api import StoreUnavailable
@@ -327,6 +326,10 @@ class PinGuard:
     def export(self, identities: Mapping[str, BackendIdentity]) -> Baseline:
         """The unsigned baseline of every approved pin (``gateway.pinning.exchange``)."""
         records = [] if self.book is None else list(self.book.records.values())
+        # Here, not at the top: baselines load cryptography (Ed25519), which a
+        # gateway that never exports or imports one does not need (start path).
+        from gateway.pinning.exchange import baseline_document
+
         return baseline_document(records, identities)
 
     async def import_baseline(self, document: Baseline) -> int:
@@ -334,6 +337,8 @@ class PinGuard:
         book = self.book
         if book is None:
             return 0
+        from gateway.pinning.exchange import imported_records
+
         changed = imported_records(document, book.records, now=self._clock())
         await book.save(changed)
         for backend in sorted({r.backend for r in changed}):

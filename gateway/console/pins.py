@@ -25,17 +25,9 @@ import json
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import trio
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from gateway.console.caller import ConsoleDenied
 from gateway.frontend import http_util as h
-from gateway.pinning.baseline import (
-    BackendIdentity,
-    BaselineError,
-    decode_baseline,
-    encode_baseline,
-    load_signing_key,
-)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -45,6 +37,7 @@ if TYPE_CHECKING:
     from gateway.config import GatewayConfig
     from gateway.console.logins import LoginBook
     from gateway.console.render import Renderer
+    from gateway.pinning.baseline import BackendIdentity
     from gateway.pinning.ledger import PinRecord
 
 
@@ -87,6 +80,10 @@ def _guard(app: ConsoleApp) -> PinGuard:
 
 def identities(app: ConsoleApp) -> dict[str, BackendIdentity]:
     """Each configured backend's portable identity (``gateway.pinning.baseline`` rule 2)."""
+    # Here and below, not at the top: baselines load cryptography (Ed25519),
+    # which a gateway whose console never exports one does not need.
+    from gateway.pinning.baseline import BackendIdentity
+
     out: dict[str, BackendIdentity] = {}
     for name, backend in app.parts.pool.backends.items():
         config: Any = backend.config
@@ -132,6 +129,10 @@ async def pins_json(app: ConsoleApp, send: h.Send, who: str, query: dict[str, st
 
 async def pins_export(app: ConsoleApp, send: h.Send, who: str, query: dict[str, str]) -> None:
     """Rule 3: every approved pin as a signed baseline."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from gateway.pinning.baseline import BaselineError, encode_baseline, load_signing_key
+
     guard = _guard(app)
     key_file = app.parts.config().pins.signing_key_file
     if not key_file:
@@ -190,6 +191,8 @@ async def pins_decide(app: ConsoleApp, send: h.Send, who: str, form: dict[str, s
 
 async def pins_import(app: ConsoleApp, send: h.Send, who: str, form: dict[str, str]) -> None:
     """Rule 3: a signed baseline's definitions become approved pins."""
+    from gateway.pinning.baseline import BaselineError, decode_baseline, load_signing_key
+
     guard = _guard(app)
     key_file = app.parts.config().pins.signing_key_file
     if not key_file:

@@ -34,13 +34,13 @@ import trio
 
 from gateway.config.schema_filters import ExternalFilter, FilterConfig, SchemaFilter
 from gateway.errors import PolicyUnavailable
-from gateway.guardrails.external import PolicyClient, Unavailable
 from gateway.guardrails.filters import (
     Allow,
     Decision,
     Deny,
     Modify,
     Subject,
+    Unavailable,
     builtin_decision,
     filter_name,
 )
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     import httpx
 
     from gateway.config.schema_gateway import GatewayConfig
+    from gateway.guardrails.external import PolicyClient
 
 __all__ = ["DecisionCounter", "Guardrails", "Step"]
 
@@ -139,6 +140,9 @@ class Guardrails:
     def _step(self, name: str, config: FilterConfig) -> Step:
         if not isinstance(config, ExternalFilter):
             return Step(name, config)
+        # Here, not at the top: httpx loads only when an external filter is configured.
+        from gateway.guardrails.external import PolicyClient
+
         client = PolicyClient(config, name, transport=self._transport)
         self._clients.append(client)
         return Step(name, config, client)

@@ -34,7 +34,7 @@ import msgspec
 import structlog
 import trio
 
-from gateway.guardrails.filters import Allow, Decision, Deny, Modify, Subject
+from gateway.guardrails.filters import Allow, Decision, Deny, Modify, Subject, Unavailable
 
 if TYPE_CHECKING:
     from gateway.config.schema_filters import ExternalFilter
@@ -46,13 +46,6 @@ CACHE_ENTRIES: Final = 10_000
 _MAX_AGE: Final = re.compile(r"(?:^|,)\s*max-age\s*=\s*(\d+)", re.IGNORECASE)
 _ENCODER: Final = msgspec.json.Encoder()
 logger = structlog.get_logger("gateway.guardrails")
-
-
-class Unavailable(msgspec.Struct, frozen=True):
-    """Rule 2, ``fail: closed``: the service could not decide, so the payload is refused."""
-
-    filter: str
-    detail: str
 
 
 class PolicyAnswer(msgspec.Struct, frozen=True, forbid_unknown_fields=False):

@@ -84,6 +84,15 @@ class Deny(msgspec.Struct, frozen=True):
 Decision = Allow | Modify | Deny
 
 
+class Unavailable(msgspec.Struct, frozen=True):
+    """An external filter's ``fail: closed``: the service could not decide, so the payload
+    is refused (``guardrails.external`` rule 2). Here, beside the decisions, so the chain
+    can tell it apart without loading the HTTP client."""
+
+    filter: str
+    detail: str
+
+
 class Subject(msgspec.Struct, frozen=True, kw_only=True):
     """What a filter looks at.
 

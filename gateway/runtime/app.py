@@ -39,7 +39,6 @@ from gateway.guardrails.chains import Guardrails
 from gateway.identity.keys import JwksError
 from gateway.identity.policy import Policy
 from gateway.identity.service import IdentityService
-from gateway.pinning.baseline import Baseline, BaselineError, decode_baseline, load_signing_key
 from gateway.pinning.ledger import PinMode
 from gateway.router import Router
 from gateway.router.access import AccessControl
@@ -66,6 +65,7 @@ if TYPE_CHECKING:
     from gateway.config import BackendConfig, GatewayConfig
     from gateway.frontend.asgi import SubApp
     from gateway.identity.authenticator import AuthHolder
+    from gateway.pinning.baseline import Baseline
     from gateway.store.api import Store, StoreHealth
 from gateway.errors import ConfigError
 
@@ -366,6 +366,10 @@ def read_baseline(config: GatewayConfig) -> Baseline | None:
     pins = config.pins
     if not pins.baseline:
         return None
+    # Here, not at the top: a baseline loads cryptography (Ed25519), a start-up
+    # cost only a gateway that imports one pays (tests/test_start_path.py).
+    from gateway.pinning.baseline import BaselineError, decode_baseline, load_signing_key
+
     try:
         with open(pins.signing_key_file, "rb") as key_file:
             key = load_signing_key(key_file.read())

@@ -265,6 +265,10 @@ class RedisStore:
     @asynccontextmanager
     async def subscribe(self, channel: str) -> AsyncIterator[trio.MemoryReceiveChannel[bytes]]:
         """See :meth:`gateway.store.api.Store.subscribe`."""
+        # coredis's pub/sub connects without a bound and retries a server
+        # that is gone: one ping under store.timeout first, so a subscriber
+        # hears StoreUnavailable at once and retries on its own schedule.
+        await self._run("subscribe", lambda: self._client.ping())
         send, receive = trio.open_memory_channel[bytes](64)
         name = self._key(channel)
         try:
@@ -295,11 +299,23 @@ class RedisStore:
                         nursery.cancel_scope.cancel()
             except _FAILURES as exc:
                 raise StoreUnavailable("subscribe", type(exc).__name__) from exc
-        except* anyio.ClosedResourceError:
-            # coredis's pubsub task, cancelled with its connection, still
-            # sends UNSUBSCRIBE on it while it closes: the subscription is
-            # over either way, and a cancellation goes on as it came.
-            pass
+        except BaseExceptionGroup as group:
+            # coredis runs pub/sub in anyio task groups, so its failures come
+            # grouped. A connection refused or lost while subscribing is the
+            # store failing: one StoreUnavailable, which every subscriber
+            # retries (never a crash of the nursery that holds the client).
+            # Its pubsub task, cancelled with its connection, may still send
+            # UNSUBSCRIBE on it while it closes (ClosedResourceError): the
+            # subscription is over either way. A cancellation goes on as it came.
+            _closed, rest = group.split(anyio.ClosedResourceError)
+            failed, rest = (None, None) if rest is None else rest.split(_FAILURES)
+            if rest is not None:
+                raise rest from None
+            if failed is not None:
+                first = failed.exceptions[0]
+                while isinstance(first, BaseExceptionGroup):
+                    first = first.exceptions[0]
+                raise StoreUnavailable("subscribe", type(first).__name__) from group
 
     def health(self) -> StoreHealth:
         """See :meth:`gateway.store.api.Store.health`."""

@@ -156,6 +156,25 @@ async def test_a_store_whose_server_is_gone_fails_within_its_timeout_and_recover
         server.stop()
 
 
+async def test_subscribing_to_a_server_that_is_gone_is_one_typed_failure(tmp_path: Path) -> None:
+    """E22: coredis fails a subscription inside its task groups; the caller gets one
+    StoreUnavailable to retry on, never a group that ends the gateway's nursery."""
+    server = RedisServer(tmp_path)
+    server.start()
+    try:
+        async with open_redis_store(StoreConfig(url=server.url, timeout=0.5)) as store:
+            await store.put("pins:x", b"1")  # a connection made while the server was up
+            server.stop()
+            with trio.fail_after(10):
+                for _attempt in range(3):
+                    with pytest.raises(StoreUnavailable) as failure:
+                        async with store.subscribe("pins"):
+                            pass
+                    assert failure.value.operation == "subscribe"
+    finally:
+        server.stop()
+
+
 async def test_a_server_down_at_start_is_not_fatal(tmp_path: Path) -> None:
     """Rule 3: the store starts down and serves once the server answers."""
     port = free_port()
@@ -164,6 +183,9 @@ async def test_a_server_down_at_start_is_not_fatal(tmp_path: Path) -> None:
         with pytest.raises(StoreUnavailable):
             await store.get("cache:x")
         assert store.health().state is StoreState.DOWN
+        with pytest.raises(StoreUnavailable):
+            async with store.subscribe("pins"):
+                pass
 
 
 async def test_a_default_file_that_cannot_be_written_leaves_the_store_in_memory(
