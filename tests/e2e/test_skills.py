@@ -47,13 +47,19 @@ def skills_backend(name: str, skill_set: str, **extra: Any) -> dict[str, Any]:
     return stdio_backend(name, ["node", str(SERVER), skill_set], **extra)
 
 
-def two_backends(profiles: list[dict[str, Any]] | None = None) -> GatewayConfig:
+def two_backends(
+    profiles: list[dict[str, Any]] | None = None, policy: list[dict[str, Any]] | None = None
+) -> GatewayConfig:
     """``a`` (2026-07-28) and ``b`` (handshake era) serving different skill sets."""
     backends = [skills_backend("a", "a"), skills_backend("b", "b", protocol="legacy")]
-    if profiles is None:
+    if profiles is None and policy is None:
         return gateway_config(backends)
-    document = {"server": {"host": "127.0.0.1", "port": 0}, "backends": backends}
-    return parse(json.dumps({**document, "profiles": profiles}), env={})
+    document: dict[str, Any] = {"server": {"host": "127.0.0.1", "port": 0}, "backends": backends}
+    if profiles is not None:
+        document["profiles"] = profiles
+    if policy is not None:
+        document["policy"] = policy
+    return parse(json.dumps(document), env={})
 
 
 def _bytes_of(content: dict[str, Any]) -> bytes:
@@ -192,13 +198,26 @@ async def test_an_unknown_skill_or_directory_is_invalid_params(nursery: trio.Nur
     nursery.cancel_scope.cancel()
 
 
-async def test_a_skill_a_profile_excludes_is_unknown_every_way(nursery: trio.Nursery) -> None:
+# The same exclusion written in a profile and in the access policy.
+EXCLUSIONS: Final[dict[str, tuple[dict[str, list[dict[str, Any]]], str]]] = {
+    "profile": ({"profiles": [{"name": "p", "skills": {"exclude": ["a__refunds"]}}]}, "/p"),
+    "policy": (
+        {"policy": [{"everyone": True, "profiles": ["*"], "skills": {"deny": ["a__refunds"]}}]},
+        "",
+    ),
+}
+
+
+@pytest.mark.parametrize("where", sorted(EXCLUSIONS))
+async def test_a_skill_a_profile_or_the_policy_excludes_is_unknown_every_way(
+    nursery: trio.Nursery, where: str
+) -> None:
     """Gateway choice: ``skills:`` globs match ``prefix__name``; the excluded skill is not
     listed, its skills/get is -32602, its directory -32602, its files not found."""
-    profile = {"name": "p", "skills": {"exclude": ["a__refunds"]}}
-    running = await start_gateway(nursery, two_backends(profiles=[profile]))
+    config, path = EXCLUSIONS[where]
+    running = await start_gateway(nursery, two_backends(**config))
     ids = iter(range(100, 10_000))
-    async with open_raw(running.url + "/p") as raw:
+    async with open_raw(running.url + path) as raw:
 
         async def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
             (answer,) = await raw.request(next(ids), method, params)
