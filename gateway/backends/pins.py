@@ -68,14 +68,15 @@ KIND_OF: Final[dict[Kind, PinKind]] = {
     Kind.TOOLS: "tool",
     Kind.PROMPTS: "prompt",
     Kind.TEMPLATES: "resource_template",
+    Kind.SKILLS: "skill",
 }
 #: Seconds between attempts while the store does not answer (rule 6).
 RETRY: Final = 1.0
 
 
 def public_of(record: PinRecord, prefix: str, rules: NamingRules) -> str:
-    """The public name (or URI template) hosts know ``record``'s item by."""
-    if record.kind == "resource_template":
+    """The public name (URI template, skill URI) hosts know ``record``'s item by."""
+    if record.kind in ("resource_template", "skill"):
         return public_uri(prefix, record.name)
     try:
         return public_name(prefix, record.name, rules)
@@ -132,6 +133,7 @@ class PinGuard:
         self.book: PinBook | None = None
         self.loaded = False
         self.refused: dict[str, frozenset[tuple[str, str]]] = {}
+        self.withheld: dict[str, frozenset[tuple[str, str]]] = {}
         self.republish: Callable[[str | None], None] = lambda _backend: None
         """Judge a backend's listing again (None: every backend); the pool sets it."""
         self._unsaved: dict[PinKey, PinRecord] = {}
@@ -157,6 +159,7 @@ class PinGuard:
         mode, hold_new = self._modes(backend)
         if mode is PinMode.OFF:
             self.refused.pop(backend, None)
+            self.withheld.pop(backend, None)
             return listing
         book = self.book
         if book is None or not self.loaded:
@@ -181,6 +184,7 @@ class PinGuard:
         for record in verdict.drifted:
             self._drifted(mode, record, listing.prefix)
         self.refused[backend] = verdict.refused
+        self.withheld[backend] = verdict.withheld
         self._removed(mode, listing, offered)
         self._count_pending(backend)
         return dataclasses.replace(
@@ -188,12 +192,18 @@ class PinGuard:
             tools=verdict.items["tool"],
             prompts=verdict.items["prompt"],
             templates=verdict.items["resource_template"],
+            skills=verdict.items["skill"],
         )
 
     def refuses(self, backend: str, kind: Kind, name: str) -> bool:
         """Whether calls to ``backend``'s item ``name`` are refused (``block``)."""
         pin_kind = KIND_OF.get(kind)
         return pin_kind is not None and (pin_kind, name) in self.refused.get(backend, frozenset())
+
+    def withholds(self, backend: str, kind: Kind, name: str) -> bool:
+        """Whether hosts are shown ``backend``'s item ``name`` as pinned, or not at all (hold)."""
+        pin_kind = KIND_OF.get(kind)
+        return pin_kind is not None and (pin_kind, name) in self.withheld.get(backend, frozenset())
 
     def _drifted(self, mode: PinMode, record: PinRecord, prefix: str) -> None:
         pending = record.pending

@@ -38,7 +38,7 @@ NAME_FIELD: dict[str, str] = {
     "tool": "name",
     "prompt": "name",
     "resource_template": "uriTemplate",
-    "skill": "name",
+    "skill": "uri",
 }
 
 
@@ -57,6 +57,9 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
         drifted: the records among ``changed`` that carry a new change.
         held: how many items show their pin instead of the backend's
             definition, or are hidden, for the gauge.
+        withheld: ``(kind, name)`` of those items: what a host is sent of
+            them outside the listing (a skill's ``skills/get``) must come
+            from the pin too.
     """
 
     items: dict[str, tuple[dict[str, Any], ...]]
@@ -64,6 +67,7 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     changed: list[PinRecord]
     drifted: list[PinRecord]
     held: int
+    withheld: frozenset[tuple[str, str]] = frozenset()
 
 
 def shown_item(item: dict[str, Any], kind: PinKind, definition: dict[str, Any]) -> dict[str, Any]:
@@ -99,7 +103,7 @@ def judge_listing(
     refused: set[tuple[str, str]] = set()
     changed: list[PinRecord] = []
     drifted: list[PinRecord] = []
-    held = 0
+    withheld: set[tuple[str, str]] = set()
     for kind, kind_items in items.items():
         out: list[dict[str, Any]] = []
         for item in kind_items:
@@ -119,14 +123,19 @@ def judge_listing(
             if decision.refuse_calls:
                 refused.add((kind, name))
             if decision.show is None:
-                held += 1
+                withheld.add((kind, name))
                 continue
             if decision.show is definition:
                 out.append(item)
             else:
-                held += 1
+                withheld.add((kind, name))
                 out.append(shown_item(item, kind, decision.show))
         shown[kind] = tuple(out)
     return Verdict(
-        items=shown, refused=frozenset(refused), changed=changed, drifted=drifted, held=held
+        items=shown,
+        refused=frozenset(refused),
+        changed=changed,
+        drifted=drifted,
+        held=len(withheld),
+        withheld=frozenset(withheld),
     )

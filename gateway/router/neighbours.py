@@ -113,6 +113,10 @@ class PoolView(Protocol):
         """Whether calls to that item are refused until its change is approved (``block``)."""
         ...
 
+    def pin_withheld(self, backend: str, kind: Kind, name: str) -> bool:
+        """Whether hosts are shown that item's pin, or nothing, instead of it (``hold``)."""
+        ...
+
     def on_notification(self, listener: BackendNotificationHandler) -> None:
         """Call ``listener`` for each backend notification."""
         ...

@@ -188,6 +188,10 @@ class FakePool:
         """No pins in the router's tests."""
         return False
 
+    def pin_withheld(self, backend: str, kind: Kind, name: str) -> bool:
+        """No pins in the router's tests."""
+        return False
+
     def on_request(self, handler: BackendRequestHandler) -> None:
         """Remember the relay for backends' own requests (the router's)."""
         self.request_handler = handler
