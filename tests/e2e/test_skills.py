@@ -328,3 +328,53 @@ async def test_a_changed_skill_list_reaches_hosts_of_both_eras(
         uris += [s["uri"] for s in answer["result"]["skills"]]
     assert "a+skill://added/SKILL.md" in uris
     nursery.cancel_scope.cancel()
+
+
+async def _skill_uris(running: Running) -> list[str]:
+    """Every public skill URI a 2026-07-28 host lists, all pages."""
+    answer = await modern_call(running, 7, "skills/list", {})
+    uris = [s["uri"] for s in answer["result"]["skills"]]
+    while "nextCursor" in answer["result"]:
+        cursor = answer["result"]["nextCursor"]
+        answer = await modern_call(running, 8, "skills/list", {"cursor": cursor})
+        uris += [s["uri"] for s in answer["result"]["skills"]]
+    return uris
+
+
+async def test_a_new_skill_held_by_pinning_is_unknown_until_approved(
+    nursery: trio.Nursery,
+) -> None:
+    """Gateway choice (``pinning: hold``, ``hold_new``): a skill the backend adds is neither
+    listed nor answered by skills/get (-32602) until a person approves it; then it is both."""
+    document = {
+        "server": {"host": "127.0.0.1", "port": 0},
+        "notifications": {"debounce": 0.05},
+        "pinning": {"mode": "hold", "hold_new": True},
+        "backends": [skills_backend("a", "a")],
+    }
+    running = await start_gateway(nursery, parse(json.dumps(document), env={}))
+    pins = running.gateway.pins
+    assert pins is not None
+    added = "a+skill://added/SKILL.md"
+    with trio.fail_after(20):
+        while not pins.pending():  # hold_new holds the first listing too
+            await running.gateway.pool.state_changed.wait()
+        assert pins.book is not None
+        await pins.decide(list(pins.book.pending()), approved=True, by="test")
+        while not await _skill_uris(running):
+            await running.gateway.pool.state_changed.wait()
+        answer = await modern_call(running, 1, "tools/call", {"name": "a__add_skill"})
+        assert "result" in answer and not answer["result"].get("isError"), answer
+        while not pins.pending():
+            await running.gateway.pool.state_changed.wait()
+    assert added not in await _skill_uris(running)
+    async with http_client(running) as client:
+        refused = await send(client, modern(2, "skills/get", {"uri": added}))
+    assert refused.json()["error"]["code"] == -32602, refused.text
+    record = pins.find(added)
+    assert record is not None
+    await pins.decide([record], approved=True, by="test")
+    assert added in await _skill_uris(running)
+    got = await modern_call(running, 3, "skills/get", {"uri": added})
+    assert got["result"]["skill"]["uri"] == added, got
+    nursery.cancel_scope.cancel()
