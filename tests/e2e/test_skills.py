@@ -378,3 +378,68 @@ async def test_a_new_skill_held_by_pinning_is_unknown_until_approved(
     got = await modern_call(running, 3, "skills/get", {"uri": added})
     assert got["result"]["skill"]["uri"] == added, got
     nursery.cancel_scope.cancel()
+
+
+def _branches_digest(entry: dict[str, Any]) -> str:
+    """The digest ``git-workflow``'s entry lists for its references/BRANCHES.md."""
+    (found,) = [f["digest"] for f in entry["resources"] if f["uri"].endswith("/BRANCHES.md")]
+    return str(found)
+
+
+@pytest.mark.parametrize("mode", ["hold", "block"])
+async def test_a_skill_whose_file_changed_is_held_or_blocked_by_its_pin(
+    nursery: trio.Nursery, mode: str
+) -> None:
+    """Gateway choice: a changed file digest is ``files_changed`` drift; hold serves the
+    pinned entry on skills/list and skills/get, block refuses skills/get (-32602,
+    awaiting_approval); approval serves the new entry."""
+    document = {
+        "server": {"host": "127.0.0.1", "port": 0},
+        "notifications": {"debounce": 0.05},
+        "pinning": {"mode": mode},
+        "backends": [skills_backend("a", "a")],
+    }
+    running = await start_gateway(nursery, parse(json.dumps(document), env={}))
+    pins = running.gateway.pins
+    assert pins is not None
+    uri = "a+skill://git-workflow/SKILL.md"
+
+    async def get(msg_id: int) -> dict[str, Any]:
+        async with http_client(running) as client:
+            answer: dict[str, Any] = (
+                await send(client, modern(msg_id, "skills/get", {"uri": uri}))
+            ).json()
+        return answer
+
+    with trio.fail_after(20):
+        while uri not in await _skill_uris(running):
+            await running.gateway.pool.state_changed.wait()
+        pinned = _branches_digest((await get(1))["result"]["skill"])
+        # The SDK announces a changed file with resources/updated only; the
+        # added skill's list_changed makes the gateway list (and judge) again.
+        for tool in ("a__change_skill", "a__add_skill"):
+            answer = await modern_call(running, 2, "tools/call", {"name": tool})
+            assert "result" in answer and not answer["result"].get("isError"), answer
+        while not pins.pending():
+            await running.gateway.pool.state_changed.wait()
+    (pending,) = pins.pending()
+    assert pending["public"] == uri and pending["classes"] == ["files_changed"], pending
+    listed = await modern_call(running, 3, "skills/list", {})
+    [entry] = [s for s in listed["result"]["skills"] if s["uri"] == uri] or [None]
+    while entry is None:  # one skill per page
+        listed = await modern_call(
+            running, 4, "skills/list", {"cursor": listed["result"]["nextCursor"]}
+        )
+        [entry] = [s for s in listed["result"]["skills"] if s["uri"] == uri] or [None]
+    assert _branches_digest(entry) == pinned
+    got = await get(5)
+    if mode == "block":
+        assert got["error"]["code"] == -32602, got
+        assert got["error"]["data"]["reason"] == "awaiting_approval", got
+    else:
+        assert _branches_digest(got["result"]["skill"]) == pinned, got
+    record = pins.find(uri)
+    assert record is not None
+    await pins.decide([record], approved=True, by="test")
+    assert _branches_digest((await get(6))["result"]["skill"]) != pinned
+    nursery.cancel_scope.cancel()
