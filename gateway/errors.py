@@ -197,8 +197,8 @@ class AwaitingApproval(LocalProtocolError):
     as it is now; ``data.reason`` is ``awaiting_approval``.
 
     Args:
-        what: ``tool`` or ``prompt``.
-        public: the public name the host called.
+        what: ``tool``, ``prompt`` or ``skill``.
+        public: the public name (a skill's URI) the host called or got.
         backend: the backend's configured name.
     """
 

@@ -67,14 +67,15 @@ KIND_OF: Final[dict[Kind, PinKind]] = {
     Kind.TOOLS: "tool",
     Kind.PROMPTS: "prompt",
     Kind.TEMPLATES: "resource_template",
+    Kind.SKILLS: "skill",
 }
 #: Seconds between attempts while the store does not answer (rule 6).
 RETRY: Final = 1.0
 
 
 def public_of(record: PinRecord, prefix: str, rules: NamingRules) -> str:
-    """The public name (or URI template) hosts know ``record``'s item by."""
-    if record.kind == "resource_template":
+    """The public name (URI template, skill URI) hosts know ``record``'s item by."""
+    if record.kind in ("resource_template", "skill"):
         return public_uri(prefix, record.name)
     try:
         return public_name(prefix, record.name, rules)
@@ -131,7 +132,7 @@ class PinGuard:
         self.book: PinBook | None = None
         self.loaded = False
         self.refused: dict[str, frozenset[tuple[str, str]]] = {}
-        self.shown_pinned: dict[str, frozenset[tuple[str, str]]] = {}
+        self.withheld: dict[str, frozenset[tuple[str, str]]] = {}
         self.republish: Callable[[str | None], None] = lambda _backend: None
         """Judge a backend's listing again (None: every backend); the pool sets it."""
         self._unsaved: dict[PinKey, PinRecord] = {}
@@ -157,7 +158,7 @@ class PinGuard:
         mode, hold_new = self._modes(backend)
         if mode is PinMode.OFF:
             self.refused.pop(backend, None)
-            self.shown_pinned.pop(backend, None)
+            self.withheld.pop(backend, None)
             return listing
         book = self.book
         if book is None or not self.loaded:
@@ -182,7 +183,7 @@ class PinGuard:
         for record in verdict.drifted:
             self._drifted(mode, record, listing.prefix)
         self.refused[backend] = verdict.refused
-        self.shown_pinned[backend] = verdict.shown_pinned
+        self.withheld[backend] = verdict.withheld
         self._removed(mode, listing, offered)
         self._count_pending(backend)
         return dataclasses.replace(
@@ -190,6 +191,7 @@ class PinGuard:
             tools=verdict.items["tool"],
             prompts=verdict.items["prompt"],
             templates=verdict.items["resource_template"],
+            skills=verdict.items["skill"],
         )
 
     def refuses(self, backend: str, kind: Kind, name: str) -> bool:
@@ -197,11 +199,10 @@ class PinGuard:
         pin_kind = KIND_OF.get(kind)
         return pin_kind is not None and (pin_kind, name) in self.refused.get(backend, frozenset())
 
-    def shows_pin(self, backend: str, kind: Kind, name: str) -> bool:
-        """Whether ``backend``'s item ``name`` is listed with its pin over a change (``hold``)."""
+    def withholds(self, backend: str, kind: Kind, name: str) -> bool:
+        """Whether hosts are shown ``backend``'s item ``name`` as pinned, or not at all (hold)."""
         pin_kind = KIND_OF.get(kind)
-        pinned = self.shown_pinned.get(backend, frozenset())
-        return pin_kind is not None and (pin_kind, name) in pinned
+        return pin_kind is not None and (pin_kind, name) in self.withheld.get(backend, frozenset())
 
     def _drifted(self, mode: PinMode, record: PinRecord, prefix: str) -> None:
         pending = record.pending

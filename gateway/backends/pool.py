@@ -243,9 +243,9 @@ class Pool:
         """Whether calls to that item are refused until its change is approved (``block``)."""
         return self.pins is not None and self.pins.refuses(backend, kind, name)
 
-    def pin_shown(self, backend: str, kind: Kind, name: str) -> bool:
-        """Whether that item is listed with its pinned definition over a change (``hold``)."""
-        return self.pins is not None and self.pins.shows_pin(backend, kind, name)
+    def pin_withheld(self, backend: str, kind: Kind, name: str) -> bool:
+        """Whether hosts are shown that item's pin, or nothing, instead of it (``hold``)."""
+        return self.pins is not None and self.pins.withholds(backend, kind, name)
 
     def _backend_changed(self, backend: Backend) -> None:
         listing = backend.listing

@@ -11,8 +11,11 @@ Rules:
 2. Which items stay is one predicate, ``admits(kind, public)``, the
    policy's decision (``identity.policy``); resource URIs routed by prefix
    (a template's instances) go through it too (``admits_uri``). A skill
-   (SEP-2640) is matched by its ``SKILL.md`` URI and stays only when every
-   file it lists is admitted as a resource.
+   (SEP-2640) is matched by its public skill name (``Kind.SKILLS``) and
+   stays only when its ``SKILL.md`` and every file it lists are admitted as
+   resources. A skill left out by its name is unknown every way, as on a
+   profile (``catalog.profiles``): its directories and files are not read,
+   nor is an unlisted skill's ``SKILL.md`` whose name is left out.
 3. The gateway's own search-mode tools (backend ``""``) stay whenever the
    profile lists them: opening the profile grants its search.
 4. :class:`EffectiveViews` keeps one view per (profile, key), where the
@@ -26,8 +29,9 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Final
 
-from gateway.catalog.naming import skill_files
+from gateway.catalog.naming import public_skill_name, skill_files, split_uri
 from gateway.catalog.snapshot import Entry, Kind, KindView, Snapshot
+from gateway.protocol.skills import SKILL_FILE, skill_root
 
 Admits = Callable[[Kind, str], bool]
 
@@ -35,41 +39,77 @@ Admits = Callable[[Kind, str], bool]
 GATEWAY_BACKEND: Final = ""
 
 
-def _admitted(entry: Entry, kind: Kind, admits: Admits) -> bool:
+def _skill_name(entry: Entry, separator: str) -> str:
+    """The public skill name of a catalog skill entry (``prefix+uri`` keys carry the prefix)."""
+    extra = len(entry.key) - len(entry.original)
+    prefix = entry.key[: extra - 1] if extra > 0 else ""
+    return public_skill_name(prefix, entry.original, separator)
+
+
+def _admitted(entry: Entry, kind: Kind, admits: Admits, separator: str) -> bool:
     if entry.backend == GATEWAY_BACKEND:
         return True
-    if not admits(kind, entry.key):
-        return False
-    # A skill is shown only if every file it lists may be read (SEP-2640).
-    return kind is not Kind.SKILLS or all(
-        admits(Kind.RESOURCES, uri) for uri in skill_files(entry.encoded)
+    if kind is not Kind.SKILLS:
+        return admits(kind, entry.key)
+    # A skill is shown only if its name is admitted and every file it lists
+    # may be read (SEP-2640).
+    return (
+        admits(Kind.SKILLS, _skill_name(entry, separator))
+        and admits(Kind.RESOURCES, entry.key)
+        and all(admits(Kind.RESOURCES, uri) for uri in skill_files(entry.encoded))
     )
 
 
-def _narrow(view: KindView, kind: Kind, admits: Admits) -> KindView:
-    entries = tuple(e for e in view if _admitted(e, kind, admits))
+def _narrow(view: KindView, kind: Kind, admits: Admits, separator: str) -> KindView:
+    entries = tuple(e for e in view if _admitted(e, kind, admits, separator))
     if len(entries) == len(view):
         return view
     return KindView(entries)
 
 
-def narrow(view: Snapshot, admits: Admits) -> Snapshot:
-    """``view`` with only the items ``admits`` lets through (rules 1-3)."""
+def _under(uri: str, roots: tuple[str, ...]) -> bool:
+    """Whether ``uri`` is one of the skill directories ``roots`` or inside one."""
+    return any(uri == root or uri.startswith(root + "/") for root in roots)
+
+
+def narrow(view: Snapshot, admits: Admits, separator: str = "__") -> Snapshot:
+    """``view`` with only the items ``admits`` lets through (rules 1-3).
+
+    ``separator`` forms public skill names (``catalog.naming``).
+    """
     base_uri = view.admits_uri
+    views = {kind: _narrow(view.view(kind), kind, admits, separator) for kind in Kind}
+    # The directories of the skills left out by name (rule 2).
+    hidden_roots = tuple(
+        skill_root(e.key)
+        for e in view.view(Kind.SKILLS)
+        if not admits(Kind.SKILLS, _skill_name(e, separator))
+    )
+    if hidden_roots:
+        views[Kind.RESOURCES] = KindView(
+            e for e in views[Kind.RESOURCES] if not _under(e.key, hidden_roots)
+        )
+    prefixes = frozenset(view.prefixes)
 
     def admits_uri(public: str, backend: str) -> bool:
         if base_uri is not None and not base_uri(public, backend):
             return False
-        return admits(Kind.RESOURCES, public)
+        if not admits(Kind.RESOURCES, public) or _under(public, hidden_roots):
+            return False
+        if public.endswith("/" + SKILL_FILE):
+            # An unlisted skill (skills/get answers for those too) by its name.
+            prefix, original = split_uri(public, prefixes)
+            return admits(Kind.SKILLS, public_skill_name(prefix, original, separator))
+        return True
 
     listed = view.listed_tools
     return Snapshot(
-        views={kind: _narrow(view.view(kind), kind, admits) for kind in Kind},
+        views=views,
         prefixes=view.prefixes,
         unprefixed=view.unprefixed,
         problems=view.problems,
         admits_uri=admits_uri,
-        listed_tools=None if listed is None else _narrow(listed, Kind.TOOLS, admits),
+        listed_tools=(None if listed is None else _narrow(listed, Kind.TOOLS, admits, separator)),
         renamed_tools=view.renamed_tools,
         overridden_tools=view.overridden_tools,
     )
@@ -90,9 +130,14 @@ def changed_kinds(before: Snapshot, after: Snapshot) -> frozenset[Kind]:
 
 
 class EffectiveViews:
-    """The effective views in use, one per (profile, access key) (rule 4)."""
+    """The effective views in use, one per (profile, access key) (rule 4).
 
-    def __init__(self) -> None:
+    Args:
+        separator: the naming separator, which public skill names are formed with.
+    """
+
+    def __init__(self, separator: str = "__") -> None:
+        self.separator = separator
         self._bases: dict[str, Snapshot] = {}
         self._views: dict[tuple[str, Hashable], Snapshot] = {}
 
@@ -113,7 +158,7 @@ class EffectiveViews:
             self._views = {k: v for k, v in self._views.items() if k[0] != profile}
         found = self._views.get((profile, key))
         if found is None:
-            found = self._views[(profile, key)] = narrow(base, admits)
+            found = self._views[(profile, key)] = narrow(base, admits, self.separator)
         return found
 
     def clear(self) -> None:

@@ -3,8 +3,8 @@
 ``policy:`` is a list of rules (issue 16 item 3). Each rule says whom it
 matches (``tokens``, ``subjects``, ``scopes``, ``claims``, ``anonymous`` or
 ``everyone``) and what it grants (``profiles``) or takes away (``tools``,
-``prompts``, ``resources`` with ``allow`` and ``deny`` globs over public
-names and URIs). What a request then may do is decided in
+``prompts``, ``resources``, ``skills`` with ``allow`` and ``deny`` globs
+over public names and URIs). What a request then may do is decided in
 :mod:`gateway.identity.policy`; docs/security.md "Access policy" explains
 the combination rule with a worked example.
 
@@ -104,6 +104,9 @@ class PolicyRule(Base, frozen=True, kw_only=True):
         tools: tool globs over public names.
         prompts: prompt globs over public names.
         resources: resource globs over public URIs and URI templates.
+        skills: skill globs over public skill names (``alpha__git-workflow``,
+            as in a profile's ``skills``); a skill is also held to
+            ``resources`` by its every file's URI.
         role: ``admin`` lets the rule's principals into the operator console
             (``docs/console.md``) with their own token; "" grants no role.
     """
@@ -119,6 +122,7 @@ class PolicyRule(Base, frozen=True, kw_only=True):
     tools: ItemRules = msgspec.field(default_factory=ItemRules)
     prompts: ItemRules = msgspec.field(default_factory=ItemRules)
     resources: ItemRules = msgspec.field(default_factory=ItemRules)
+    skills: ItemRules = msgspec.field(default_factory=ItemRules)
     role: Literal["", "admin"] = ""
 
     def __post_init__(self) -> None:

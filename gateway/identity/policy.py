@@ -42,14 +42,15 @@ if TYPE_CHECKING:
     from gateway.identity.principal import Principal
 
 _NOTHING: Final = Globs((), ())
-# Templates are resources to a policy: both are written as public URIs; so
-# are skills (SEP-2640: a skill is its files' resources), matched by the URI
-# of their SKILL.md.
-_KINDS: Final = (Kind.TOOLS, Kind.PROMPTS, Kind.RESOURCES)
+# Templates are resources to a policy: both are written as public URIs.
+# Skills (SEP-2640) are matched by their public skill name under ``skills``,
+# and their files (SKILL.md included) as resources (``catalog.effective``).
+_KINDS: Final = (Kind.TOOLS, Kind.PROMPTS, Kind.RESOURCES, Kind.SKILLS)
+_NONE: Final[tuple[tuple[str, ...], ...]] = ((),) * len(_KINDS)
 
 
 def _kind_index(kind: Kind) -> int:
-    if kind in (Kind.RESOURCES, Kind.TEMPLATES, Kind.SKILLS):
+    if kind is Kind.TEMPLATES:
         return 2
     return _KINDS.index(kind)
 
@@ -63,14 +64,14 @@ class ProfileAccess:
     """What one access admits on one profile (rule 5): hashable, the view cache key.
 
     Attributes:
-        allow: per kind (tools, prompts, resources), one glob tuple per
+        allow: per kind (tools, prompts, resources, skills), one glob tuple per
             matching rule that grants the profile.
         deny: per kind, every deny glob of every matching rule.
         everything: no policy applies (the view is the profile's own).
     """
 
-    allow: tuple[tuple[tuple[str, ...], ...], ...] = ((), (), ())
-    deny: tuple[tuple[str, ...], ...] = ((), (), ())
+    allow: tuple[tuple[tuple[str, ...], ...], ...] = ((),) * len(_KINDS)
+    deny: tuple[tuple[str, ...], ...] = _NONE
     everything: bool = False
 
     @property
@@ -131,7 +132,7 @@ class Access:
     """
 
     grants: tuple[_Grant, ...] = ()
-    deny: tuple[tuple[str, ...], ...] = ((), (), ())
+    deny: tuple[tuple[str, ...], ...] = _NONE
     everything: bool = False
 
     def opens(self, profile: str) -> bool:
@@ -145,7 +146,7 @@ class Access:
         granting = [g for g in self.grants if g.profiles.allows(profile)]
         if not granting:
             return NOTHING_ON
-        allow = tuple(tuple(g.allow[i] for g in granting) for i in range(3))
+        allow = tuple(tuple(g.allow[i] for g in granting) for i in range(len(_KINDS)))
         return ProfileAccess(allow, self.deny)
 
     def admits(self, profile: str, kind: Kind, public: str) -> bool:
@@ -197,7 +198,7 @@ class Rule:
     scopes: frozenset[str] = frozenset()
     claims: tuple[tuple[str, frozenset[str]], ...] = ()
     grant: _Grant | None = None
-    deny: tuple[tuple[str, ...], ...] = ((), (), ())
+    deny: tuple[tuple[str, ...], ...] = _NONE
     admin: bool = False
 
     def matches(self, principal: Principal | None) -> bool:
@@ -224,7 +225,12 @@ class Rule:
 
 def rule_from_config(config: PolicyRule, position: int = 0) -> Rule:
     """The compiled form of one ``policy:`` entry."""
-    kinds: tuple[ItemRules, ...] = (config.tools, config.prompts, config.resources)
+    kinds: tuple[ItemRules, ...] = (
+        config.tools,
+        config.prompts,
+        config.resources,
+        config.skills,
+    )
     grant = (
         _Grant(_any(config.profiles), tuple(tuple(k.allow) for k in kinds))
         if config.profiles
@@ -271,7 +277,7 @@ class Policy:
         if not matched:
             return NOTHING
         grants = tuple(rule.grant for rule in matched if rule.grant is not None)
-        deny = tuple(tuple(g for rule in matched for g in rule.deny[i]) for i in range(3))
+        deny = tuple(tuple(g for rule in matched for g in rule.deny[i]) for i in range(len(_KINDS)))
         return Access(grants, deny)
 
 

@@ -5,8 +5,11 @@ Rules:
 1. **What a model reads is pinned.** A tool's name, title, description,
    input and output schemas and annotations; a prompt's name, title,
    description and arguments; a resource template's URI template, name,
-   title, description and MIME type. Fields outside these (``_meta``,
-   icons) are not instructions to a model and do not drift a pin.
+   title, description and MIME type; a skill's (SEP-2640) ``SKILL.md`` URI,
+   frontmatter (its name, description and every other field) and the files
+   its entry lists with their digests and sizes, which stand for the bytes
+   a model reads. Fields outside these (``_meta``, icons) are not
+   instructions to a model and do not drift a pin.
 2. **Canonical JSON, RFC 8785.** The digest is SHA-256 over the JSON
    Canonicalization Scheme of the pinned fields (the ``rfc8785`` package,
    Trail of Bits': pure Python, typed, the RFC's test vectors), so key
@@ -19,8 +22,7 @@ Rules:
    encodings are equal JSON values, so equal digests; the memory is
    bounded (``CACHE_SIZE``, emptied whole when full).
 4. **Keys for every kind.** A pin's key is ``(kind, backend, original
-   name)``; skills (SEP-2640) and resource contents use the same shape once
-   they are pinned.
+   name)``; a skill's name is its original ``SKILL.md`` URI.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ PINNED_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "tool": ("name", "title", "description", "inputSchema", "outputSchema", "annotations"),
     "prompt": ("name", "title", "description", "arguments"),
     "resource_template": ("uriTemplate", "name", "title", "description", "mimeType"),
-    "skill": ("name", "title", "description", "version", "files"),
+    "skill": ("uri", "frontmatter", "resources"),
 }
 
 

@@ -29,7 +29,11 @@ Rules:
 6. **Prompt arguments** are a schema: a new argument or one no longer
    required widens, the reverse narrows. A resource template's
    ``uriTemplate`` changing widens (it changes what the model reads).
-7. The findings are data a person reads: each names its class, its place
+7. **Skills** (SEP-2640): each frontmatter field is a text (rule 2, at
+   ``frontmatter.description``); a file added, removed, or listed with
+   another digest or size is ``files_changed`` (the bytes a model reads
+   changed, and the gateway does not read them to say how).
+8. The findings are data a person reads: each names its class, its place
    (``inputSchema.properties.command``) and what happened.
 """
 
@@ -59,6 +63,7 @@ class Drift(enum.Enum):
     SCHEMA_NARROWED = "schema_narrowed"
     ANNOTATIONS_WEAKENED = "annotations_weakened"
     OUTPUT_SCHEMA = "output_schema"
+    FILES_CHANGED = "files_changed"
     ADDED = "added"
     REMOVED = "removed"
 
@@ -330,6 +335,34 @@ def _prompt_arguments(out: _Collector, old: Any, new: Any) -> None:
         out.add(Drift.COSMETIC, "arguments", "reordered")
 
 
+def _skill(out: _Collector, old: dict[str, Any], new: dict[str, Any]) -> None:
+    """Rule 7: frontmatter fields as texts, the listed files by digest and size."""
+    before = old.get("frontmatter")
+    after = new.get("frontmatter")
+    before = before if isinstance(before, dict) else {}
+    after = after if isinstance(after, dict) else {}
+    for key in sorted(before.keys() | after.keys()):
+        out.text(f"frontmatter.{key}", before.get(key), after.get(key))
+    if old.get("uri") != new.get("uri"):
+        out.add(Drift.DESCRIPTION, "uri", "changed")
+    files: dict[str, list[dict[str, Any] | None]] = {}
+    for side, entry in enumerate((old, new)):
+        listed = entry.get("resources")
+        for item in listed if isinstance(listed, list) else []:
+            if isinstance(item, dict):
+                files.setdefault(str(item.get("uri")), [None, None])[side] = item
+    for uri, (was, now) in sorted(files.items()):
+        where = f"resources.{uri}"
+        if was is None:
+            out.add(Drift.FILES_CHANGED, where, "file added")
+        elif now is None:
+            out.add(Drift.FILES_CHANGED, where, "file removed")
+        elif (was.get("digest"), was.get("size")) != (now.get("digest"), now.get("size")):
+            out.add(Drift.FILES_CHANGED, where, "digest or size changed")
+        elif was != now:
+            out.add(Drift.DESCRIPTION, where, "changed")
+
+
 def classify(
     kind: PinKind, old: dict[str, Any] | None, new: dict[str, Any] | None
 ) -> list[Finding]:
@@ -378,8 +411,11 @@ def classify(
         _prompt_arguments(out, old.get("arguments"), new.get("arguments"))
     elif kind == "resource_template" and old.get("uriTemplate") != new.get("uriTemplate"):
         out.add(Drift.SCHEMA_WIDENED, "uriTemplate", "changed")
+    elif kind == "skill":
+        _skill(out, old, new)
     analysed = {"name", "title", "description", "mimeType", "inputSchema", "annotations",
-                "outputSchema", "arguments", "uriTemplate"}  # fmt: skip
+                "outputSchema", "arguments", "uriTemplate", "uri", "frontmatter",
+                "resources"}  # fmt: skip
     for key in sorted((old.keys() | new.keys()) - analysed):
         if old.get(key) != new.get(key):
             out.add(Drift.DESCRIPTION, key, "changed")

@@ -38,7 +38,7 @@ NAME_FIELD: dict[str, str] = {
     "tool": "name",
     "prompt": "name",
     "resource_template": "uriTemplate",
-    "skill": "name",
+    "skill": "uri",
 }
 
 
@@ -57,8 +57,9 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
         drifted: the records among ``changed`` that carry a new change.
         held: how many items show their pin instead of the backend's
             definition, or are hidden, for the gauge.
-        shown_pinned: ``(kind, name)`` of items listed with their pinned
-            definition while the backend serves a changed one (``hold``).
+        withheld: ``(kind, name)`` of those items: what a host is sent of
+            them outside the listing (a skill's ``skills/get``) must come
+            from the pin too.
     """
 
     items: dict[str, tuple[dict[str, Any], ...]]
@@ -66,7 +67,7 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     changed: list[PinRecord]
     drifted: list[PinRecord]
     held: int
-    shown_pinned: frozenset[tuple[str, str]] = frozenset()
+    withheld: frozenset[tuple[str, str]] = frozenset()
 
 
 def shown_item(item: dict[str, Any], kind: PinKind, definition: dict[str, Any]) -> dict[str, Any]:
@@ -102,8 +103,7 @@ def judge_listing(
     refused: set[tuple[str, str]] = set()
     changed: list[PinRecord] = []
     drifted: list[PinRecord] = []
-    pinned: set[tuple[str, str]] = set()
-    held = 0
+    withheld: set[tuple[str, str]] = set()
     for kind, kind_items in items.items():
         out: list[dict[str, Any]] = []
         for item in kind_items:
@@ -123,13 +123,12 @@ def judge_listing(
             if decision.refuse_calls:
                 refused.add((kind, name))
             if decision.show is None:
-                held += 1
+                withheld.add((kind, name))
                 continue
             if decision.show is definition:
                 out.append(item)
             else:
-                held += 1
-                pinned.add((kind, name))
+                withheld.add((kind, name))
                 out.append(shown_item(item, kind, decision.show))
         shown[kind] = tuple(out)
     return Verdict(
@@ -137,6 +136,6 @@ def judge_listing(
         refused=frozenset(refused),
         changed=changed,
         drifted=drifted,
-        held=held,
-        shown_pinned=frozenset(pinned),
+        held=len(withheld),
+        withheld=frozenset(withheld),
     )

@@ -31,12 +31,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
+import msgspec
+
 from gateway.protocol import mcp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
-
-    import msgspec
 
 EXTENSION: Final = "io.modelcontextprotocol/skills"
 LIST_METHOD: Final = "skills/list"
@@ -85,6 +85,20 @@ def rewrite_get_result(result: msgspec.Raw, map_uri: UriMap) -> msgspec.Raw:
     if body is None or not isinstance(body.get("skill"), dict):
         return result
     body["skill"] = public_entry(body["skill"], map_uri)
+    return mcp.encode(body)
+
+
+def with_entry(result: msgspec.Raw, entry: bytes) -> msgspec.Raw:
+    """A ``skills/get`` result carrying ``entry`` (a catalog entry's JSON) as its skill.
+
+    What a host is shown of a skill whose pin holds (``pinning: hold``):
+    the approved entry, every other field of the result as the backend sent it.
+    """
+    body = mcp.decode_object(result)
+    item = mcp.decode_object(msgspec.Raw(entry))
+    if body is None or item is None:
+        return result
+    body["skill"] = item
     return mcp.encode(body)
 
 

@@ -84,6 +84,7 @@ class AccessControl:
     Args:
         policy: the compiled ``policy:`` (None: everyone sees everything).
         audit_calls: log ``policy.call`` for each call, read and get.
+        separator: the naming separator (public skill names are formed with it).
     """
 
     def __init__(
@@ -92,10 +93,12 @@ class AccessControl:
         *,
         audit_calls: bool = False,
         metrics: RouterMetrics = NO_METRICS,
+        separator: str = "__",
     ) -> None:
         self.policy = policy
         self.audit_calls = audit_calls
-        self.views = EffectiveViews()
+        self.separator = separator
+        self.views = EffectiveViews(separator)
         # Refusals by reason.
         self.metrics = metrics
 
@@ -137,8 +140,8 @@ class AccessControl:
             if key not in diffs:
                 base = base_of(peer.profile)
                 diffs[key] = changed_kinds(
-                    base if old.everything else narrow(base, old.admitter()),
-                    base if new.everything else narrow(base, new.admitter()),
+                    base if old.everything else narrow(base, old.admitter(), self.separator),
+                    base if new.everything else narrow(base, new.admitter(), self.separator),
                 )
             if diffs[key]:
                 told.append((peer.profile, peer.session_id, diffs[key]))
@@ -166,7 +169,7 @@ class AccessControl:
                 kinds = changed_kinds(before, after)
             else:
                 kinds = changed_kinds(
-                    narrow(before, access.admitter()),
+                    narrow(before, access.admitter(), self.separator),
                     self.views.view(profile, after, access, access.admitter()),
                 )
             if kinds:

@@ -146,9 +146,13 @@ class Targets:
             raise AwaitingApproval(what, public, entry.backend)  # pinning: block
         return Target(self.backend(entry.backend), entry.original)
 
-    def shows_pin(self, target: Target, kind: Kind) -> bool:
-        """Whether the host was shown ``target``'s pinned definition over a change (``hold``)."""
-        return self._pool.pin_shown(target.backend.name, kind, target.original)
+    def refused(self, backend: str, kind: Kind, original: str) -> bool:
+        """Whether that item's change awaits approval and it is not served (``pinning: block``)."""
+        return self._pool.pin_refused(backend, kind, original)
+
+    def withheld(self, backend: str, kind: Kind, original: str) -> bool:
+        """Whether hosts are shown that item's pin, or nothing, instead of it (``hold``)."""
+        return self._pool.pin_withheld(backend, kind, original)
 
     def uri(self, public: str, call: Call) -> Target:
         """The target of a public resource URI.
@@ -509,7 +513,7 @@ class Calls:
                 INVALID_PARAMS,
             )
         target = self._targets.named(Kind.TOOLS, name, call.snapshot, "tool")
-        if self._targets.shows_pin(target, Kind.TOOLS):
+        if self._targets.withheld(target.backend.name, Kind.TOOLS, target.original):
             _fit_shown_definition(call, name, target, arguments)
         params["name"] = target.original
         guard = self.guard
@@ -606,9 +610,21 @@ class Calls:
         """``skills/get`` (SEP-2640): forward the backend's URI, namespace the entry's URIs."""
         uri = mcp.require_str(params, "uri", "skill")
         target = self._skill_target(call, uri, "skill")
+        backend = target.backend.name
+        if self._targets.refused(backend, Kind.SKILLS, target.original):
+            raise AwaitingApproval("skill", uri, backend)  # pinning: block
+        # Under ``pinning: hold`` a changed skill is the pinned entry the
+        # list shows, and a new one held for approval is unknown.
+        pinned = None
+        if self._targets.withheld(backend, Kind.SKILLS, target.original):
+            pinned = call.snapshot.resolve(Kind.SKILLS, uri)
+            if pinned is None:
+                raise LocalProtocolError(f"Unknown skill: {uri}", INVALID_PARAMS)
         params["uri"] = target.original
         result = await self._named(call, target, uri, skills.GET_METHOD, params)
         result = skills.rewrite_get_result(result, _uri_mapper(target.backend))
+        if pinned is not None:
+            result = skills.with_entry(result, pinned.encoded)
         # Every era gets the hint: the extension's result schema requires it.
         return with_read_hint(result, target.backend, per_principal=call.per_principal)
 

@@ -148,7 +148,9 @@ class Router:
         consent: ConsentDesk | None = None,
     ) -> None:
         self._pool = pool
-        self.access = access if access is not None else AccessControl(metrics=metrics)
+        self.access = (
+            access if access is not None else AccessControl(metrics=metrics, separator=separator)
+        )
         self.profiles = profiles if profiles is not None else ProfileViews(separator=separator)
         self._held = held if held is not None else HeldCalls(sealer_for(""), metrics=metrics)
         self._metrics = metrics

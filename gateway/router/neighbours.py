@@ -113,8 +113,8 @@ class PoolView(Protocol):
         """Whether calls to that item are refused until its change is approved (``block``)."""
         ...
 
-    def pin_shown(self, backend: str, kind: Kind, name: str) -> bool:
-        """Whether that item is listed with its pinned definition over a change (``hold``)."""
+    def pin_withheld(self, backend: str, kind: Kind, name: str) -> bool:
+        """Whether hosts are shown that item's pin, or nothing, instead of it (``hold``)."""
         ...
 
     def on_notification(self, listener: BackendNotificationHandler) -> None:

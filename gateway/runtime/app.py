@@ -198,6 +198,7 @@ async def open_gateway(
             Policy.from_config(config.policy),
             audit_calls=config.policy_audit == "calls",
             metrics=metrics,
+            separator=config.naming.separator,
         )
         router = Router(
             pool,

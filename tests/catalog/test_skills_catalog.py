@@ -1,4 +1,5 @@
-"""Skills (SEP-2640) in the catalog: namespaced entries, and the ``skills:`` globs of profiles."""
+"""Skills (SEP-2640) in the catalog: namespaced entries, and the ``skills:`` globs of profiles
+and of the access policy."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from gateway.catalog.effective import narrow
 from gateway.catalog.naming import NamingRules, public_skill_name
 from gateway.catalog.profiles import Globs, Profile, restrict
 from gateway.catalog.snapshot import BackendListing, Kind, Snapshot, build_snapshot
+from gateway.config import ItemRules, PolicyRule
+from gateway.identity.policy import Policy
 from gateway.protocol.skills import skill_name
 
 DIGEST: Final = "sha256:" + "0" * 64
@@ -141,3 +144,68 @@ def test_a_policy_shows_a_skill_only_if_it_may_read_every_file() -> None:
         "a+skill://git-workflow/SKILL.md",
         "b+skill://git-workflow/SKILL.md",
     )
+
+
+# A policy's skills rules (allow, deny) -> the public skill URIs it lists,
+# and which file and directory URIs stay readable.
+POLICY_TABLE: Final = [
+    (ItemRules(), ["a+acme", "a+git", "b+git"], {"a+git": True, "a+acme": True, "b+git": True}),
+    (
+        ItemRules(deny=["a__git-workflow"]),
+        ["a+acme", "b+git"],
+        {"a+git": False, "a+acme": True, "b+git": True},
+    ),
+    (ItemRules(allow=["*__refunds"]), ["a+acme"], {"a+git": False, "b+git": False}),
+    (
+        ItemRules(allow=["b__*", "a__*"], deny=["*__git-*"]),
+        ["a+acme"],
+        {"a+acme": True, "a+git": False, "b+git": False},
+    ),
+]
+
+
+def policy_view(skills: ItemRules, resources: ItemRules | None = None) -> Snapshot:
+    """The snapshot narrowed to what one everyone-rule with these globs admits."""
+    rule = PolicyRule(
+        everyone=True, profiles=["*"], skills=skills, resources=resources or ItemRules()
+    )
+    policy = Policy.from_config([rule])
+    assert policy is not None
+    return narrow(snapshot(), policy.decide(None).on("default").admitter())
+
+
+@pytest.mark.parametrize(("skills", "listed", "readable"), POLICY_TABLE)
+def test_a_policy_selects_skills_by_public_name_and_hides_the_rest_every_way(
+    skills: ItemRules, listed: list[str], readable: dict[str, bool]
+) -> None:
+    """Gateway choice: a policy's ``skills:`` globs match ``prefix__name`` as a profile's do;
+    a skill left out is unknown: entry, SKILL.md, files, directories (listed or not)."""
+    view = policy_view(skills)
+    assert list(view.view(Kind.SKILLS).keys()) == [SHORT[k] for k in listed]
+    for short, expected in readable.items():
+        uri = SHORT[short]
+        root = uri.removesuffix("/SKILL.md")
+        for public in (uri, root, root + "/t.md", root + "/refs/B.md"):
+            assert (view.resolve_uri(public) is not None) is expected, public
+    shown = "a+skill://git-workflow/SKILL.md" in view.view(Kind.RESOURCES)
+    assert shown is readable["a+git"]
+
+
+def test_a_policy_judges_an_unlisted_skill_by_the_name_its_uri_carries() -> None:
+    """Gateway choice: skills/get answers for unlisted skills, so the policy checks their URI."""
+    view = policy_view(ItemRules(deny=["a__secret"]))
+    assert view.resolve_uri("a+skill://secret/SKILL.md") is None
+    assert view.resolve_uri("a+skill://secret/notes.md") == ("alpha", "skill://secret/notes.md")
+    assert view.resolve_uri("a+skill://open/SKILL.md") == ("alpha", "skill://open/SKILL.md")
+
+
+def test_a_policy_still_holds_a_skill_to_the_resources_of_its_files() -> None:
+    """Gateway choice: a skill one of whose files is denied as a resource is not shown, but
+    its other files stay readable (only a skill denied by name is unknown every way)."""
+    view = policy_view(ItemRules(), ItemRules(deny=["a+skill://git-workflow/refs/*"]))
+    assert view.view(Kind.SKILLS).keys() == (
+        "a+skill://acme/billing/refunds/SKILL.md",
+        "b+skill://git-workflow/SKILL.md",
+    )
+    assert view.resolve_uri("a+skill://git-workflow/SKILL.md") is not None
+    assert view.resolve_uri("a+skill://git-workflow/refs/B.md") is None

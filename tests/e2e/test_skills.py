@@ -47,13 +47,19 @@ def skills_backend(name: str, skill_set: str, **extra: Any) -> dict[str, Any]:
     return stdio_backend(name, ["node", str(SERVER), skill_set], **extra)
 
 
-def two_backends(profiles: list[dict[str, Any]] | None = None) -> GatewayConfig:
+def two_backends(
+    profiles: list[dict[str, Any]] | None = None, policy: list[dict[str, Any]] | None = None
+) -> GatewayConfig:
     """``a`` (2026-07-28) and ``b`` (handshake era) serving different skill sets."""
     backends = [skills_backend("a", "a"), skills_backend("b", "b", protocol="legacy")]
-    if profiles is None:
+    if profiles is None and policy is None:
         return gateway_config(backends)
-    document = {"server": {"host": "127.0.0.1", "port": 0}, "backends": backends}
-    return parse(json.dumps({**document, "profiles": profiles}), env={})
+    document: dict[str, Any] = {"server": {"host": "127.0.0.1", "port": 0}, "backends": backends}
+    if profiles is not None:
+        document["profiles"] = profiles
+    if policy is not None:
+        document["policy"] = policy
+    return parse(json.dumps(document), env={})
 
 
 def _bytes_of(content: dict[str, Any]) -> bytes:
@@ -192,13 +198,26 @@ async def test_an_unknown_skill_or_directory_is_invalid_params(nursery: trio.Nur
     nursery.cancel_scope.cancel()
 
 
-async def test_a_skill_a_profile_excludes_is_unknown_every_way(nursery: trio.Nursery) -> None:
+# The same exclusion written in a profile and in the access policy.
+EXCLUSIONS: Final[dict[str, tuple[dict[str, list[dict[str, Any]]], str]]] = {
+    "profile": ({"profiles": [{"name": "p", "skills": {"exclude": ["a__refunds"]}}]}, "/p"),
+    "policy": (
+        {"policy": [{"everyone": True, "profiles": ["*"], "skills": {"deny": ["a__refunds"]}}]},
+        "",
+    ),
+}
+
+
+@pytest.mark.parametrize("where", sorted(EXCLUSIONS))
+async def test_a_skill_a_profile_or_the_policy_excludes_is_unknown_every_way(
+    nursery: trio.Nursery, where: str
+) -> None:
     """Gateway choice: ``skills:`` globs match ``prefix__name``; the excluded skill is not
     listed, its skills/get is -32602, its directory -32602, its files not found."""
-    profile = {"name": "p", "skills": {"exclude": ["a__refunds"]}}
-    running = await start_gateway(nursery, two_backends(profiles=[profile]))
+    config, path = EXCLUSIONS[where]
+    running = await start_gateway(nursery, two_backends(**config))
     ids = iter(range(100, 10_000))
-    async with open_raw(running.url + "/p") as raw:
+    async with open_raw(running.url + path) as raw:
 
         async def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
             (answer,) = await raw.request(next(ids), method, params)
@@ -308,4 +327,119 @@ async def test_a_changed_skill_list_reaches_hosts_of_both_eras(
         answer = await modern_call(running, 6, "skills/list", {"cursor": cursor})
         uris += [s["uri"] for s in answer["result"]["skills"]]
     assert "a+skill://added/SKILL.md" in uris
+    nursery.cancel_scope.cancel()
+
+
+async def _skill_uris(running: Running) -> list[str]:
+    """Every public skill URI a 2026-07-28 host lists, all pages."""
+    answer = await modern_call(running, 7, "skills/list", {})
+    uris = [s["uri"] for s in answer["result"]["skills"]]
+    while "nextCursor" in answer["result"]:
+        cursor = answer["result"]["nextCursor"]
+        answer = await modern_call(running, 8, "skills/list", {"cursor": cursor})
+        uris += [s["uri"] for s in answer["result"]["skills"]]
+    return uris
+
+
+async def test_a_new_skill_held_by_pinning_is_unknown_until_approved(
+    nursery: trio.Nursery,
+) -> None:
+    """Gateway choice (``pinning: hold``, ``hold_new``): a skill the backend adds is neither
+    listed nor answered by skills/get (-32602) until a person approves it; then it is both."""
+    document = {
+        "server": {"host": "127.0.0.1", "port": 0},
+        "notifications": {"debounce": 0.05},
+        "pinning": {"mode": "hold", "hold_new": True},
+        "backends": [skills_backend("a", "a")],
+    }
+    running = await start_gateway(nursery, parse(json.dumps(document), env={}))
+    pins = running.gateway.pins
+    assert pins is not None
+    added = "a+skill://added/SKILL.md"
+    with trio.fail_after(20):
+        while not pins.pending():  # hold_new holds the first listing too
+            await running.gateway.pool.state_changed.wait()
+        assert pins.book is not None
+        await pins.decide(list(pins.book.pending()), approved=True, by="test")
+        while not await _skill_uris(running):
+            await running.gateway.pool.state_changed.wait()
+        answer = await modern_call(running, 1, "tools/call", {"name": "a__add_skill"})
+        assert "result" in answer and not answer["result"].get("isError"), answer
+        while not pins.pending():
+            await running.gateway.pool.state_changed.wait()
+    assert added not in await _skill_uris(running)
+    async with http_client(running) as client:
+        refused = await send(client, modern(2, "skills/get", {"uri": added}))
+    assert refused.json()["error"]["code"] == -32602, refused.text
+    record = pins.find(added)
+    assert record is not None
+    await pins.decide([record], approved=True, by="test")
+    assert added in await _skill_uris(running)
+    got = await modern_call(running, 3, "skills/get", {"uri": added})
+    assert got["result"]["skill"]["uri"] == added, got
+    nursery.cancel_scope.cancel()
+
+
+def _branches_digest(entry: dict[str, Any]) -> str:
+    """The digest ``git-workflow``'s entry lists for its references/BRANCHES.md."""
+    (found,) = [f["digest"] for f in entry["resources"] if f["uri"].endswith("/BRANCHES.md")]
+    return str(found)
+
+
+@pytest.mark.parametrize("mode", ["hold", "block"])
+async def test_a_skill_whose_file_changed_is_held_or_blocked_by_its_pin(
+    nursery: trio.Nursery, mode: str
+) -> None:
+    """Gateway choice: a changed file digest is ``files_changed`` drift; hold serves the
+    pinned entry on skills/list and skills/get, block refuses skills/get (-32602,
+    awaiting_approval); approval serves the new entry."""
+    document = {
+        "server": {"host": "127.0.0.1", "port": 0},
+        "notifications": {"debounce": 0.05},
+        "pinning": {"mode": mode},
+        "backends": [skills_backend("a", "a")],
+    }
+    running = await start_gateway(nursery, parse(json.dumps(document), env={}))
+    pins = running.gateway.pins
+    assert pins is not None
+    uri = "a+skill://git-workflow/SKILL.md"
+
+    async def get(msg_id: int) -> dict[str, Any]:
+        async with http_client(running) as client:
+            answer: dict[str, Any] = (
+                await send(client, modern(msg_id, "skills/get", {"uri": uri}))
+            ).json()
+        return answer
+
+    with trio.fail_after(20):
+        while uri not in await _skill_uris(running):
+            await running.gateway.pool.state_changed.wait()
+        pinned = _branches_digest((await get(1))["result"]["skill"])
+        # The SDK announces a changed file with resources/updated only; the
+        # added skill's list_changed makes the gateway list (and judge) again.
+        for tool in ("a__change_skill", "a__add_skill"):
+            answer = await modern_call(running, 2, "tools/call", {"name": tool})
+            assert "result" in answer and not answer["result"].get("isError"), answer
+        while not pins.pending():
+            await running.gateway.pool.state_changed.wait()
+    (pending,) = pins.pending()
+    assert pending["public"] == uri and pending["classes"] == ["files_changed"], pending
+    listed = await modern_call(running, 3, "skills/list", {})
+    [entry] = [s for s in listed["result"]["skills"] if s["uri"] == uri] or [None]
+    while entry is None:  # one skill per page
+        listed = await modern_call(
+            running, 4, "skills/list", {"cursor": listed["result"]["nextCursor"]}
+        )
+        [entry] = [s for s in listed["result"]["skills"] if s["uri"] == uri] or [None]
+    assert _branches_digest(entry) == pinned
+    got = await get(5)
+    if mode == "block":
+        assert got["error"]["code"] == -32602, got
+        assert got["error"]["data"]["reason"] == "awaiting_approval", got
+    else:
+        assert _branches_digest(got["result"]["skill"]) == pinned, got
+    record = pins.find(uri)
+    assert record is not None
+    await pins.decide([record], approved=True, by="test")
+    assert _branches_digest((await get(6))["result"]["skill"]) != pinned
     nursery.cancel_scope.cancel()

@@ -6,7 +6,9 @@
 // `set` picks the skills served: "a" (default) or "b" (other skills, one of
 // them of the same name as a's, as a second backend would have). The tool
 // `add_skill` adds the skill `added` and reloads the catalog, which
-// announces the change with notifications/resources/list_changed.
+// announces the change with notifications/resources/list_changed; the tool
+// `change_skill` rewrites a file of `git-workflow` (its digest changes) and
+// reloads the same way.
 import { McpServer } from '@modelcontextprotocol/server';
 import { SkillsExtension, memorySkillFiles } from '@modelcontextprotocol/server/ext/skills';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
@@ -46,6 +48,11 @@ serveStdio(() => {
   skills.attach(server);
   server.registerTool('add_skill', { description: 'Add the skill "added"' }, async () => {
     files['added/SKILL.md'] = '---\nname: added\ndescription: Added at run time\n---\n\nNew.\n';
+    const changes = await skills.reload();
+    return { content: [{ type: 'text', text: JSON.stringify(changes) }] };
+  });
+  server.registerTool('change_skill', { description: 'Rewrite a file of git-workflow' }, async () => {
+    files['git-workflow/references/BRANCHES.md'] = '# Branches\n\nanything goes\n';
     const changes = await skills.reload();
     return { content: [{ type: 'text', text: JSON.stringify(changes) }] };
   });

@@ -38,7 +38,7 @@ def test_hold_shows_the_pinned_fields_and_keeps_the_backends_others() -> None:
     assert shown == {"name": "add", "description": "Adds.", "_meta": {"v": 2}}
     assert verdict.held == 1 and len(verdict.drifted) == 1
     assert verdict.refused == frozenset()
-    assert verdict.shown_pinned == frozenset({("tool", "add")})  # calls fit the pin (router)
+    assert verdict.withheld == frozenset({("tool", "add")})  # calls fit the pin (router)
 
 
 def test_block_shows_the_pin_and_names_the_refused_item() -> None:
@@ -55,7 +55,7 @@ def test_warn_shows_the_change_and_records_it() -> None:
     verdict = judge_listing(PinMode.WARN, "b", {"tool": (ADD_PULLED,)}, records, now=1)
     assert verdict.items["tool"] == (ADD_PULLED,)
     assert len(verdict.drifted) == 1 and verdict.held == 0
-    assert verdict.shown_pinned == frozenset()
+    assert verdict.withheld == frozenset()
 
 
 def test_a_new_item_under_hold_new_is_hidden() -> None:

@@ -188,7 +188,7 @@ class FakePool:
         """No pins in the router's tests."""
         return False
 
-    def pin_shown(self, backend: str, kind: Kind, name: str) -> bool:
+    def pin_withheld(self, backend: str, kind: Kind, name: str) -> bool:
         """No pins in the router's tests."""
         return False
 
