@@ -339,8 +339,8 @@ def _answer(response: httpx.Response) -> dict[str, Any]:
 async def test_a_2026_07_28_request_gets_32021_naming_url_elicitation_with_the_link(
     nursery: trio.Nursery, tmp_path: Path
 ) -> None:
-    """spec: -32021 names the missing capability; gateway choice: its data carries the link
-    (input_required with a URL request is not built), and after sign-in the retry works."""
+    """spec: -32021 names the missing capability (the request declared no URL elicitation);
+    gateway choice: its data carries the link, and after sign-in the retry works."""
     from tests.frontend.test_modern_http import modern, send
     from tests.frontend.test_streamable_http import http_client
 
@@ -407,3 +407,71 @@ async def test_a_due_token_is_refreshed_at_the_authorization_server_for_the_same
     (first_sub, first), (second_sub, second) = setup.carried()
     assert first_sub == second_sub == "alice@tracker"
     assert first != second
+
+
+def _declaring_url(msg_id: int, **extra: Any) -> dict[str, Any]:
+    """A 2026-07-28 call of the tracker's tool whose request declares URL elicitation."""
+    from tests.frontend.test_modern_http import modern
+
+    caps = {"elicitation": {"url": {}}}
+    return modern(
+        msg_id,
+        "tools/call",
+        {"name": TOOL, "arguments": {}, **extra},
+        **{"io.modelcontextprotocol/clientCapabilities": caps},
+    )
+
+
+async def test_a_2026_07_28_request_declaring_url_elicitation_gets_input_required_with_the_link(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """spec: mrtr.mdx, a URL request in input_required for a request that declared
+    elicitation.url; gateway choice: the retry that accepts, after the sign-in, carries
+    that person's token, and nothing reached the backend before it."""
+    from tests.frontend.test_modern_http import send
+    from tests.frontend.test_streamable_http import http_client
+
+    async with _setup(nursery, tmp_path) as setup, http_client(setup.running) as client:
+        client.headers["authorization"] = f"Bearer {TOKENS['alice']}"
+        first = _answer(await send(client, _declaring_url(1)))["result"]
+        assert first["resultType"] == "input_required"
+        ((key, entry),) = first["inputRequests"].items()
+        assert entry["method"] == "elicitation/create"
+        assert entry["params"]["mode"] == "url"
+        assert "elicitationId" not in entry["params"]  # 2026-07-28 has none
+        url = entry["params"]["url"]
+        assert url.startswith(setup.running.base_url + "/oauth/start/")
+        assert setup.carried() == []
+        page = await _sign_in(url, "alice@tracker")
+        assert isinstance(page, httpx.Response) and page.status_code == 200
+        retry = _declaring_url(
+            2, inputResponses={key: {"action": "accept"}}, requestState=first["requestState"]
+        )
+        answered = _answer(await send(client, retry))
+        assert "result" in answered, answered
+        assert answered["result"]["content"][0]["text"] == "acting for alice@tracker"
+        assert [sub for sub, _ in setup.carried()] == ["alice@tracker"]
+        # Signed in once: the next call goes straight through.
+        again = _answer(await send(client, _declaring_url(3)))["result"]
+        assert again["content"][0]["text"] == "acting for alice@tracker"
+
+
+async def test_a_2026_07_28_retry_declining_the_sign_in_fails_naming_the_backend(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """spec: a URL elicitation may be declined; gateway choice: the retry fails with -32603
+    and data.reason consent_declined, and nothing reaches the backend."""
+    from tests.frontend.test_modern_http import send
+    from tests.frontend.test_streamable_http import http_client
+
+    async with _setup(nursery, tmp_path) as setup, http_client(setup.running) as client:
+        client.headers["authorization"] = f"Bearer {TOKENS['alice']}"
+        first = _answer(await send(client, _declaring_url(1)))["result"]
+        ((key, _),) = first["inputRequests"].items()
+        retry = _declaring_url(
+            2, inputResponses={key: {"action": "decline"}}, requestState=first["requestState"]
+        )
+        error = _answer(await send(client, retry))["error"]
+        assert error["code"] == -32603
+        assert error["data"] == {"reason": "consent_declined", "backend": "tracker"}
+        assert setup.carried() == []
