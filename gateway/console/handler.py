@@ -46,6 +46,7 @@ from gateway.frontend import http_util as h
 from gateway.frontend.rate_limits import RateLimiter
 from gateway.identity.authenticator import InsufficientScope, Unauthenticated
 from gateway.identity.policy import is_admin
+from gateway.store.api import StoreUnavailable
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -98,6 +99,8 @@ class ConsoleParts:
         can_reload: whether there is a file to reload (the button shows).
         stopping: set when the gateway starts to stop (live streams end).
         pins: the pin guard, for the pins page (``console.pins``).
+        consents: how many principals have consented, by ``user_consent``
+            backend (``ConsentTokens.counts``); None without such backends.
     """
 
     pool: Pool
@@ -112,6 +115,7 @@ class ConsoleParts:
     can_reload: Callable[[], bool]
     stopping: Callable[[], trio.Event]
     pins: Callable[[], PinGuard | None] = lambda: None
+    consents: Callable[[], Awaitable[dict[str, int]]] | None = None
 
 
 class ConsoleApp:
@@ -265,10 +269,18 @@ class ConsoleApp:
         now = trio.current_time()
         parts = self.parts
         rows = views.backend_rows(parts.pool.backends.values(), parts.activity, now)
+        consents: dict[str, int] | None = None
+        if parts.consents is not None:
+            try:
+                consents = await parts.consents()
+            except StoreUnavailable:
+                consents = None  # the page still shows; the column says unknown
         body = self.renderer.page(
             "overview.html",
             **self._common(identity, "overview"),
             backends=rows,
+            consents=consents,
+            consent_column=parts.consents is not None,
             groups=views.session_summary(parts.clients),
             cache=views.cache_rows(parts.router.cache),
             sessions=len(views.session_rows(parts.clients, now)),

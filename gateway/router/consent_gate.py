@@ -15,9 +15,16 @@ Rules:
    goes on, with the person's own token. A decline or cancel fails the call
    naming the backend. A handshake-era host without URL elicitation gets
    -32042 (URLElicitationRequired) with the link in
-   ``data.elicitations``; a 2026-07-28 request gets -32021 naming
-   ``elicitation.url``, the link in ``data`` (its ``input_required`` with a
-   URL request is not built yet). Either may retry once the person signed in.
+   ``data.elicitations``. A 2026-07-28 request that declared
+   ``elicitation.url`` and may carry ``input_required`` (a held call:
+   ``tools/call``, ``prompts/get``, ``resources/read``) is answered
+   ``input_required`` with the URL request (``ModernRequest.ask``, the
+   held call's round); its retry with ``accept`` goes on once the sign-in
+   stored the token, like the handshake-era host's, without
+   ``notifications/elicitation/complete`` (2026-07-28 has no
+   ``elicitationId``). Any other 2026-07-28 request gets -32021 naming
+   ``elicitation.url``, the link in ``data``. Either may retry once the
+   person signed in.
 3. **Bounded.** A host has ``consent.login_timeout`` for the whole sign-in
    (-32001 after it), and the waiting call holds nothing else.
 4. The link is the only secret here; the principal's token never reaches
@@ -111,7 +118,8 @@ class ConsentRequired(LocalProtocolError):
 
 
 def declares_url_elicitation(capabilities: dict[str, Any]) -> bool:
-    """Whether a host's ``initialize`` declared URL-mode elicitation (2025-11-25)."""
+    """Whether a host declared URL-mode elicitation (at ``initialize``, or in a 2026-07-28
+    request's capabilities: the same shape)."""
     elicitation = capabilities.get("elicitation")
     return isinstance(elicitation, dict) and isinstance(elicitation.get("url"), dict)
 
@@ -131,7 +139,8 @@ class ConsentGate:
 
         Raises:
             ConsentRequired: -32042, the host cannot be asked in the session.
-            MissingClientCapability: -32021 for a 2026-07-28 request.
+            MissingClientCapability: -32021 for a 2026-07-28 request that cannot
+                be answered ``input_required`` with the URL request.
             LocalProtocolError: declined or cancelled (-32603), or not done in
                 ``consent.login_timeout`` (-32001).
             RemoteProtocolError: the host answered the elicitation with an error.
@@ -153,7 +162,10 @@ class ConsentGate:
             "sign in to it to let the gateway use it for you."
         )
         client = call.client
-        if isinstance(client, ModernRequest):
+        modern = isinstance(client, ModernRequest)
+        if isinstance(client, ModernRequest) and (
+            client.held is None or not declares_url_elicitation(client.capabilities)
+        ):
             error = MissingClientCapability({"elicitation": {"url": {}}})
             error.data = {
                 **error.data,
@@ -162,7 +174,7 @@ class ConsentGate:
                 "message": message,
             }
             raise error
-        if not declares_url_elicitation(client.capabilities):
+        if not modern and not declares_url_elicitation(client.capabilities):
             raise ConsentRequired(backend, url, elicitation_id, message)
         desk.expect(elicitation_id)
         try:
@@ -173,9 +185,13 @@ class ConsentGate:
                     "url": url,
                     "elicitationId": elicitation_id,
                 }
-                answer = mcp.decode_object(
-                    await client.request("elicitation/create", mcp.encode(params), call.emit)
-                )
+                if isinstance(client, ModernRequest):  # the held call's input_required round
+                    asked = await client.ask(backend, "elicitation/create", mcp.encode(params))
+                else:
+                    asked = await client.request(
+                        "elicitation/create", mcp.encode(params), call.emit
+                    )
+                answer = mcp.decode_object(asked)
                 action = answer.get("action") if answer is not None else None
                 if action != "accept":
                     raise LocalProtocolError(
@@ -193,6 +209,8 @@ class ConsentGate:
                 f"{desk.login_timeout:g} s (consent.login_timeout)",
                 REQUEST_TIMEOUT_CODE,
             )
+        if modern:
+            return  # 2026-07-28 has no elicitationId to complete
         done = jsonrpc.encode_notification(
             "notifications/elicitation/complete", mcp.encode({"elicitationId": elicitation_id})
         )

@@ -103,6 +103,10 @@ class HeldCallView(Protocol):
         """Bridge a backend's own request to the host as ``input_required``."""
         ...
 
+    def when_done(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the held call ended (at once if it has)."""
+        ...
+
 
 @dataclass(eq=False)
 class ModernRequest:

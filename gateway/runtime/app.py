@@ -54,7 +54,7 @@ from gateway.store.opening import open_store
 from gateway.telemetry.metrics import Metrics, StoreSample
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Iterable
+    from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
     from prometheus_client import CollectorRegistry
 
@@ -507,8 +507,17 @@ def _console(
         can_reload=lambda: gateway().config_path is not None,
         stopping=lambda: gateway().stopping,
         pins=lambda: gateway().pins,
+        consents=_consent_counts(pool),
     )
     return ConsoleApp(config.admin.path, parts, store=store)
+
+
+def _consent_counts(pool: Pool) -> Callable[[], Awaitable[dict[str, int]]] | None:
+    """The console's consent counts (``ConsentTokens.counts``); None without the flow."""
+    from gateway.backends.credentials.consent_tokens import ConsentTokens
+
+    personal = pool.personal
+    return personal.counts if isinstance(personal, ConsentTokens) else None
 
 
 async def _watch_loop_lag(metrics: Metrics) -> None:

@@ -31,6 +31,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import McpError
 from mcp.types import ElicitRequestURLParams, ElicitResult, TextContent
 
+from gateway.backends.credentials.consent_tokens import ConsentTokens
 from gateway.consent.vault import generate_key
 from tests.harness import Running, gateway_config, start_gateway
 from tests.servers.paths import SERVERS_DIR
@@ -41,6 +42,7 @@ BACKEND: Final = SERVERS_DIR / "consent_backend.py"
 STARTUP_TIMEOUT: Final = 20.0
 TOKENS: Final = {"alice": "tok-alice", "bob": "tok-bob"}
 TOOL: Final = "tracker__whoami"
+ADMIN: Final = "tok-admin"
 
 
 @asynccontextmanager
@@ -107,8 +109,11 @@ async def _run(
 
 
 @asynccontextmanager
-async def _setup(nursery: trio.Nursery, tmp_path: Path, **auth: Any) -> AsyncIterator[Setup]:
-    """Authorization server, backend and gateway, wired for ``user_consent``."""
+async def _setup(
+    nursery: trio.Nursery, tmp_path: Path, *, console: bool = False, **auth: Any
+) -> AsyncIterator[Setup]:
+    """Authorization server, backend and gateway, wired for ``user_consent``; with
+    ``console``, the operator console too (admin token ``ADMIN``)."""
     gateway_port, idp_port, backend_port = free_port(), free_port(), free_port()
     redirect_uri = f"http://127.0.0.1:{gateway_port}/oauth/callback"
     backend_url = f"http://127.0.0.1:{backend_port}/mcp"
@@ -139,6 +144,7 @@ async def _setup(nursery: trio.Nursery, tmp_path: Path, **auth: Any) -> AsyncIte
                 auth={"tokens": TOKENS},
                 consent={"vault_key_file": str(keys)},
                 store={"path": str(tmp_path / "state.sqlite")},
+                **({"admin": {"enabled": True, "tokens": [ADMIN]}} if console else {}),
             )
             running, scope = await nursery.start(_run, config)
             try:
@@ -339,8 +345,8 @@ def _answer(response: httpx.Response) -> dict[str, Any]:
 async def test_a_2026_07_28_request_gets_32021_naming_url_elicitation_with_the_link(
     nursery: trio.Nursery, tmp_path: Path
 ) -> None:
-    """spec: -32021 names the missing capability; gateway choice: its data carries the link
-    (input_required with a URL request is not built), and after sign-in the retry works."""
+    """spec: -32021 names the missing capability (the request declared no URL elicitation);
+    gateway choice: its data carries the link, and after sign-in the retry works."""
     from tests.frontend.test_modern_http import modern, send
     from tests.frontend.test_streamable_http import http_client
 
@@ -407,3 +413,101 @@ async def test_a_due_token_is_refreshed_at_the_authorization_server_for_the_same
     (first_sub, first), (second_sub, second) = setup.carried()
     assert first_sub == second_sub == "alice@tracker"
     assert first != second
+
+
+def _declaring_url(msg_id: int, **extra: Any) -> dict[str, Any]:
+    """A 2026-07-28 call of the tracker's tool whose request declares URL elicitation."""
+    from tests.frontend.test_modern_http import modern
+
+    caps: dict[str, Any] = {"elicitation": {"url": {}}}
+    return modern(
+        msg_id,
+        "tools/call",
+        {"name": TOOL, "arguments": {}, **extra},
+        **{"io.modelcontextprotocol/clientCapabilities": caps},
+    )
+
+
+async def test_a_2026_07_28_request_declaring_url_elicitation_gets_input_required_with_the_link(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """spec: mrtr.mdx, a URL request in input_required for a request that declared
+    elicitation.url; gateway choice: the retry that accepts, after the sign-in, carries
+    that person's token, and nothing reached the backend before it."""
+    from tests.frontend.test_modern_http import send
+    from tests.frontend.test_streamable_http import http_client
+
+    async with _setup(nursery, tmp_path) as setup, http_client(setup.running) as client:
+        client.headers["authorization"] = f"Bearer {TOKENS['alice']}"
+        first = _answer(await send(client, _declaring_url(1)))["result"]
+        assert first["resultType"] == "input_required"
+        ((key, entry),) = first["inputRequests"].items()
+        assert entry["method"] == "elicitation/create"
+        assert entry["params"]["mode"] == "url"
+        assert "elicitationId" not in entry["params"]  # 2026-07-28 has none
+        url = entry["params"]["url"]
+        assert url.startswith(setup.running.base_url + "/oauth/start/")
+        assert setup.carried() == []
+        page = await _sign_in(url, "alice@tracker")
+        assert isinstance(page, httpx.Response) and page.status_code == 200
+        retry = _declaring_url(
+            2, inputResponses={key: {"action": "accept"}}, requestState=first["requestState"]
+        )
+        answered = _answer(await send(client, retry))
+        assert "result" in answered, answered
+        assert answered["result"]["content"][0]["text"] == "acting for alice@tracker"
+        assert [sub for sub, _ in setup.carried()] == ["alice@tracker"]
+        # Signed in once: the next call goes straight through.
+        again = _answer(await send(client, _declaring_url(3)))["result"]
+        assert again["content"][0]["text"] == "acting for alice@tracker"
+
+
+async def test_a_2026_07_28_retry_declining_the_sign_in_fails_naming_the_backend(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """spec: a URL elicitation may be declined; gateway choice: the retry fails with -32603
+    and data.reason consent_declined, and nothing reaches the backend."""
+    from tests.frontend.test_modern_http import send
+    from tests.frontend.test_streamable_http import http_client
+
+    async with _setup(nursery, tmp_path) as setup, http_client(setup.running) as client:
+        client.headers["authorization"] = f"Bearer {TOKENS['alice']}"
+        first = _answer(await send(client, _declaring_url(1)))["result"]
+        ((key, _),) = first["inputRequests"].items()
+        retry = _declaring_url(
+            2, inputResponses={key: {"action": "decline"}}, requestState=first["requestState"]
+        )
+        error = _answer(await send(client, retry))["error"]
+        assert error["code"] == -32603
+        assert error["data"] == {"reason": "consent_declined", "backend": "tracker"}
+        assert setup.carried() == []
+
+
+async def _console_consents(setup: Setup) -> str:
+    """The tracker's cell of the console overview's consent column."""
+    async with httpx.AsyncClient() as browser:
+        page = await browser.get(
+            setup.running.base_url + "/admin/", headers={"authorization": f"Bearer {ADMIN}"}
+        )
+    assert page.status_code == 200, page.text
+    found = re.search(r'<td class="num" data-consents="tracker">([^<]*)</td>', page.text)
+    assert found is not None, "no consent column for the tracker"
+    return found.group(1)
+
+
+async def test_the_console_counts_the_principals_who_consented_per_backend(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """gateway choice: the overview shows how many principals hold a token at each
+    user_consent backend; a revoked consent no longer counts."""
+    async with _setup(nursery, tmp_path, console=True) as setup:
+        assert await _console_consents(setup) == "0"
+        for principal in ("alice", "bob"):
+            async with _host(setup, principal) as (session, _, _):
+                page = await _sign_in(await _required_link(session), f"{principal}@tracker")
+                assert isinstance(page, httpx.Response) and page.status_code == 200
+        assert await _console_consents(setup) == "2"
+        consent = setup.running.gateway.pool.personal
+        assert isinstance(consent, ConsentTokens)
+        assert await consent.revoke("token:bob", "tracker")
+        assert await _console_consents(setup) == "1"

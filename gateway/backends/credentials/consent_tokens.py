@@ -330,6 +330,18 @@ class ConsentTokens:
             found.append((*names, tokens))
         return found
 
+    async def counts(self) -> dict[str, int]:
+        """How many principals hold tokens that open, by ``user_consent`` backend (0 for none).
+
+        Raises:
+            StoreUnavailable: the store did not answer.
+        """
+        found = dict.fromkeys(self._backends(), 0)
+        for _principal, backend, tokens in await self.list():
+            if tokens is not None and backend in found:
+                found[backend] += 1
+        return found
+
     async def revoke(self, principal: str, backend: str) -> bool:
         """Forget ``principal``'s tokens at ``backend``; whether there were any."""
         return await self._store.delete(token_key(principal, backend))

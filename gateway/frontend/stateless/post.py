@@ -28,7 +28,7 @@ leg of issue 14, step 5, mints them for modern backends).
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, Final
 
 import structlog
@@ -165,8 +165,10 @@ async def serve_modern(
     cursors and ``requestState`` are made for, and checked against, it;
     ``caller`` is that principal itself, for the access policy.
     ``callers`` (``ClientRegistry.modern_caller``) names that principal as
-    the caller of the request's backend sessions while it runs, so a
-    ``token_exchange`` backend exchanges that caller's token.
+    the caller of the request's backend sessions while it runs (a held
+    call: until it ended, over its rounds), so a ``token_exchange``
+    backend exchanges that caller's token and a ``user_consent`` one uses
+    that principal's.
 
     ``subscriptions/listen`` goes to ``frontend.listen`` when ``listeners`` is given.
 
@@ -209,9 +211,19 @@ async def serve_modern(
             envelope=envelope, emit=emit, profile=profile, principal=principal, caller=caller
         )
         reply = b""
-        naming = callers(modern.session_id, principal) if callers is not None else nullcontext()
-        with naming:
+        naming = ExitStack()
+        if callers is not None:
+            naming.enter_context(callers(modern.session_id, principal))
+        try:
             reply = await _route(modern)
+        finally:
+            held = modern.held
+            if held is not None and held.awaiting_retry:
+                # The call goes on in later rounds (a backend session it opens
+                # then, e.g. after a sign-in, is still this caller's).
+                held.when_done(naming.close)
+            else:
+                naming.close()
         return finish(router, request, params, reply)
 
     async def _route(modern: ModernRequest) -> bytes:

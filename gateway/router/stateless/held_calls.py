@@ -181,6 +181,8 @@ class HeldCall:
         self._timed_out_reply = False
         self._emit: Emit | None = request.emit
         self.expiry = trio.CancelScope()
+        # What runs once the call ended (``when_done``); None: it has ended.
+        self._on_done: list[Callable[[], None]] | None = []
         request.emit = self.relay
         request.held = self
 
@@ -252,6 +254,17 @@ class HeldCall:
             finally:
                 if self.machine.state is HeldState.ENDED_UNCOLLECTED:
                     self._feed(self.machine.feed(HeldEvent.EXPIRED))
+                callbacks, self._on_done = self._on_done or [], None
+                for callback in callbacks:
+                    callback()
+
+    def when_done(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the call ended (at once if it has): what the
+        first round's caller left in place for the later rounds is undone then."""
+        if self._on_done is None:
+            callback()
+        else:
+            self._on_done.append(callback)
 
     def _ended(self, expired: bool, timed_out: bool) -> LocalProtocolError:
         """What a question still open when the call ended is answered with (rule 5)."""
