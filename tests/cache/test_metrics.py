@@ -72,6 +72,8 @@ def test_the_console_overview_shows_the_hit_ratio_per_backend() -> None:
             groups=[],
             sessions=0,
             can_reload=False,
+            consent_column=False,
+            consents=None,
             cache=rows,
         )
         .decode()
@@ -86,6 +88,8 @@ def test_the_console_overview_shows_the_hit_ratio_per_backend() -> None:
             groups=[],
             sessions=0,
             can_reload=False,
+            consent_column=False,
+            consents=None,
             cache=None,
         )
         .decode()

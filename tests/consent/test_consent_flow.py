@@ -17,6 +17,7 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -48,10 +49,13 @@ ADMIN: Final = "tok-admin"
 @asynccontextmanager
 async def _authorization_server(port: int, resource: str, redirect_uri: str) -> AsyncIterator[str]:
     """Run oidc-provider until the block ends; yields its issuer."""
+    # Its stderr is kept, so a start that fails (a port taken meanwhile by
+    # another test worker) says why instead of only that it did.
+    errors = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
     process = await trio.lowlevel.open_process(
         ["node", str(SCRIPT), str(port), resource, redirect_uri],
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=errors,
     )
     try:
         assert process.stdout is not None
@@ -59,7 +63,10 @@ async def _authorization_server(port: int, resource: str, redirect_uri: str) -> 
         with trio.fail_after(STARTUP_TIMEOUT):
             while b"\n" not in buffer:
                 chunk = await process.stdout.receive_some()
-                assert chunk, "consent_server.mjs exited before it was ready"
+                if not chunk:
+                    errors.seek(0)
+                    said = errors.read()[-2000:].decode(errors="replace")
+                    raise AssertionError(f"consent_server.mjs exited before it was ready: {said}")
                 buffer += chunk
         issuer: str = json.loads(buffer.split(b"\n", 1)[0])["issuer"]
         yield issuer
@@ -71,6 +78,7 @@ async def _authorization_server(port: int, resource: str, redirect_uri: str) -> 
             if process.returncode is None:
                 process.kill()
                 await process.wait()
+        errors.close()
 
 
 class Setup:
