@@ -4,6 +4,12 @@ Everything the gateway runs lives under the nursery of ``serve``: the
 backends (inside the pool), the services (each owning its nursery), and the
 HTTP engine. Leaving it stops all of them, backends last, so that no child
 process outlives the gateway.
+
+Past 450 lines and still one idea: composing one gateway from its config.
+The small builders beside ``open_gateway`` (``pin_settings``,
+``read_baseline``, ``guardrails_of``, ``consent_flow``, ...) each turn one
+config section into the part the pool, router or console takes, and exist
+for this wiring alone; the logic they configure lives in its own room.
 """
 
 from __future__ import annotations

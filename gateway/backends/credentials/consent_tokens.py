@@ -28,6 +28,10 @@ Rules:
    :class:`~gateway.consent.oauth.ConsentSetupError` and is retried on the
    next link.
 5. Nothing here logs a token, a code or a verifier.
+
+Past 450 lines and still one idea: one person's token at one backend, from
+the sign-in link to the last refresh; the pure record rules are in
+:mod:`gateway.consent.records`, the messages in :mod:`gateway.consent.oauth`.
 """
 
 from __future__ import annotations

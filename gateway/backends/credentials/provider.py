@@ -26,6 +26,10 @@ Rules:
    after a reload, which drops the cached tokens with the backend).
 5. Nothing here logs or raises a token or a secret: errors name the token
    endpoint's status and OAuth ``error`` only.
+
+Past 450 lines and still one idea: a backend's credential, from its config
+to the header on each request, for every kind of ``auth``; the grants'
+messages are sans-IO in ``grants``, a person's consent in ``consent_tokens``.
 """
 
 from __future__ import annotations
