@@ -55,19 +55,22 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
         refused: ``(kind, name)`` of items whose calls are refused.
         changed: records to store (new pins, new pending changes).
         drifted: the records among ``changed`` that carry a new change.
-        held: how many items show their pin instead of the backend's
-            definition, or are hidden, for the gauge.
-        withheld: ``(kind, name)`` of those items: what a host is sent of
-            them outside the listing (a skill's ``skills/get``) must come
-            from the pin too.
+        withheld: ``(kind, name)`` of the items that show their pin instead
+            of the backend's definition, or are hidden: what a host is sent
+            of them outside the listing (a skill's ``skills/get``, a held
+            tool's call) must come from the pin too.
     """
 
     items: dict[str, tuple[dict[str, Any], ...]]
     refused: frozenset[tuple[str, str]]
     changed: list[PinRecord]
     drifted: list[PinRecord]
-    held: int
     withheld: frozenset[tuple[str, str]] = frozenset()
+
+    @property
+    def held(self) -> int:
+        """How many items are withheld, for the gauge."""
+        return len(self.withheld)
 
 
 def shown_item(item: dict[str, Any], kind: PinKind, definition: dict[str, Any]) -> dict[str, Any]:
@@ -136,6 +139,5 @@ def judge_listing(
         refused=frozenset(refused),
         changed=changed,
         drifted=drifted,
-        held=len(withheld),
         withheld=frozenset(withheld),
     )
