@@ -9,9 +9,12 @@ the caller already holds) for results of 1 and 10 MiB of prose in one text
 block, through ``secrets`` (redact), ``size`` and ``markers``:
 
 - **clean**: nothing to change (the common case): decode + the filters'
-  reading only, so close to one copy;
+  reading only (``size`` measures the encoding a bounded slice at a time),
+  so close to one copy;
 - **one secret**: an AWS key pair near the end, redacted: decode, the one
-  changed string, and the new encoding.
+  changed string (built in place, a bounded slice at a time), then, with
+  the decoded original let go, the new encoding (msgspec's buffer grows to
+  about 1.5 times the result while it writes).
 
 The figure is the peak ÷ the result's size; the target is under 3 (never
 three copies of a result alive at once). A ratio, not a time: it does not
@@ -28,7 +31,7 @@ from typing import Any, Final
 import msgspec
 
 from gateway.config.schema_filters import FilterConfig
-from gateway.guardrails.filters import Modify, Subject, run_chain
+from gateway.guardrails.filters import Decision, Modify, Subject, run_chain
 from gateway.protocol import mcp
 
 MIB: Final = 1024 * 1024
@@ -56,14 +59,19 @@ def _result(size: int, secret: bool) -> bytes:
     return msgspec.json.encode({"content": [{"type": "text", "text": text}]})
 
 
-def _inspect(raw: bytes, filters: list[FilterConfig]) -> bytes:
-    """What the router's result point does (``router.filtering.filter_result``)."""
+def _decide(raw: bytes, filters: list[FilterConfig]) -> Decision:
+    """The chain's decision; the decoded original goes with this frame (as in the router)."""
     body = mcp.decode_object(msgspec.Raw(raw))
     assert body is not None
-    subject = Subject(point="results", item="web__fetch", payload=body)
-    decision, _each = run_chain(filters, subject)
+    decision, _each = run_chain(filters, Subject(point="results", item="web__fetch", payload=body))
+    return decision
+
+
+def _inspect(raw: bytes, filters: list[FilterConfig]) -> msgspec.Raw | bytes:
+    """What the router's result point does (``router.filtering.filter_result``)."""
+    decision = _decide(raw, filters)
     if isinstance(decision, Modify):
-        return bytes(mcp.encode(decision.payload))
+        return mcp.encode(decision.payload)
     return raw
 
 

@@ -55,11 +55,14 @@ __all__ = [
     "Modify",
     "Subject",
     "builtin_decision",
+    "encoded_size",
     "filter_name",
     "run_chain",
 ]
 
 _ENCODER: Final = msgspec.json.Encoder()
+#: Characters of a string :func:`encoded_size` encodes at a time.
+_SIZE_SLICE: Final = 64 * 1024
 
 
 class Allow(msgspec.Struct, frozen=True):
@@ -160,6 +163,44 @@ def _strings(value: Any) -> list[str]:
     return found
 
 
+def _string_size(text: str) -> int:
+    if len(text) <= _SIZE_SLICE:
+        return len(_ENCODER.encode(text))
+    # A slice at a time: escapes belong to one character, so the slices'
+    # sizes (less their quotes) add up to the whole's.
+    return 2 + sum(
+        len(_ENCODER.encode(text[at : at + _SIZE_SLICE])) - 2
+        for at in range(0, len(text), _SIZE_SLICE)
+    )
+
+
+def encoded_size(value: Any) -> int:
+    """The bytes ``value`` takes as JSON, without encoding all of it at once.
+
+    A large string is measured a bounded slice at a time, so a 10 MiB
+    result is sized without a 10 MiB copy beside it (``size`` filter;
+    docs/performance.md, guardrails memory). Equal to
+    ``len(msgspec.json.encode(value))`` for decoded JSON.
+    """
+    total = 0
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            total += _string_size(node)
+        elif isinstance(node, dict):
+            # braces, a colon per member, a comma between members
+            total += 2 + len(node) + max(0, len(node) - 1)
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            total += 2 + max(0, len(node) - 1)
+            stack.extend(node)
+        else:
+            total += len(_ENCODER.encode(node))
+    return total
+
+
 def _secrets(config: SecretsFilter, name: str, subject: Subject) -> Decision:
     kinds: set[str] = set()
 
@@ -181,12 +222,12 @@ def _secrets(config: SecretsFilter, name: str, subject: Subject) -> Decision:
 
 def _size(config: SizeFilter, name: str, subject: Subject) -> Decision:
     if subject.point == "requests":
-        size = len(_ENCODER.encode(subject.payload.get("arguments") or {}))
+        size = encoded_size(subject.payload.get("arguments") or {})
         if size > config.max_bytes:
             return Deny(name, f"arguments are {size} bytes, over {config.max_bytes}")
         return Allow()
     if subject.point != "results":
-        size = len(_ENCODER.encode(subject.payload))
+        size = encoded_size(subject.payload)
         if size > config.max_bytes:
             return Deny(name, f"{size} bytes, over {config.max_bytes}")
         return Allow()
@@ -195,13 +236,13 @@ def _size(config: SizeFilter, name: str, subject: Subject) -> Decision:
 
 def _truncate(budget: int, name: str, result: dict[str, Any]) -> Decision:
     """A result over ``budget`` bytes keeps its first blocks up to it, and says so."""
-    total = len(_ENCODER.encode(result))
+    total = encoded_size(result)
     if total <= budget:
         return Allow()
     kept: list[Any] = []
     used = 0
     for block in result.get("content") or []:
-        size = len(_ENCODER.encode(block))
+        size = encoded_size(block)
         if used + size <= budget:
             kept.append(block)
             used += size
@@ -209,7 +250,8 @@ def _truncate(budget: int, name: str, result: dict[str, Any]) -> Decision:
         if isinstance(block, dict) and block.get("type") == "text":
             room = max(0, budget - used)
             text = str(block.get("text", ""))
-            cut = text.encode()[:room].decode("utf-8", "ignore")
+            # at most ``room`` characters are at least ``room`` bytes
+            cut = text[:room].encode()[:room].decode("utf-8", "ignore")
             if cut:
                 kept.append({**block, "text": cut})
         break

@@ -138,6 +138,9 @@ async def filter_result(
     decision = await guard.check(
         steps, _subject("results", call.client, backend.name, public, body)
     )
+    # The decoded original is not needed past the chain: let it go before
+    # the new encoding, so a large result never has three copies alive.
+    del body
     if isinstance(decision, Modify):
         return mcp.encode(decision.payload)
     if isinstance(decision, Deny):

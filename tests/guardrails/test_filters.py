@@ -17,7 +17,7 @@ from gateway.config.schema_filters import (
     SecretsFilter,
     SizeFilter,
 )
-from gateway.guardrails.filters import Allow, Deny, Modify, Subject, run_chain
+from gateway.guardrails.filters import Allow, Deny, Modify, Subject, encoded_size, run_chain
 
 TOKEN = "ghp_1234567890abcdefghijklmnopqrstuvwxyz"
 SCHEMA = {
@@ -186,6 +186,25 @@ def test_a_truncated_result_says_so_and_fits() -> None:
     assert isinstance(decision, Modify)
     last = decision.payload["content"][-1]["text"]
     assert last.startswith("[truncated by cap: the result was")
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_JSON)
+def test_a_measured_size_is_the_encodings_length(value: Any) -> None:
+    """Size: a payload's measured size is exactly its JSON encoding's length."""
+    assert encoded_size(value) == len(msgspec.json.encode(value))
+
+
+def test_a_long_string_is_measured_by_slices_exactly() -> None:
+    """Size: a string longer than one slice, escapes on its borders, measures as encoded."""
+    text = ('a"\\n\x01é' * 40_000) + "\u2028"
+    assert encoded_size({"text": text}) == len(msgspec.json.encode({"text": text}))
 
 
 def test_the_chain_feeds_a_change_on_and_stops_at_the_first_denial() -> None:

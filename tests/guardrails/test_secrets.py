@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import tracemalloc
 
-from gateway.guardrails.secrets import find_secrets, redact
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gateway.guardrails.secrets import SecretSpan, find_secrets, redact, splice
 
 PEM = (
     "config follows\n"
@@ -41,3 +45,44 @@ def test_a_pem_block_without_its_end_is_redacted_to_the_end() -> None:
     """Rule 2: a truncated key is still key material."""
     text = "x\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA"
     assert redact(text, find_secrets(text)) == "x\n[redacted: Private Key]"
+
+
+@given(
+    st.text(max_size=300),
+    st.lists(st.tuples(st.integers(0, 300), st.integers(0, 20), st.text(max_size=5)), max_size=6),
+)
+def test_splice_puts_each_replacement_in_place_of_its_span(
+    text: str, raw: list[tuple[int, int, str]]
+) -> None:
+    """gateway choice: spliced text is the text with every span replaced, the rest kept."""
+    spans: list[tuple[int, int, str]] = []
+    cursor = 0
+    for start, length, new in sorted(raw):
+        lo = max(start, cursor)
+        hi = min(lo + length, len(text))
+        if lo > len(text):
+            break
+        spans.append((lo, hi, new))
+        cursor = hi
+    expected = ""
+    cursor = 0
+    for lo, hi, new in spans:
+        expected += text[cursor:lo] + new
+        cursor = hi
+    expected += text[cursor:]
+    assert splice(text, spans) == (expected if spans else text)
+
+
+def test_redacting_a_large_text_holds_one_copy_beside_the_original() -> None:
+    """gateway choice: a redacted 4 MiB text peaks at its copy and one slice, not a join."""
+    size = 4 * 1024 * 1024
+    text = "prose without a credential. " * (size // 28)
+    spans = [SecretSpan(len(text) // 2, len(text) // 2 + 40, "AWS Secret Access Key")]
+    tracemalloc.start()
+    try:
+        out = redact(text, spans)
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert "[redacted: AWS Secret Access Key]" in out
+    assert peak < 1.25 * len(text)
