@@ -43,3 +43,18 @@ def test_a_profiles_cache_opt_in_is_applied_by_a_reload_not_held_for_a_restart()
     assert plan_config(before, after).changed == ("cache",)
     renamed = parse(BASE + "profiles: [{name: q}]\n", env={})
     assert restart_only_changes(before, renamed) == ["profiles"]
+
+
+def test_filters_anywhere_are_applied_by_a_reload_not_held_for_a_restart() -> None:
+    """gateway choice (docs/security.md): a change to any filters list rebuilds the chains."""
+    before = parse(BASE + "profiles: [{name: p}]\n", env={})
+    for added in (
+        "filters: [{type: secrets}]\nprofiles: [{name: p}]\n",
+        "profiles: [{name: p, filters: [{type: size, max_bytes: 10}]}]\n",
+    ):
+        after = parse(BASE + added, env={})
+        assert restart_only_changes(before, after) == []
+        plan = plan_config(before, after)
+        assert plan.changed == ("filters",) and plan.filters
+        assert plan_config(after, before).filters  # and removed again
+    assert not plan_config(before, before).filters

@@ -8,8 +8,9 @@ Rules:
 2. **Nothing when off.** :meth:`Guardrails.from_config` is None when no
    filter is configured anywhere; the router then never builds a subject or
    decodes a payload for a filter. With filters configured, the steps of a
-   (point, profile, backend) are built once and kept; a backend whose
-   filters a reload changed gets new ones (its config object changed).
+   (point, profile, backend) are built once and kept. A reload that
+   changes any filter builds a new :class:`Guardrails` (or None) and the
+   router puts it in force at every point (``Router.set_guardrails``).
 3. **Typed outcomes.** :meth:`Guardrails.check` returns :class:`Allow`,
    :class:`Modify` or :class:`Deny` (``filters``); an external filter with
    ``fail: closed`` that could not decide raises :class:`PolicyUnavailable`.

@@ -39,7 +39,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import structlog
 import trio
@@ -94,6 +94,20 @@ if TYPE_CHECKING:
     from gateway.router.response_cache import RouterCache
 
 logger = structlog.get_logger("gateway.router")
+
+#: Seconds chains replaced by a reload stay open for the calls that started
+#: under them (longer than an external filter's timeout), before their policy
+#: clients close.
+RETIRED_CHAINS_CLOSE: Final = 60.0
+
+
+async def _retire(old: Guardrails) -> None:
+    """Close chains a reload replaced, once the calls under way have had their time."""
+    try:
+        await trio.sleep(RETIRED_CHAINS_CLOSE)
+    finally:
+        await old.aclose()  # shielded and bounded, also when the router stops
+
 
 Handler = Callable[[Call, dict[str, Any]], Awaitable["msgspec.Raw"]]
 
@@ -173,7 +187,7 @@ class Router:
             None if consent is None else ConsentGate(consent),
         )
         calls = self._calls = Calls(targets, forwarder, metrics, guardrails)
-        self._guardrails = guardrails
+        self._guardrails: Guardrails | None = None
         self._lists = Lists(pool, cursors, page_size, metrics, guardrails)
         self._lists.consent = consent
         self.search = SearchMode(
@@ -186,9 +200,7 @@ class Router:
                 call.client, self.view(call.client.profile), name
             ),
         )
-        if guardrails is not None:
-            self.search.guard = guardrails
-            self.search.filters_of = self._lists.filters_of
+        self.search.filters_of = self._lists.filters_of
         self._levels = Levels(pool, wanted)
         self._wanted = wanted
         self._subscriptions = SubscriptionRelay(pool, subscriptions, targets, forwarder)
@@ -204,8 +216,7 @@ class Router:
             handoff=HandOff(self._held, pool, owners, self._to_clients),
             on_change=task_notices,
         )
-        if self.tasks.handoff is not None:
-            self.tasks.handoff.guard = guardrails
+        self.set_guardrails(guardrails)
         self._handlers: dict[str, Handler] = {
             "ping": calls.ping,
             "tools/list": self._lists.list_tools,
@@ -239,6 +250,30 @@ class Router:
         finally:
             if self._guardrails is not None:
                 await self._guardrails.aclose()
+
+    @property
+    def guardrails(self) -> Guardrails | None:
+        """The filter chains in force (None: no filter is configured)."""
+        return self._guardrails
+
+    def set_guardrails(self, guardrails: Guardrails | None) -> None:
+        """Put ``guardrails`` in force at every point (at start, and after a reload).
+
+        Each point keeps its own reference, so a call with no chain still pays
+        one ``is None``. Calls already under way finish with the chains they
+        started with; the old chains' policy clients close after
+        ``RETIRED_CHAINS_CLOSE`` seconds.
+        """
+        old = self._guardrails
+        self._guardrails = guardrails
+        self._calls.guard = guardrails
+        self._lists.guard = guardrails
+        self.search.guard = guardrails
+        self._to_clients.guardrails = guardrails
+        if self.tasks.handoff is not None:
+            self.tasks.handoff.guard = guardrails
+        if old is not None and old is not guardrails:
+            self._follow_up(lambda: _retire(old))
 
     def _follow_up(self, job: Callable[[], Awaitable[None]]) -> None:
         """Run ``job`` in the router's nursery (after the current request, not under it)."""

@@ -138,7 +138,7 @@ class ToClients:
         guardrails: Guardrails | None = None,
     ) -> None:
         self._owners = owners
-        self._guardrails = guardrails
+        self.guardrails = guardrails
         self._subscriptions = subscriptions
         self._levels = levels
         self._clients: dict[str, ClientPeer] = {}
@@ -287,8 +287,8 @@ class ToClients:
             raise LocalProtocolError(
                 f"{method}: the client did not declare {lacking!r}", METHOD_NOT_FOUND
             )
-        if self._guardrails is not None:
-            params = await filter_backend_request(self._guardrails, peer, backend, method, params)
+        if self.guardrails is not None:
+            params = await filter_backend_request(self.guardrails, peer, backend, method, params)
         clock = related.clock if related is not None else None
         with clock.waiting_for_input() if clock is not None else nullcontext():
             if isinstance(peer, ModernRequest):

@@ -283,6 +283,7 @@ async def open_gateway(
             router=router,
             pool=pool,
             clients=clients,
+            guardrails_of=lambda changed: guardrails_of(changed, metrics, activity),
         )
         gateway = Gateway(
             config, pool, router, clients, app, metrics, endpoint, live, config_path, store, pins

@@ -3,7 +3,8 @@
 Everything that can change while serving does: auth (tokens, JWT settings,
 resource metadata), the access policy (open sessions see it from the moment
 it is applied, and those whose view it changed hear list_changed), limits,
-logging, allowed origins and hosts, notifications, pagination (a rotated
+logging, allowed origins and hosts, notifications, guardrail ``filters``
+(top level, per profile, per backend), pagination (a rotated
 cursor secret keeps verifying for a grace period), ``mrtr`` (likewise for
 ``requestState``) and backends. What only a restart can change (the bind
 address, the port, the MCP path, the operations listener, the log format,
@@ -30,6 +31,7 @@ from gateway.router.stateless.held_calls import DEFAULT_LIFETIME
 from gateway.telemetry.logs import set_log_level
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from collections.abc import Set as AbstractSet
 
     from gateway.backends.pool import Pool
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from gateway.frontend.clients import ClientRegistry
     from gateway.frontend.guard import Guard
     from gateway.frontend.rate_limits import RateLimiter
+    from gateway.guardrails.chains import Guardrails
     from gateway.identity.service import IdentityService
     from gateway.router import Router
     from gateway.router.stateless.held_calls import HeldCalls
@@ -60,7 +63,6 @@ RESTART_ONLY: Final = (
     "logging.requests",
     "naming",
     "profiles",
-    "filters",
     "shutdown.pid_file",
     "tracing",
     "admin",
@@ -120,6 +122,8 @@ class Live:
         router: the page size, the tasks' bounds, the access policy.
         pool: the backends.
         clients: open sessions (closed when their static token is removed).
+        guardrails_of: builds the filter chains of a config (None when it
+            configures no filter), counted and shown like the first ones.
         last: what the last reload did (None before one).
     """
 
@@ -133,6 +137,7 @@ class Live:
     router: Router
     pool: Pool
     clients: ClientRegistry
+    guardrails_of: Callable[[GatewayConfig], Guardrails | None] | None = None
     last: ReloadOutcome | None = None
 
 
@@ -206,8 +211,8 @@ def effective_config(old: GatewayConfig, new: GatewayConfig) -> GatewayConfig:
 
 
 def _setting(config: GatewayConfig, dotted: str) -> object:
-    if dotted == "profiles":  # a profile's cache opt-in applies on reload (docs/caching.md)
-        return [msgspec.structs.replace(p, cache=None) for p in config.profiles]
+    if dotted == "profiles":  # a profile's cache opt-in and its filters apply on reload
+        return [msgspec.structs.replace(p, cache=None, filters=[]) for p in config.profiles]
     value: object = config
     for part in dotted.split("."):
         value = getattr(value, part)
@@ -233,6 +238,8 @@ class ConfigPlan:
         rotate_state_secret: whether its ``requestState`` secret is new.
         tasks: the new task bounds.
         policy: the new access policy and whether calls are audited.
+        filters: whether any ``filters`` (top level, a profile's, a
+            backend's) changed: the chains are built again from ``new``.
     """
 
     new: GatewayConfig
@@ -249,6 +256,15 @@ class ConfigPlan:
     rotate_state_secret: bool = False
     tasks: TasksConfig | None = None
     policy: tuple[Policy | None, bool] | None = None
+    filters: bool = False
+
+
+def _filters(config: GatewayConfig) -> object:
+    return (
+        config.filters,
+        [(p.name, p.filters) for p in config.profiles],
+        [(b.name, b.filters) for b in config.backends],
+    )
 
 
 def plan_config(old: GatewayConfig, new: GatewayConfig) -> ConfigPlan:
@@ -286,6 +302,7 @@ def plan_config(old: GatewayConfig, new: GatewayConfig) -> ConfigPlan:
     tasks = differs("tasks", old.tasks, new.tasks)
     policy = differs("policy", (old.policy, old.policy_audit), (new.policy, new.policy_audit))
     differs("backends", old.backends, new.backends)
+    filters = differs("filters", _filters(old), _filters(new))
     differs(
         "cache",
         (old.cache, [p.cache for p in old.profiles]),
@@ -308,6 +325,7 @@ def plan_config(old: GatewayConfig, new: GatewayConfig) -> ConfigPlan:
         rotate_state_secret=old.mrtr.state_secret != new.mrtr.state_secret,
         tasks=new.tasks if tasks else None,
         policy=(Policy.from_config(new.policy), new.policy_audit == "calls") if policy else None,
+        filters=filters,
     )
 
 
@@ -356,6 +374,10 @@ async def apply(live: Live, plan: ConfigPlan) -> list[str]:
             policy, audit_calls=audit_calls, peers=live.clients.peers(), base_of=live.router.view
         ):
             live.coalescer.add(kinds, profile, session=session)
+    if plan.filters and live.guardrails_of is not None:
+        # From here on every call goes through the new chains (none when the
+        # new config has no filter: the fast path is back).
+        live.router.set_guardrails(live.guardrails_of(plan.new))
     # Every reload starts the response cache afresh, before the backends'
     # drains: its opt-ins may have changed, so may the policy its answers
     # were shaped under; a backend restarted by the reload drops its own.

@@ -23,6 +23,7 @@ from mcp.shared.exceptions import McpError
 from mcp.types import CallToolResult, TextContent
 
 from gateway.config import GatewayConfig, parse
+from gateway.runtime.app import reload_config
 from tests.frontend.test_modern_http import modern, modern_headers, sse_messages
 from tests.guardrails.test_external import _service_url as _service_url  # the reference service
 from tests.harness import (
@@ -292,3 +293,43 @@ async def test_a_policy_service_answering_garbage_is_handled_by_its_fail_setting
     assert isinstance(refused, McpError)
     assert refused.error.data == {"reason": "policy_unavailable", "filter": "dlp"}
     assert _sent_echoes(recorder) == ["garbage-open"]
+
+
+# --- a reload: filters come and go without a restart --------------------------
+
+
+async def _echo_both_eras(running: Running) -> tuple[str, str]:
+    """The reference server's echo of the key pair, as each era's host sees it."""
+    legacy = await legacy_call(running, "everything__echo", {"message": AWS_PAIR})
+    assert not isinstance(legacy, McpError)
+    seen = "\n".join(b.text for b in legacy.content if isinstance(b, TextContent))
+    params = {"name": "everything__echo", "arguments": {"message": AWS_PAIR}}
+    return seen, texts((await modern_post(running, "tools/call", params))["result"])
+
+
+async def test_filters_added_by_a_reload_apply_and_removed_by_one_stop(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """gateway choice (docs/security.md): a gateway started with no filter gains a secrets
+    filter by a reload, in both eras, and is back to no chain after the next one."""
+    document: dict[str, Any] = {
+        "server": {"host": "127.0.0.1", "port": 0},
+        "backends": [everything_backend()],
+    }
+    path = tmp_path / "gateway.json"
+    path.write_text(json.dumps(document))
+    running = await start_gateway(nursery, parse(json.dumps(document), env={}))
+    router = running.gateway.router
+    assert router.guardrails is None
+    assert all("AKIAIOSFODNN7EXAMPLE" in seen for seen in await _echo_both_eras(running))
+
+    path.write_text(json.dumps({**document, "filters": [{"type": "secrets", "action": "redact"}]}))
+    assert await reload_config(running.gateway, str(path)) is True
+    assert router.guardrails is not None
+    for seen in await _echo_both_eras(running):
+        assert "[redacted: AWS Access Key]" in seen and "AKIAIOSFODNN7EXAMPLE" not in seen
+
+    path.write_text(json.dumps(document))
+    assert await reload_config(running.gateway, str(path)) is True
+    assert router.guardrails is None  # the fast path is back: one `is None` per call
+    assert all("AKIAIOSFODNN7EXAMPLE" in seen for seen in await _echo_both_eras(running))
