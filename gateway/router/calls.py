@@ -80,7 +80,7 @@ from gateway.protocol import jsonrpc, mcp, revisions, skills
 from gateway.protocol.stateless import backend_leg
 from gateway.protocol.versions import resource_not_found_code
 from gateway.router.context import Call, ModernRequest, Target
-from gateway.router.filtering import filter_request, filter_result
+from gateway.router.filtering import filter_input_requests, filter_request, filter_result
 from gateway.router.stateless import input_required as modern_backend
 from gateway.router.stateless.requests import with_read_hint
 
@@ -206,6 +206,11 @@ class Forwarder:
         held: the held calls (a modern host's ``input_required``).
         consent: asks a person to sign in before a call to a backend that
             acts for them (``router.consent_gate``).
+
+    Attributes:
+        guard: the guardrail chains a 2026-07-28 backend's input requests go
+            through (``router.filtering`` rule 4); None when none is
+            configured (``Router.set_guardrails``).
     """
 
     def __init__(
@@ -222,6 +227,7 @@ class Forwarder:
         self._held = held
         self._roots = roots
         self._tokens = itertools.count(1)
+        self.guard: Guardrails | None = None
 
     def _envelope(self, call: Call, params: dict[str, Any]) -> dict[str, Any]:
         """``params`` with the 2026-07-28 envelope for this caller (rule 7).
@@ -332,7 +338,16 @@ class Forwarder:
         backend = target.name
         assert body is not None
         client = call.client
+        guard = self.guard
+
+        async def screen(round_body: dict[str, Any]) -> dict[str, Any]:
+            """Each round's input requests through the backend-request chain."""
+            if guard is None:
+                return round_body
+            return await filter_input_requests(guard, call, target, round_body)
+
         if isinstance(client, ModernRequest):
+            body = await screen(body)
             if self._held is None:
                 raise LocalProtocolError("no requestState sealer configured", INTERNAL_ERROR)
             self._held.metrics.count_input_required("backend")
@@ -356,6 +371,7 @@ class Forwarder:
             body=body,
             send=send,
             input_timeout=target.config.timeouts.input,
+            screen=screen,
         )
 
 

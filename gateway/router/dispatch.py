@@ -179,7 +179,7 @@ class Router:
         wanted = LogLevels()
         targets = Targets(pool, separator)
         self._roots = HostRoots(self._rekey)
-        forwarder = Forwarder(
+        forwarder = self._forwarder = Forwarder(
             owners,
             wanted,
             self._held,
@@ -267,6 +267,7 @@ class Router:
         old = self._guardrails
         self._guardrails = guardrails
         self._calls.guard = guardrails
+        self._forwarder.guard = guardrails
         self._lists.guard = guardrails
         self.search.guard = guardrails
         self._to_clients.guardrails = guardrails

@@ -11,7 +11,9 @@ Rules:
    decoded result in public names. A modify replaces it; a deny of a tool
    result is an ``isError`` result whose text names the filter and its
    reason; a deny of a read or a prompt is :class:`FilterRefused`. An
-   ``input_required`` result is not a result yet and passes.
+   ``input_required`` result is not a result yet: its questions go through
+   rule 4, and the result that ends its rounds (a retry's, in either era)
+   comes back through this point like any.
 3. **Lists** (``tools/list``, and a search-mode ``search_tools``'s hits):
    each tool definition is its own subject (its public name is the item, so
    ``tools`` globs apply); a deny leaves the tool out, a modify replaces its
@@ -19,7 +21,12 @@ Rules:
 4. **Backend requests** (sampling, elicitation, roots): the params of the
    request, with no item (so ``tools`` globs do not narrow them); a deny answers the backend with
    -32602 and the host never sees the request; a modify sends the changed
-   params.
+   params. A 2026-07-28 backend asks inside an ``input_required`` result
+   (``inputRequests``), in either host era: each entry's params go through
+   the same chain, round by round; a modify changes what the host is asked;
+   a deny ends the call with the same -32602 ``{filter, reason}``, now to
+   the host (MRTR answers a question with a result, never an error, and the
+   backend is not retried), and the host is asked nothing of that round.
 5. A fail-closed policy service that could not decide raises
    :class:`PolicyUnavailable` at every point (-32603, ``policy_unavailable``).
 
@@ -50,6 +57,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "filter_backend_request",
+    "filter_input_requests",
     "filter_definition",
     "filter_list",
     "filter_request",
@@ -239,3 +247,44 @@ async def filter_backend_request(
     if isinstance(decision, Modify):
         return mcp.encode(decision.payload)
     return params
+
+
+async def filter_input_requests(
+    guard: Guardrails, call: Call, backend: BackendView, body: dict[str, Any]
+) -> dict[str, Any]:
+    """Rule 4 for a 2026-07-28 backend's ``input_required``: each input request's params.
+
+    Args:
+        guard: the chains.
+        call: the host request the backend answered.
+        backend: the backend that asks.
+        body: its decoded ``input_required`` result.
+
+    Returns:
+        ``body`` itself when nothing changed, else a copy with the changed
+        params in their entries.
+
+    Raises:
+        FilterRefused: a filter denied a question (-32602 to the host).
+        PolicyUnavailable: a fail-closed policy service could not decide.
+    """
+    steps = guard.steps(
+        "backend_requests", call.client.profile, backend.name, backend.config.filters
+    )
+    asked = body.get("inputRequests")
+    if not steps or not isinstance(asked, dict):
+        return body
+    changed: dict[str, Any] = {}
+    for key, entry in asked.items():
+        params = entry.get("params") if isinstance(entry, dict) else None
+        if not isinstance(params, dict):
+            continue  # a malformed entry is the shape check's to refuse (mrtr)
+        subject = _subject("backend_requests", call.client, backend.name, "", params)
+        decision = await guard.check(steps, subject)
+        if isinstance(decision, Deny):
+            raise FilterRefused(decision.filter, decision.reason)
+        if isinstance(decision, Modify):
+            changed[key] = {**entry, "params": decision.payload}
+    if not changed:
+        return body
+    return {**body, "inputRequests": {**asked, **changed}}

@@ -164,6 +164,7 @@ async def drive(
     body: dict[str, Any],
     send: Callable[[dict[str, Any]], Awaitable[msgspec.Raw]],
     input_timeout: float = math.inf,
+    screen: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None = None,
 ) -> msgspec.Raw:
     """Answer a modern backend's ``input_required`` by asking a legacy host (rule 2).
 
@@ -177,6 +178,9 @@ async def drive(
         send: sends the retry to the backend, returns its result.
         input_timeout: the backend's ``timeouts.input``: how long the host
             has to answer each question.
+        screen: each round's result before the host is asked anything (the
+            guardrails' backend-request chain: it may change the questions,
+            or raise to end the call).
 
     Raises:
         LocalProtocolError: -32603 when the host lacks a capability, or the
@@ -186,6 +190,8 @@ async def drive(
         RemoteProtocolError: the host answered a request with an error.
     """
     for _ in range(MAX_ROUNDS):
+        if screen is not None:
+            body = await screen(body)
         parsed = mrtr.parse_input_required(method, body)
         responses: dict[str, Any] = {}
         minted: dict[str, str] = {}  # key -> the elicitationId minted for it
