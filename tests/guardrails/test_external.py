@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 import trio
+from jsonschema import exceptions as schema_exceptions
+from jsonschema import validators
 
 from gateway.config.schema_filters import ExternalFilter
 from gateway.guardrails.external import PolicyClient, Unavailable
@@ -138,3 +142,37 @@ async def test_a_slow_service_is_cut_at_its_timeout(autojump_clock: trio.testing
     assert await policy.decide(subject("x")) == Allow()
     assert trio.current_time() - started == 2.0
     await policy.aclose()
+
+
+async def test_what_travels_both_ways_fits_the_documented_json_schema(service_url: str) -> None:
+    """docs/security.md: the gateway's request and the reference service's three answers
+    validate against deploy/policy-service/policy-service.schema.json."""
+    schema = json.loads((SERVICE.parent / "policy-service.schema.json").read_text())
+    validators.validator_for(schema).check_schema(schema)
+    exchanges: list[tuple[Any, Any]] = []
+    real = httpx.AsyncHTTPTransport()
+
+    class Recording(httpx.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            response = await real.handle_async_request(request)
+            body = await response.aread()
+            exchanges.append((json.loads(request.content), json.loads(body)))
+            return httpx.Response(response.status_code, headers=response.headers, content=body)
+
+    config = ExternalFilter(url=service_url, headers={"authorization": "Bearer t0ken"})
+    policy = PolicyClient(config, "dlp", transport=Recording())
+    for text in ("fine", "a forbidden word", "my secret-word here"):
+        await policy.decide(subject(text))
+    await policy.aclose()
+    assert [answer["decision"] for _, answer in exchanges] == ["allow", "deny", "modify"]
+    for part, values in (
+        ("request", [q for q, _ in exchanges]),
+        ("response", [a for _, a in exchanges]),
+    ):
+        checker = validators.validator_for(schema)({**schema, "$ref": f"#/$defs/{part}"})
+        for value in values:
+            checker.validate(value)
+    with pytest.raises(schema_exceptions.ValidationError):  # the schema can fail
+        validators.validator_for(schema)({**schema, "$ref": "#/$defs/response"}).validate(
+            {"decision": "modify"}
+        )
