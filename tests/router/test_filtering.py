@@ -394,6 +394,27 @@ async def test_a_backends_own_task_result_is_filtered_like_any_tool_result(
     assert AWS_KEY not in text and "[redacted: AWS Access Key]" in text
 
 
+async def test_a_gateway_tasks_result_is_filtered_like_any_tool_result(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Issue 29: a task the gateway runs itself (its backend runs none) ends with a result
+    that went through the results chain before tasks/get shows it."""
+    pool = FakePool()
+    echo_answer(pool.add(TaskBackend(runs=False), tools=(TASK_TOOL,)), f"done {AWS_KEY}")
+    tasks = TasksConfig(max_tasks=8, ttl=60.0, poll_interval=1.0)
+    guard = Guardrails([SecretsFilter()], {})
+    router = await started(
+        nursery, Router(pool, CursorCodec("test"), 0, tasks=tasks, guardrails=guard)
+    )
+    created = await task_call(router)
+    assert created["resultType"] == "task"
+    await trio.sleep(10)
+    done = await task_get(router, created["taskId"])
+    assert done["status"] == "completed"
+    text = done["result"]["content"][0]["text"]
+    assert AWS_KEY not in text and "[redacted: AWS Access Key]" in text
+
+
 async def test_a_search_mode_search_shows_definitions_as_the_lists_chain_leaves_them(
     nursery: trio.Nursery,
 ) -> None:
