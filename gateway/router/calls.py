@@ -342,12 +342,12 @@ class Forwarder:
 
         async def screen(round_body: dict[str, Any]) -> dict[str, Any]:
             """Each round's input requests through the backend-request chain."""
-            if guard is None:
-                return round_body
+            assert guard is not None
             return await filter_input_requests(guard, call, target, round_body)
 
         if isinstance(client, ModernRequest):
-            body = await screen(body)
+            if guard is not None:
+                body = await screen(body)
             if self._held is None:
                 raise LocalProtocolError("no requestState sealer configured", INTERNAL_ERROR)
             self._held.metrics.count_input_required("backend")
@@ -371,7 +371,7 @@ class Forwarder:
             body=body,
             send=send,
             input_timeout=target.config.timeouts.input,
-            screen=screen,
+            screen=None if guard is None else screen,
         )
 
 
