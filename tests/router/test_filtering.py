@@ -33,6 +33,7 @@ from gateway.guardrails.filters import Allow, Deny, Subject
 from gateway.protocol import jsonrpc, mcp
 from gateway.router import Router
 from gateway.router import calls as calls_module
+from gateway.router import dispatch as dispatch_module
 from tests.guardrails.test_filters import all_filters, json_values
 from tests.router.fakes import FakeBackend, FakeClient, FakePool, ask, started
 from tests.router.test_backend_tasks import TOOL as TASK_TOOL
@@ -123,6 +124,40 @@ async def test_without_guardrails_a_call_never_enters_the_filter_code(
     router = await started(nursery, Router(pool, CursorCodec("test"), 0))
     reply = await ask(router, FakeClient("c1"), "tools/call", name="alpha__echo", arguments={})
     assert reply["result"]["content"][0]["text"] == "hi"
+
+
+async def test_chains_put_in_force_later_apply_and_the_replaced_ones_close_after_a_while(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Gateway choice (a reload): a router started without chains redacts once given some,
+    is back to none after; the replaced chains close after RETIRED_CHAINS_CLOSE seconds."""
+    pool = FakePool()
+    echo_answer(pool.add(FakeBackend("alpha"), tools=(TOOL,)), f"key {AWS_KEY}")
+    router = await started(nursery, Router(pool, CursorCodec("test"), 0))
+
+    async def text() -> str:
+        reply = await ask(router, FakeClient("c1"), "tools/call", name="alpha__echo", arguments={})
+        seen: str = reply["result"]["content"][0]["text"]
+        return seen
+
+    assert AWS_KEY in await text()
+    guard = Guardrails([SecretsFilter()], {})
+    closed: list[float] = []
+
+    async def aclose() -> None:
+        closed.append(trio.current_time())
+
+    guard.aclose = aclose  # type: ignore[method-assign]
+    router.set_guardrails(guard)
+    assert AWS_KEY not in await text()
+    router.set_guardrails(None)
+    assert router.guardrails is None
+    assert AWS_KEY in await text()
+    replaced_at = trio.current_time()
+    await trio.sleep(dispatch_module.RETIRED_CHAINS_CLOSE - 1)
+    assert closed == []
+    await trio.sleep(2)
+    assert closed == [replaced_at + dispatch_module.RETIRED_CHAINS_CLOSE]
 
 
 # --- the chain ---------------------------------------------------------------
