@@ -312,7 +312,11 @@ def _markers(config: MarkersFilter, name: str, subject: Subject) -> Decision:
         if not markers:
             return text
         found.update(m.kind.value for m in markers)
-        cleaned = "".join(c for c in text if not _is_format(c))
+        cleaned = text
+        if any(m.kind is MarkerKind.HIDDEN_UNICODE for m in markers):
+            # One new string (not a list of every character and its join):
+            # the format characters the text holds, translated away.
+            cleaned = text.translate({ord(c): None for c in set(text) if _is_format(c)})
         for marker in markers:
             if marker.kind is MarkerKind.INSTRUCTION:
                 cleaned = cleaned.replace(marker.excerpt, "[removed: instruction to the model]")
