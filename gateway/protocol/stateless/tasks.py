@@ -263,6 +263,10 @@ class TaskTable:
             raise unknown_task(task_id)
         return task
 
+    def forget(self, task_id: str) -> bool:
+        """Drop a task whose record another replica ended; True when it was here."""
+        return self._tasks.pop(task_id, None) is not None
+
     def prune(self, now: float) -> None:
         """Forget finished tasks whose ttl has run out (rule 6)."""
         gone = [

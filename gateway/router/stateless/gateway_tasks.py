@@ -297,20 +297,17 @@ class TaskRunner:
         self._act(task, control.method, control.params)
 
     def _taken(self, task_id: str, record: TaskRecord) -> None:
-        """Another replica ended a task run here (it found no heartbeat): its ending stands."""
-        try:
-            task = self._table.find(task_id, record.principal, trio.current_time())
-        except LocalProtocolError:
-            return
-        if task.status in TERMINAL:
+        """Another replica ended a task run here (it found no heartbeat): its ending stands.
+
+        The call stops and the task leaves this replica's table, so this
+        replica too answers from the record: one answer on every replica.
+        """
+        if not self._table.forget(task_id):
             return
         running = self._running.get(task_id)
         if running is not None:
             running.scope.cancel()
-        outcome = {"error": record.error, "message": record.status_message}
-        actions = task.feed(TaskEvent.CALL_FAILED, trio.current_time(), **outcome)
-        if TaskAction.NOTIFY in actions:  # not SAVE: the record is the other replica's
-            self._changed(task)
+        self._changed(task_of(record))
 
     def _save(self, task: Task) -> None:
         """Write ``task``'s record to the store (its row said ``SAVE``, or it is new)."""

@@ -175,9 +175,8 @@ class TaskRecords:
             if found is not None and found.status in TERMINAL:
                 # Another replica ended it (the owner looked dead): its ending stands.
                 self._live.pop(task.task_id, None)
-                if task.status not in TERMINAL:
-                    logger.warning("tasks.record_taken", task=task.task_id[:8])
-                    self.taken(task.task_id, found)
+                logger.warning("tasks.record_taken", task=task.task_id[:8])
+                self.taken(task.task_id, found)
                 return
             # Gone (a store restarted empty) or changed under us: this replica's is the truth.
             await self._store.put(key, data, ttl=ttl)
