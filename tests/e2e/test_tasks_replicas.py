@@ -14,12 +14,12 @@ import trio
 
 from gateway.protocol.stateless.task_record import OWNER_LOST
 from tests.e2e.test_tasks import TOKENS, WAIT, WITH_TASKS, _ask, _start, _until
+from tests.redis_server import RedisServer
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from tests.harness import Running
-    from tests.redis_server import RedisServer
 
 OWNER_TIMEOUT: Final = 3.0
 ALICE: Final = TOKENS["alice"]
@@ -112,3 +112,27 @@ async def test_the_embedded_store_keeps_ended_tasks_across_a_restart_and_fails_l
     lost = await _until(second, live, {"failed"}, token=ALICE)
     assert lost["statusMessage"] == OWNER_LOST
     assert second.gateway.router.tasks.sample().running == 0
+
+
+async def test_with_the_store_down_the_owner_serves_its_tasks_and_another_replica_says_why(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """Gateway choice: the owner answers from memory; another replica -32603 store_unavailable."""
+    server = RedisServer(tmp_path)
+    server.start()
+    try:
+        store = {"url": server.url, "timeout": 0.5, "task_owner_timeout": OWNER_TIMEOUT}
+        a = await _start(nursery, store=store)
+        b = await _start(nursery, store=store)
+        server.stop()
+        call = {"name": "c__slow_compute", "arguments": {"seconds": 0}}
+        created = await _ask(a, "tools/call", call, **WITH_TASKS)
+        task_id = created["result"]["taskId"]
+        done = await _until(a, task_id, {"completed"})
+        assert done["result"]["content"][0]["text"].startswith("computed")
+        elsewhere = await _ask(b, "tasks/get", {"taskId": task_id}, **WITH_TASKS)
+    finally:
+        server.stop()
+    assert elsewhere["error"]["code"] == -32603
+    assert elsewhere["error"]["data"] == {"reason": "store_unavailable"}
+    assert "state store" in elsewhere["error"]["message"]
