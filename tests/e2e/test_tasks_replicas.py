@@ -72,7 +72,7 @@ async def test_a_task_started_on_one_replica_is_read_answered_and_cancelled_on_a
 async def test_a_task_whose_replica_stopped_is_failed_on_another_within_the_owner_timeout(
     nursery: trio.Nursery, redis_server: RedisServer
 ) -> None:
-    """Issue 26: failed with a message that says so, never unknown, once the heartbeat is gone."""
+    """Issue 26: failed with a message that says so, never unknown (a stop: at once)."""
     store = _shared(redis_server, "tasks-owner-lost:")
     b = await _start(nursery, store=store)
     async with trio.open_nursery() as doomed:
@@ -88,7 +88,8 @@ async def test_a_task_whose_replica_stopped_is_failed_on_another_within_the_owne
         assert (await _until(b, task_id, {"working"}))["taskId"] == task_id
         doomed.cancel_scope.cancel()
     stopped = trio.current_time()
-    # Bounded by the heartbeat's expiry on the server; WAIT covers two busy cores.
+    # A stopping replica fails its tasks itself; a crashed one's heartbeat expires
+    # (tests/router/test_task_records.py). WAIT covers two busy cores.
     ended = await _until(b, task_id, {"failed", "completed", "cancelled"})
     assert trio.current_time() - stopped <= OWNER_TIMEOUT + WAIT
     assert ended["status"] == "failed" and ended["statusMessage"] == OWNER_LOST

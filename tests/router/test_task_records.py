@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 import trio
+import trio.lowlevel
+import trio.testing
 
+from gateway.config.schema_store import StoreConfig
 from gateway.errors import INVALID_PARAMS, LocalProtocolError
 from gateway.protocol.stateless.task_record import (
     OWNER_LOST,
@@ -20,9 +23,11 @@ from gateway.protocol.stateless.tasks import Task
 from gateway.router.stateless.task_records import RELAY_TIMEOUT, TaskRecords, TaskRecordUnavailable
 from gateway.store.api import StoreUnavailable
 from gateway.store.embedded import EmbeddedStore
+from gateway.store.redis_store import open_redis_store
 
 if TYPE_CHECKING:
     from gateway.store.api import Store
+    from tests.redis_server import RedisServer
 
 TIMEOUT = 6.0
 
@@ -60,10 +65,23 @@ class _Flaky(EmbeddedStore):
         return await super().swap(key, expected, new, ttl=ttl)
 
 
+class _Reach:
+    """One replica's way to a shared store; once ``cut``, it reaches nothing (a crash)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.cut = False
+
+    def __getattr__(self, name: str) -> Any:
+        if self.cut:
+            raise StoreUnavailable(name, "the replica crashed")
+        return getattr(self.store, name)
+
+
 async def _replica(
     nursery: trio.Nursery, store: Store, name: str, owner_timeout: float = TIMEOUT
 ) -> tuple[TaskRecords, trio.CancelScope]:
-    """A replica's records service in a scope of its own (cancelling it is the replica dying)."""
+    """A replica's records service in a scope of its own (cancelling it stops the replica)."""
     records = TaskRecords(store, owner_timeout, replica=name)
     scope = trio.CancelScope()
 
@@ -82,13 +100,15 @@ async def test_a_task_of_a_replica_that_stopped_is_failed_within_the_owner_timeo
 ) -> None:
     """Issue 26: working while the owner beats; failed, never unknown, within the timeout after."""
     store = EmbeddedStore(clock=trio.current_time)
-    owner, owner_scope = await _replica(nursery, store, "a")
+    reach = _Reach(store)
+    owner, owner_scope = await _replica(nursery, cast("Store", reach), "a")
     other, _ = await _replica(nursery, store, "b")
     task = _task()
     owner.changed(task)
     await owner.flush()
     await trio.sleep(TIMEOUT * 5)  # beats and renewals keep it live long past the timeout
     assert (await other.find(task.task_id, "alice")).status == "working"
+    reach.cut = True  # a crash: nothing more reaches the store from it
     owner_scope.cancel()
     died = trio.current_time()
     await trio.sleep(TIMEOUT - 0.01)
@@ -152,13 +172,15 @@ async def test_a_relay_to_a_dead_owner_fails_the_task_and_one_to_a_silent_live_o
 ) -> None:
     """Gateway choice (rule 4): bounded by RELAY_TIMEOUT; a dead owner's task ends failed."""
     store = EmbeddedStore(clock=trio.current_time)
-    owner, owner_scope = await _replica(nursery, store, "a", owner_timeout=3.0)
+    reach = _Reach(store)
+    owner, owner_scope = await _replica(nursery, cast("Store", reach), "a", owner_timeout=3.0)
     other, _ = await _replica(nursery, store, "b", owner_timeout=3.0)
     task = _task()
     owner.changed(task)
     await owner.flush()
     record = await other.find(task.task_id, "alice")
     # Alive but deaf: its heartbeat is there, nobody hears its channel.
+    reach.cut = True
     owner_scope.cancel()
     await store.put(owner_key("a"), b"1", ttl=60)
     start = trio.current_time()
@@ -249,3 +271,47 @@ async def test_two_replicas_on_every_store_kind_share_records_and_relays(
     owner.changed(task)
     await owner.flush()
     assert (await other.find(task.task_id, "alice")).status == "cancelled"
+
+
+async def test_a_replica_that_stops_fails_its_live_tasks_at_once_and_keeps_its_ended_ones(
+    nursery: trio.Nursery, autojump_clock: Any
+) -> None:
+    """Gateway choice: a stopping replica does not leave its tasks working for the timeout."""
+    store = EmbeddedStore(clock=trio.current_time)
+    owner, owner_scope = await _replica(nursery, store, "a")
+    other, _ = await _replica(nursery, store, "b")
+    live, ended = _task("live" * 6), _task("ended" * 5)
+    ended.feed(TaskEvent.CALL_COMPLETED, 1.0, result={"content": []})
+    owner.changed(live)
+    owner.changed(ended)
+    await owner.flush()
+    stopped = trio.current_time()
+    owner_scope.cancel()
+    await trio.testing.wait_all_tasks_blocked()
+    lost = await other.find(live.task_id, "alice")
+    assert lost.status == "failed" and lost.status_message == OWNER_LOST
+    assert trio.current_time() - stopped < 1.0  # no heartbeat had to expire
+    assert (await other.find(ended.task_id, "alice")).status == "completed"
+    assert await store.get(owner_key("a")) is None
+
+
+async def test_a_crashed_replicas_task_is_failed_on_redis_by_the_servers_expiry(
+    redis_server: RedisServer,
+) -> None:
+    """Issue 26: the heartbeat's expiry is the server's; a crashed owner's task ends failed."""
+    redis_server.flush()
+    config = StoreConfig(url=redis_server.url, key_prefix="crash:")
+    async with open_redis_store(config) as store, trio.open_nursery() as replicas:
+        reach = _Reach(store)
+        owner, owner_scope = await _replica(replicas, cast("Store", reach), "a", owner_timeout=1.0)
+        other, _ = await _replica(replicas, store, "b", owner_timeout=1.0)
+        task = _task()
+        owner.changed(task)
+        await owner.flush()
+        reach.cut = True  # no stop of its own: only the expiry tells
+        owner_scope.cancel()
+        with trio.fail_after(10):  # a guard; the heartbeat expires 1 s after its last renewal
+            while (await other.find(task.task_id, "alice")).status == "working":  # noqa: ASYNC110
+                await trio.sleep(0.05)
+        assert (await other.find(task.task_id, "alice")).status_message == OWNER_LOST
+        replicas.cancel_scope.cancel()

@@ -14,7 +14,8 @@ their I/O for one replica, a service (``run``) with three loops:
    replica resolves the id at once.
 2. **Heartbeat.** ``tasks-owner:<replica>`` with ``store.task_owner_timeout``
    of expiry, renewed every third of it; live records are renewed before
-   half their expiry has passed.
+   half their expiry has passed. A replica that stops (not one that
+   crashes) fails its live tasks itself, at once, and removes its heartbeat.
 3. **Control.** Cancels and updates other replicas relay to a task this
    replica runs arrive on its channel and are applied as if asked here
    (``apply``); the replies to this replica's own relays arrive there too.
@@ -122,12 +123,35 @@ class TaskRecords:
         self._waiting: dict[str, trio.MemorySendChannel[TaskControlReply]] = {}
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Write records, beat and hear relays until cancelled (module rules 1-3)."""
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._write_loop)
-            nursery.start_soon(self._heartbeat_loop)
-            nursery.start_soon(self._control_loop)
-            task_status.started()
+        """Write records, beat and hear relays until cancelled (module rules 1-3).
+
+        Cancelled (the gateway stops), it fails the live tasks it runs at
+        once rather than a timeout later (:meth:`_abandon`).
+        """
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._write_loop)
+                nursery.start_soon(self._heartbeat_loop)
+                nursery.start_soon(self._control_loop)
+                task_status.started()
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(FLUSH_BOUND):
+                await self._abandon()
+
+    async def _abandon(self) -> None:
+        """This replica stops: what is marked is written, then its live tasks end failed."""
+        try:
+            for task in list(self._dirty.values()) + list(self._writing.values()):
+                await self._write(task)
+            for task_id, (data, _written, _task) in list(self._live.items()):
+                record = decode_record(data)
+                if record is not None:
+                    ended = owner_lost(record)
+                    ttl = record_ttl(ended, 0)
+                    await self._store.swap(record_key(task_id), data, encode(ended), ttl=ttl)
+            await self._store.delete(owner_key(self.replica))
+        except StoreUnavailable as exc:
+            logger.warning("tasks.store_unavailable", reason=exc.reason, step="stop")
 
     # -- the owner's side -------------------------------------------------
 
