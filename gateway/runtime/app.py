@@ -639,4 +639,7 @@ async def drain(gateway: Gateway) -> int:
             await backend.drained()
         # Then until every response computed is also written.
         await gateway.endpoint.activity.wait_idle()
+    if gateway.router.tasks.records is not None:
+        # Tasks still running end failed now, on every replica (not a timeout later).
+        await gateway.router.tasks.records.stop()
     return gateway.calls_in_flight()

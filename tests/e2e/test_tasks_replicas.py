@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from gateway.protocol.stateless.task_record import OWNER_LOST
+from gateway.runtime.app import drain
 from tests.e2e.test_tasks import TOKENS, WAIT, WITH_TASKS, _ask, _start, _until
 from tests.redis_server import RedisServer
 
@@ -137,3 +138,21 @@ async def test_with_the_store_down_the_owner_serves_its_tasks_and_another_replic
     assert elsewhere["error"]["code"] == -32603
     assert elsewhere["error"]["data"] == {"reason": "store_unavailable"}
     assert "state store" in elsewhere["error"]["message"]
+
+
+async def test_a_replica_that_drains_fails_its_running_tasks_at_once_for_every_replica(
+    nursery: trio.Nursery, redis_server: RedisServer
+) -> None:
+    """Gateway choice: a task still running when its replica's drain ends is failed then."""
+    store = _shared(redis_server, "tasks-drained:")
+    b = await _start(nursery, store=store)
+    async with trio.open_nursery() as doomed:
+        a = await _start(doomed, store=store, shutdown={"drain_timeout": 0.2})
+        call = {"name": "c__slow_compute", "arguments": {"seconds": 60}}
+        task_id = (await _ask(a, "tools/call", call, **WITH_TASKS))["result"]["taskId"]
+        assert (await _until(b, task_id, {"working"}))["taskId"] == task_id
+        await drain(a.gateway)
+        first = await _ask(b, "tasks/get", {"taskId": task_id}, **WITH_TASKS)
+        doomed.cancel_scope.cancel()
+    assert first["result"]["status"] == "failed"
+    assert first["result"]["statusMessage"] == OWNER_LOST

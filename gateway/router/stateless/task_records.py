@@ -117,6 +117,7 @@ class TaskRecords:
         self._wake = trio.Event()
         self._progress = trio.Event()
         self._failing = False
+        self._stopped = False
         # task id -> (the bytes last written, when, the task): live records this replica owns.
         self._live: dict[str, tuple[bytes, float, Task]] = {}
         # nonce -> where the owner's reply to a relay goes.
@@ -135,11 +136,24 @@ class TaskRecords:
                 nursery.start_soon(self._control_loop)
                 task_status.started()
         finally:
-            with trio.CancelScope(shield=True), trio.move_on_after(FLUSH_BOUND):
-                await self._abandon()
+            with trio.CancelScope(shield=True):
+                await self.stop()
+
+    async def stop(self) -> None:
+        """This replica stops: its live tasks end failed now, its heartbeat goes (once).
+
+        Called at the end of a drain, while the store still answers (a
+        cancelled Redis client may not), and again, harmlessly, when
+        ``run`` is cancelled. Bounded by :data:`FLUSH_BOUND`.
+        """
+        if self._stopped:
+            return
+        self._stopped = True
+        with trio.move_on_after(FLUSH_BOUND):
+            await self._abandon()
 
     async def _abandon(self) -> None:
-        """This replica stops: what is marked is written, then its live tasks end failed."""
+        """What is marked is written, then the live tasks end failed and the heartbeat goes."""
         try:
             for task in list(self._dirty.values()) + list(self._writing.values()):
                 await self._write(task)
@@ -149,6 +163,7 @@ class TaskRecords:
                     ended = owner_lost(record)
                     ttl = record_ttl(ended, 0)
                     await self._store.swap(record_key(task_id), data, encode(ended), ttl=ttl)
+                del self._live[task_id]
             await self._store.delete(owner_key(self.replica))
         except StoreUnavailable as exc:
             logger.warning("tasks.store_unavailable", reason=exc.reason, step="stop")
@@ -214,7 +229,7 @@ class TaskRecords:
 
     async def _heartbeat_loop(self) -> None:
         beat = self.owner_timeout / 3
-        while True:
+        while not self._stopped:
             try:
                 await self._store.put(owner_key(self.replica), b"1", ttl=self.owner_timeout)
             except StoreUnavailable as exc:
