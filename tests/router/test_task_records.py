@@ -315,3 +315,24 @@ async def test_a_crashed_replicas_task_is_failed_on_redis_by_the_servers_expiry(
                 await trio.sleep(0.05)
         assert (await other.find(task.task_id, "alice")).status_message == OWNER_LOST
         replicas.cancel_scope.cancel()
+
+
+async def test_a_store_that_restarted_empty_gets_every_record_its_replicas_hold_again(
+    nursery: trio.Nursery, autojump_clock: Any
+) -> None:
+    """Issue 26: no record lost across a store restart; back within a heartbeat (a third of it)."""
+    store = EmbeddedStore(clock=trio.current_time)
+    owner, _ = await _replica(nursery, store, "a")
+    other, _ = await _replica(nursery, store, "b")
+    live, ended = _task("live" * 6), _task("ended" * 5)
+    ended.feed(TaskEvent.CALL_COMPLETED, 1.0, result={"content": [{"type": "text", "text": "x"}]})
+    owner.kept = lambda: [live, ended]
+    owner.changed(live)
+    owner.changed(ended)
+    await owner.flush()
+    before = [await other.find(t.task_id, "alice") for t in (live, ended)]
+    for key, _ in await store.scan(""):
+        await store.delete(key)  # the server came back without its data
+    await trio.sleep(TIMEOUT / 3 + 0.1)  # the next beat, and the writes it marks
+    after = [await other.find(t.task_id, "alice") for t in (live, ended)]
+    assert after == before

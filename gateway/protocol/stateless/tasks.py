@@ -263,6 +263,10 @@ class TaskTable:
             raise unknown_task(task_id)
         return task
 
+    def kept(self) -> list[Task]:
+        """Every task held now, running and ended (written again to a store that lost them)."""
+        return list(self._tasks.values())
+
     def forget(self, task_id: str) -> bool:
         """Drop a task whose record another replica ended; True when it was here."""
         return self._tasks.pop(task_id, None) is not None

@@ -156,6 +156,7 @@ class TaskRunner:
         self.records = records
         records.apply = self._relayed
         records.taken = self._taken
+        records.kept = self._table.kept
 
     def configure(self, limits: TasksConfig) -> None:
         """New bounds (a reload): for tasks created from now on; kept tasks stay."""

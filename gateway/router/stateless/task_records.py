@@ -14,7 +14,9 @@ their I/O for one replica, a service (``run``) with three loops:
    replica resolves the id at once.
 2. **Heartbeat.** ``tasks-owner:<replica>`` with ``store.task_owner_timeout``
    of expiry, renewed every third of it; live records are renewed before
-   half their expiry has passed. A replica that stops (not one that
+   half their expiry has passed. A heartbeat found gone (the store restarted
+   empty, or an outage outlasted it) makes the replica write every record
+   it holds again, ended ones included. A replica that stops (not one that
    crashes) fails its live tasks itself, at once, and removes its heartbeat.
 3. **Control.** Cancels and updates other replicas relay to a task this
    replica runs arrive on its channel and are applied as if asked here
@@ -101,6 +103,8 @@ class TaskRecords:
             runner's); raises ``LocalProtocolError`` to refuse it.
         taken: another replica ended a task run here (it thought the owner
             dead): the runner ends its task as the record says.
+        kept: the tasks this replica holds, running and ended (the runner's
+            table), written again when the store lost them.
         listening: set once the control channel is subscribed (tests).
     """
 
@@ -109,6 +113,7 @@ class TaskRecords:
         self.owner_timeout = owner_timeout
         self.apply: Callable[[TaskControl], None] = _refuse
         self.taken: Callable[[str, TaskRecord], None] = lambda _id, _record: None
+        self.kept: Callable[[], list[Task]] = list
         self.listening = trio.Event()
         self._store = store
         # Tasks marked for writing, and the batch being written now.
@@ -210,15 +215,16 @@ class TaskRecords:
         ttl = record_ttl(record, self.owner_timeout)
         if not await self._store.swap(key, last[0] if last else None, data, ttl=ttl):
             current = await self._store.get(key)
-            found = decode_record(current) if current is not None else None
+            found = decode_record(current) if current is not None and current != data else None
             if found is not None and found.status in TERMINAL:
                 # Another replica ended it (the owner looked dead): its ending stands.
                 self._live.pop(task.task_id, None)
                 logger.warning("tasks.record_taken", task=task.task_id[:8])
                 self.taken(task.task_id, found)
                 return
-            # Gone (a store restarted empty) or changed under us: this replica's is the truth.
-            await self._store.put(key, data, ttl=ttl)
+            if current != data:
+                # Gone (a store restarted empty) or changed under us: this replica's is the truth.
+                await self._store.put(key, data, ttl=ttl)
         if self._failing:
             self._failing = False
             logger.info("tasks.store_restored")
@@ -229,9 +235,16 @@ class TaskRecords:
 
     async def _heartbeat_loop(self) -> None:
         beat = self.owner_timeout / 3
+        key = owner_key(self.replica)
         while not self._stopped:
             try:
-                await self._store.put(owner_key(self.replica), b"1", ttl=self.owner_timeout)
+                # Renewed only if still there: a heartbeat that is gone means
+                # the store lost this replica's keys (restarted empty) or
+                # expired them (an outage past the timeout).
+                if not await self._store.swap(key, b"1", b"1", ttl=self.owner_timeout):
+                    await self._store.put(key, b"1", ttl=self.owner_timeout)
+                    for task in self.kept():
+                        self.changed(task)  # every record it holds, written again
             except StoreUnavailable as exc:
                 self._down(exc)
             now = trio.current_time()
