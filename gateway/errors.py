@@ -21,6 +21,7 @@ of each class defined elsewhere::
     ├── ProtocolError               abstract; carries a JSON-RPC ``code``
     │   ├── LocalProtocolError      *we* were sent something invalid
     │   │   ├── TaskTableFull       protocol.stateless.tasks
+    │   │   ├── TaskRecordUnavailable  router.stateless.task_records: a task out of reach
     │   │   ├── ListenLimitReached  frontend.stateless.listen_stream: a principal's listen cap
     │   │   ├── ConsentRequired     router.consent_gate: -32042, a person must sign in first
     │   │   ├── AwaitingApproval    a call to an item whose change awaits approval (pinning)

@@ -94,7 +94,8 @@ class TasksConfig(Base, frozen=True, kw_only=True):
 
     A ``tools/call`` of a tool its backend marks ``execution.taskSupport``
     becomes a task when the request declares ``io.modelcontextprotocol/tasks``.
-    Tasks live in one replica's memory (docs/eras.md).
+    Each task's record is kept in the state store, so every replica
+    sharing it answers for the task (docs/operations.md).
 
     Attributes:
         max_tasks: tasks kept at once, running and finished; a new task

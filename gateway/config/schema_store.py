@@ -38,6 +38,9 @@ class StoreConfig(Base, frozen=True, kw_only=True):
             the config file, beside it (``gateway.yaml`` →
             ``gateway.state.sqlite``), or memory only when the config came
             from no file.
+        task_owner_timeout: seconds after the last heartbeat of the replica
+            running a task that the task counts as lost: the replica asked
+            next about it ends it ``failed`` with a message saying so.
     """
 
     url: str = ""
@@ -49,6 +52,7 @@ class StoreConfig(Base, frozen=True, kw_only=True):
     username: str = ""
     timeout: Annotated[float, Meta(gt=0, le=60)] = 1.0
     path: str = ""
+    task_owner_timeout: Annotated[float, Meta(ge=3, le=3600)] = 60.0
 
     def __post_init__(self) -> None:
         problems: list[tuple[str, str]] = []

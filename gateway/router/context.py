@@ -225,6 +225,8 @@ class TaskRequest(ModernRequest):
 
     task: Task | None = None
     changed: Callable[[Task], None] = lambda _task: None
+    # Writes the task's record to the state store (``router/stateless/task_records``).
+    save: Callable[[Task], None] = lambda _task: None
     pending_inputs: dict[str, _Waiting] = field(default_factory=dict)
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     # Every key the task has asked under: unique over its life (sep-2663).
@@ -271,7 +273,9 @@ class TaskRequest(ModernRequest):
         task = self.task
         assert task is not None
         for action in actions:
-            if action is TaskAction.NOTIFY:
+            if action is TaskAction.SAVE:
+                self.save(task)
+            elif action is TaskAction.NOTIFY:
                 self.changed(task)
             elif action is TaskAction.CANCEL_CALL:
                 self.scope.cancel()

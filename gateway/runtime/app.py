@@ -51,6 +51,7 @@ from gateway.router.access import AccessControl
 from gateway.router.profile_setup import profile_views, record_catalog
 from gateway.router.response_cache import cache_for
 from gateway.router.stateless.held_calls import DEFAULT_LIFETIME, HeldCalls
+from gateway.router.stateless.task_records import TaskRecords
 from gateway.runtime import readiness as status
 from gateway.runtime import reload as live_reload
 from gateway.runtime.reload_news import ReloadNews
@@ -223,6 +224,9 @@ async def open_gateway(
             consent=consent,
         )
         router.set_cache(cache_for(config.cache, config.backends, config.profiles))
+        task_records = TaskRecords(store, config.store.task_owner_timeout)
+        router.tasks.attach(task_records)
+        await services.start(task_records.run)
         await services.start(router.run)
         coalescer = ListChangedCoalescer(
             clients, metrics, config.notifications.debounce, lambda peer: access.on(peer).tag
@@ -636,4 +640,7 @@ async def drain(gateway: Gateway) -> int:
             await backend.drained()
         # Then until every response computed is also written.
         await gateway.endpoint.activity.wait_idle()
+    if gateway.router.tasks.records is not None:
+        # Tasks still running end failed now, on every replica (not a timeout later).
+        await gateway.router.tasks.records.stop()
     return gateway.calls_in_flight()

@@ -36,11 +36,11 @@ def test_a_backend_request_parks_the_task_until_the_last_answer() -> None:
     play(
         task(),
         [
-            (E.ASKED, INPUT_REQUIRED, (A.NOTIFY,)),
-            (E.ASKED, INPUT_REQUIRED, (A.NOTIFY,)),
+            (E.ASKED, INPUT_REQUIRED, (A.SAVE, A.NOTIFY)),
+            (E.ASKED, INPUT_REQUIRED, (A.SAVE, A.NOTIFY)),
             (E.UPDATE, INPUT_REQUIRED, (A.DELIVER,)),
-            (E.ANSWERED, INPUT_REQUIRED, (A.NOTIFY,)),
-            (E.ANSWERED_LAST, WORKING, (A.NOTIFY,)),
+            (E.ANSWERED, INPUT_REQUIRED, (A.SAVE, A.NOTIFY)),
+            (E.ANSWERED_LAST, WORKING, (A.SAVE, A.NOTIFY)),
         ],
     )
 
@@ -51,12 +51,16 @@ def test_cancel_is_cooperative_and_the_call_ending_first_wins() -> None:
         task(),
         [
             (E.CANCEL, WORKING, (A.CANCEL_CALL,)),
-            (E.CALL_COMPLETED, COMPLETED, (A.NOTIFY,)),
+            (E.CALL_COMPLETED, COMPLETED, (A.SAVE, A.NOTIFY)),
             (E.CALL_CANCELLED, COMPLETED, ()),
         ],
     )
     play(
-        task(), [(E.CANCEL, WORKING, (A.CANCEL_CALL,)), (E.CALL_CANCELLED, CANCELLED, (A.NOTIFY,))]
+        task(),
+        [
+            (E.CANCEL, WORKING, (A.CANCEL_CALL,)),
+            (E.CALL_CANCELLED, CANCELLED, (A.SAVE, A.NOTIFY)),
+        ],
     )
 
 
@@ -68,7 +72,7 @@ def test_the_calls_end_records_the_outcome_once(event: TaskEvent, status: str) -
     """spec: ext tasks (rule 3): a result is completed, an error failed; recorded and told."""
     subject = task()
     subject.feed(E.ASKED)
-    assert subject.feed(event, 2.0, error={"code": 1, "message": "x"}) == (A.NOTIFY,)
+    assert subject.feed(event, 2.0, error={"code": 1, "message": "x"}) == (A.SAVE, A.NOTIFY)
     assert subject.status == status and subject.ended_at == 2.0
     assert subject.input_requests == {}
 

@@ -5,8 +5,9 @@ gateway runs in the background for a 2026-07-28 host. Its status is what
 ``tasks/get`` shows; every way it can change is a row of
 :data:`TRANSITIONS`, and :meth:`~gateway.protocol.stateless.tasks.Task.feed`
 applies a row to the task's own fields (``TOUCH``, ``RECORD``) and returns
-the rest for the trio driver (``router/stateless/gateway_tasks``): tell the
-listen streams (``NOTIFY``), hand answers to the backend (``DELIVER``),
+the rest for the trio driver (``router/stateless/gateway_tasks``): write
+the task's record to the state store (``SAVE``), tell the listen streams
+(``NOTIFY``), hand answers to the backend (``DELIVER``),
 cancel the call (``CANCEL_CALL``).
 
 Rules of the table:
@@ -21,7 +22,9 @@ Rules of the table:
    ``cancelled`` when the call does (``CALL_CANCELLED``), unless it ended
    otherwise first (cooperative cancel, rule 3).
 4. The call's answer ends the task once: a result is ``completed``, an error
-   (or no answer) ``failed``; the outcome is recorded and told.
+   (or no answer) ``failed``; the outcome is recorded, saved and told.
+5. Whatever a replica answering from the store must see (a status, the
+   input requests, the outcome) is ``SAVE``d before it is told (``NOTIFY``).
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ class TaskAction(enum.Enum):
 
     TOUCH = "touch"  # lastUpdatedAt: now (applied by the task itself)
     RECORD = "record"  # keep the outcome and when it ended (applied by the task itself)
+    SAVE = "save"  # write the task's record to the state store (protocol/stateless/task_record)
     NOTIFY = "notify"  # notifications/tasks to the streams that follow it
     DELIVER = "deliver"  # hand tasks/update's answers to the waiting backend requests
     CANCEL_CALL = "cancel_call"  # cancel the task's call
@@ -80,14 +84,14 @@ _ENDS: Final = {
 def _rows() -> dict[tuple[str, TaskEvent], Transition]:
     rows: dict[tuple[str, TaskEvent], Transition] = {}
     for live in (WORKING, INPUT_REQUIRED):
-        rows[live, E.ASKED] = T(INPUT_REQUIRED, (A.TOUCH, A.NOTIFY))  # rule 2
-        rows[live, E.ANSWERED] = T(live, (A.NOTIFY,))
+        rows[live, E.ASKED] = T(INPUT_REQUIRED, (A.TOUCH, A.SAVE, A.NOTIFY))  # rule 2
+        rows[live, E.ANSWERED] = T(live, (A.SAVE, A.NOTIFY))
         rows[live, E.UPDATE] = T(live, (A.DELIVER,))
         rows[live, E.CANCEL] = T(live, (A.CANCEL_CALL,))  # rule 3
         for event, status in _ENDS.items():  # rule 4
-            rows[live, event] = T(status, (A.RECORD, A.NOTIFY))
-    rows[INPUT_REQUIRED, E.ANSWERED_LAST] = T(WORKING, (A.TOUCH, A.NOTIFY))
-    rows[WORKING, E.ANSWERED_LAST] = T(WORKING, (A.NOTIFY,))
+            rows[live, event] = T(status, (A.RECORD, A.SAVE, A.NOTIFY))
+    rows[INPUT_REQUIRED, E.ANSWERED_LAST] = T(WORKING, (A.TOUCH, A.SAVE, A.NOTIFY))
+    rows[WORKING, E.ANSWERED_LAST] = T(WORKING, (A.SAVE, A.NOTIFY))
     for final in TERMINAL:  # rule 1: nothing moves a final task
         for event in TaskEvent:
             rows[final, event] = T(final)

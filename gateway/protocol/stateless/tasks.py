@@ -207,6 +207,12 @@ _END_OF: Final = {
 }
 
 
+def unknown_task(task_id: object) -> LocalProtocolError:
+    """The -32602 for a task id that is unknown, expired or someone else's (rule 5)."""
+    shown = task_id[:64] if isinstance(task_id, str) else repr(task_id)[:64]
+    return LocalProtocolError(f"unknown taskId: {shown}", INVALID_PARAMS)
+
+
 class TaskTableFull(LocalProtocolError):
     """No room for another task (rule 6)."""
 
@@ -254,9 +260,16 @@ class TaskTable:
         self.prune(now)
         task = self._tasks.get(task_id) if isinstance(task_id, str) else None
         if task is None or task.principal != principal:
-            shown = task_id[:64] if isinstance(task_id, str) else repr(task_id)[:64]
-            raise LocalProtocolError(f"unknown taskId: {shown}", INVALID_PARAMS)
+            raise unknown_task(task_id)
         return task
+
+    def kept(self) -> list[Task]:
+        """Every task held now, running and ended (written again to a store that lost them)."""
+        return list(self._tasks.values())
+
+    def forget(self, task_id: str) -> bool:
+        """Drop a task whose record another replica ended; True when it was here."""
+        return self._tasks.pop(task_id, None) is not None
 
     def prune(self, now: float) -> None:
         """Forget finished tasks whose ttl has run out (rule 6)."""
@@ -286,4 +299,5 @@ __all__ = [
     "iso_now",
     "starts_task",
     "task_support",
+    "unknown_task",
 ]

@@ -19,9 +19,15 @@ Every change of a task's status is a row of
 ``protocol/stateless/task_states.TRANSITIONS`` (``Task.feed``); this module
 feeds the events and performs the actions the row leaves to it.
 
+With the state store (``attach``, ``router/stateless/task_records``) each
+task's record is saved on every change the table marks ``SAVE``; a tasks
+method for a task this replica does not hold is answered from the record
+(``tasks/get``) or relayed to the replica that runs it (cancel, update).
+A task this replica holds is answered from memory, as without a store.
+
 What a task cannot do (documented in docs/eras.md): send progress or log
-messages (the extension has none), or move to another replica (its table
-is in memory).
+messages (the extension has none), or move its call to another replica
+(it fails when its replica stops).
 """
 
 from __future__ import annotations
@@ -41,11 +47,13 @@ from gateway.protocol import jsonrpc, mcp
 from gateway.protocol.eras import MethodNotFound
 from gateway.protocol.stateless.error_codes import MissingClientCapability
 from gateway.protocol.stateless.listen import TASK_STATUS
+from gateway.protocol.stateless.task_record import task_of
 from gateway.protocol.stateless.task_states import TaskAction, TaskEvent
 from gateway.protocol.stateless.tasks import (
     EXTENSION,
     TASK_METHODS,
     TASK_SUPPORT_MARK,
+    TERMINAL,
     Task,
     TaskTable,
     declares_tasks,
@@ -64,10 +72,12 @@ if TYPE_CHECKING:
 
     from gateway.catalog.snapshot import Snapshot
     from gateway.protocol.jsonrpc import Request
+    from gateway.protocol.stateless.task_record import TaskControl, TaskRecord
     from gateway.protocol.tables import Owners
     from gateway.router.context import Call, ModernRequest
     from gateway.router.neighbours import PoolView
     from gateway.router.stateless.held_calls import HeldCalls
+    from gateway.router.stateless.task_records import TaskRecords
     from gateway.router.to_clients import ToClients
 
     RunModern = Callable[[ModernRequest, Request, object], Awaitable[bytes]]
@@ -125,6 +135,8 @@ class TaskRunner:
         self._ended: collections.Counter[str] = collections.Counter()
         # Where ``notifications/tasks`` go (the listen streams).
         self._on_change = on_change
+        # The tasks' records in the state store (``attach``); none: memory only.
+        self.records: TaskRecords | None = None
         # Per view (a profile's, or a caller's effective one), kept with the
         # view itself so the id is not reused: whether it offers tasks.
         self._offered: dict[int, tuple[Snapshot, bool]] = {}
@@ -138,6 +150,13 @@ class TaskRunner:
                 await trio.sleep_forever()
             finally:
                 self._nursery = None
+
+    def attach(self, records: TaskRecords) -> None:
+        """Keep the tasks' records in the state store, so every replica answers for them."""
+        self.records = records
+        records.apply = self._relayed
+        records.taken = self._taken
+        records.kept = self._table.kept
 
     def configure(self, limits: TasksConfig) -> None:
         """New bounds (a reload): for tasks created from now on; kept tasks stay."""
@@ -167,7 +186,7 @@ class TaskRunner:
         """Answer a tasks method, or start a task; None when the call is not a task."""
         if message.method in TASK_METHODS:
             with _span(request, message.method, params):
-                return self._task_method(request, message, params, view)
+                return await self._task_method(request, message, params, view)
         name = params.get("name")
         entry = view.resolve(Kind.TOOLS, name) if isinstance(name, str) else None
         if entry is None or TASK_SUPPORT_MARK not in entry.encoded:
@@ -182,13 +201,18 @@ class TaskRunner:
         with _span(request, message.method, params):  # the task's own call: a child span
             if self.handoff is not None and self.handoff.takes(entry.backend):
                 # The backend runs the task itself: rounds first (router/backend_tasks).
-                return await self.handoff.serve(request, message, params, entry.backend)
+                reply = await self.handoff.serve(request, message, params, entry.backend)
+                if self.records is not None:
+                    await self.records.flush()  # a new task is readable on every replica
+                return reply
 
             async def call(background: TaskRequest) -> bytes:
                 """The task's work: the call itself, routed the ordinary way."""
                 return await self._run(background, message, params)
 
             created = self.adopt(request, name, call)
+            if self.records is not None:
+                await self.records.flush()  # a new task is readable on every replica
             return jsonrpc.encode_response(message.id, mcp.encode(created))
 
     def adopt(
@@ -221,30 +245,75 @@ class TaskRunner:
             caller=request.caller,  # the access policy decides the task's call as the request's
             task=task,
             changed=self._changed,
+            save=self._save,
         )
         self._running[task.task_id] = background
+        self._save(task)
         self._created += 1
         self._nursery.start_soon(self._drive, task, background, work)
         logger.info("task.created", task=task.task_id[:8], tool=tool)
         return task.created()
 
-    def _task_method(
+    async def _task_method(
         self, request: ModernRequest, message: Request, params: dict[str, Any], view: Snapshot
     ) -> bytes:
         if not self.offered(view):
             raise MethodNotFound(message.method)
         if not declares_tasks(request.capabilities):
             raise MissingClientCapability({"extensions": {EXTENSION: {}}})
-        task = self._table.find(params.get("taskId"), request.principal, trio.current_time())
+        task_id = params.get("taskId")
+        try:
+            task = self._table.find(task_id, request.principal, trio.current_time())
+        except LocalProtocolError:
+            if self.records is None or not isinstance(task_id, str):
+                raise
+            # Not held here: another replica's (or an earlier run's) task, from its record.
+            record = await self.records.find(task_id, request.principal)
+            if message.method == "tasks/get":
+                return jsonrpc.encode_response(message.id, mcp.encode(task_of(record).detailed()))
+            if record.status not in TERMINAL:
+                await self.records.relay(message.method, record, request.principal, params)
+            return jsonrpc.encode_response(message.id, msgspec.Raw(EMPTY_ACK))
         if message.method == "tasks/get":
             return jsonrpc.encode_response(message.id, mcp.encode(task.detailed()))
-        event = TaskEvent.CANCEL if message.method == "tasks/cancel" else TaskEvent.UPDATE
+        self._act(task, message.method, params)
+        # A finished task acks both the same way (idempotent, rule 3).
+        return jsonrpc.encode_response(message.id, msgspec.Raw(EMPTY_ACK))
+
+    def _act(self, task: Task, method: str, params: dict[str, Any]) -> None:
+        """``tasks/cancel`` or ``tasks/update`` on a task run here.
+
+        Raises:
+            ModernProtocolError: -32602 for ``inputResponses`` that are not objects.
+        """
+        event = TaskEvent.CANCEL if method == "tasks/cancel" else TaskEvent.UPDATE
         actions = task.feed(event)
         running = self._running.get(task.task_id)
         if running is not None:
             running.perform(actions, params)
-        # A finished task acks both the same way (idempotent, rule 3).
-        return jsonrpc.encode_response(message.id, msgspec.Raw(EMPTY_ACK))
+
+    def _relayed(self, control: TaskControl) -> None:
+        """A cancel or update another replica relayed for a task run here (as if asked here)."""
+        task = self._table.find(control.task_id, control.principal, trio.current_time())
+        self._act(task, control.method, control.params)
+
+    def _taken(self, task_id: str, record: TaskRecord) -> None:
+        """Another replica ended a task run here (it found no heartbeat): its ending stands.
+
+        The call stops and the task leaves this replica's table, so this
+        replica too answers from the record: one answer on every replica.
+        """
+        if not self._table.forget(task_id):
+            return
+        running = self._running.get(task_id)
+        if running is not None:
+            running.scope.cancel()
+        self._changed(task_of(record))
+
+    def _save(self, task: Task) -> None:
+        """Write ``task``'s record to the store (its row said ``SAVE``, or it is new)."""
+        if self.records is not None:
+            self.records.changed(task)
 
     async def _drive(
         self, task: Task, background: TaskRequest, work: Callable[[TaskRequest], Awaitable[bytes]]
@@ -265,6 +334,8 @@ class TaskRunner:
             event, outcome = _outcome(reply)
         actions = task.feed(event, now, **outcome)
         self._ended[task.status] += 1
+        if TaskAction.SAVE in actions:
+            self._save(task)
         if TaskAction.NOTIFY in actions:
             self._changed(task)
         logger.info("task.ended", task=task.task_id[:8], tool=task.tool, status=task.status)
