@@ -75,6 +75,7 @@ from gateway.router.search_mode import SearchMode
 from gateway.router.stateless import requests as modern
 from gateway.router.stateless.gateway_tasks import HandOff, TaskRunner
 from gateway.router.stateless.held_calls import HeldCalls, holdable, sealer_for
+from gateway.router.stateless.native_tasks import NativeTasks
 from gateway.router.subscriptions import SubscriptionRelay
 from gateway.router.to_clients import ToClients
 from gateway.telemetry import tracing
@@ -206,6 +207,9 @@ class Router:
         )
         if self.tasks.handoff is not None:
             self.tasks.handoff.guard = guardrails
+        # A 2026-07-28 backend's own tasks (routed once the app sets the store).
+        self.tasks.native = NativeTasks(self._held, self._run_modern, pool)
+        self.tasks.native.guard = guardrails
         self._handlers: dict[str, Handler] = {
             "ping": calls.ping,
             "tools/list": self._lists.list_tools,

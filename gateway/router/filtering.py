@@ -11,7 +11,9 @@ Rules:
    decoded result in public names. A modify replaces it; a deny of a tool
    result is an ``isError`` result whose text names the filter and its
    reason; a deny of a read or a prompt is :class:`FilterRefused`. An
-   ``input_required`` result is not a result yet and passes.
+   ``input_required`` result is not a result yet and passes, nor is a
+   backend's ``CreateTaskResult`` (``resultType: task``): its result is
+   filtered when ``tasks/get`` inlines it.
 3. **Lists** (``tools/list``, and a search-mode ``search_tools``'s hits):
    each tool definition is its own subject (its public name is the item, so
    ``tools`` globs apply); a deny leaves the tool out, a modify replaces its
@@ -133,7 +135,7 @@ async def filter_result(
     if not steps:
         return result
     body = mcp.decode_object(result)
-    if body is None or is_input_required(body):
+    if body is None or is_input_required(body) or body.get("resultType") == "task":
         return result
     decision = await guard.check(
         steps, _subject("results", call.client, backend.name, public, body)

@@ -223,6 +223,8 @@ async def open_gateway(
             consent=consent,
         )
         router.set_cache(cache_for(config.cache, config.backends, config.profiles))
+        if router.tasks.native is not None:  # a 2026-07-28 backend's tasks, from any replica
+            router.tasks.native.store = store
         await services.start(router.run)
         coalescer = ListChangedCoalescer(
             clients, metrics, config.notifications.debounce, lambda peer: access.on(peer).tag
