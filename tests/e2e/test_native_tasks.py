@@ -20,13 +20,14 @@ from gateway.config import StoreConfig
 from gateway.store.redis_store import open_redis_store
 from tests.e2e.test_tasks import CAPS_KEY, EXT, TOKENS, WITH_TASKS, _ask
 from tests.harness import NEEDS_SDK2, SDK2_PYTHON, gateway_config, start_gateway, stdio_backend
+from tests.redis_server import RedisServer
 from tests.subprocess_servers import free_port, run_server
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from tests.harness import Running
-    from tests.redis_server import RedisServer
+
 
 SERVER: Final = Path(__file__).resolve().parents[2] / "tests" / "servers" / "modern_tasks.py"
 COUNTDOWN: Final = {"name": "t__countdown", "arguments": {"polls": 1}}
@@ -235,3 +236,48 @@ async def test_a_task_created_through_one_replica_is_polled_and_cancelled_throug
     # The route is the only state: one key, in the shared store.
     async with open_redis_store(StoreConfig(url=redis_server.url, key_prefix="native-tasks:")) as s:
         assert [key for key, _ in await s.scan("")] == [f"tasks-native:{task_id}"]
+
+
+async def test_the_inlined_result_passes_the_guardrail_result_chain(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """filtering rule 2: the backend's task result is a tool result like any other;
+    the CreateTaskResult itself is not one and reaches the host whole."""
+    record = tmp_path / "record.jsonl"
+    backend = _backend(record, filters=[{"type": "size", "max_bytes": 16, "at": ["results"]}])
+    running = await start_gateway(nursery, gateway_config([backend]))
+    created = (await _ask(running, "tools/call", COUNTDOWN, **WITH_TASKS))["result"]
+    assert (created["resultType"], created["status"]) == ("task", "working")
+    task_id = created["taskId"]
+    await _ask(running, "tasks/get", {"taskId": task_id}, **WITH_TASKS)
+    done = (await _ask(running, "tasks/get", {"taskId": task_id}, **WITH_TASKS))["result"]
+    assert done["status"] == "completed"
+    last = done["result"]["content"][-1]["text"]
+    assert last.startswith("[truncated by backend:t/size#0"), done["result"]
+
+
+async def test_a_store_that_cannot_keep_the_route_cancels_the_backends_task(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """Gateway choice: no task nobody can reach runs on; the host gets -32603, and a
+    routed id answers -32603 while the store is away."""
+    (tmp_path / "redis").mkdir()
+    own = RedisServer(tmp_path / "redis")
+    own.start()
+    try:
+        record = tmp_path / "record.jsonl"
+        store = {"url": own.url, "key_prefix": "down:", "timeout": 1}
+        running = await start_gateway(nursery, gateway_config([_backend(record)], store=store))
+        first = (await _ask(running, "tools/call", COUNTDOWN, **WITH_TASKS))["result"]
+        own.stop()
+        refused = await _ask(running, "tools/call", COUNTDOWN, **WITH_TASKS)
+        assert refused["error"]["code"] == -32603
+        assert "was cancelled" in refused["error"]["message"]
+        polled = await _ask(running, "tasks/get", {"taskId": first["taskId"]}, **WITH_TASKS)
+        assert polled["error"]["code"] == -32603
+        assert "state store is unavailable" in polled["error"]["message"]
+        seen = [(e["method"], e["taskId"]) for e in _record(record)]
+        second = seen[1][1]
+        assert seen[1:] == [("tools/call", second), ("tasks/cancel", second)]
+    finally:
+        own.stop()
