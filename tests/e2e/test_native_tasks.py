@@ -13,10 +13,11 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+import msgspec
 import pytest
 import trio
 
-from gateway.config import StoreConfig
+from gateway.config import StoreConfig, parse
 from gateway.store.redis_store import open_redis_store
 from tests.e2e.test_tasks import CAPS_KEY, EXT, TOKENS, WITH_TASKS, _ask
 from tests.harness import NEEDS_SDK2, SDK2_PYTHON, gateway_config, start_gateway, stdio_backend
@@ -281,3 +282,27 @@ async def test_a_store_that_cannot_keep_the_route_cancels_the_backends_task(
         assert seen[1:] == [("tools/call", second), ("tasks/cancel", second)]
     finally:
         own.stop()
+
+
+async def test_a_cached_tool_still_creates_a_task_per_call(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """response_cache rule: a CreateTaskResult is not a complete answer and is never
+    kept, so each task call reaches the backend and gets a task of its own."""
+    record = tmp_path / "record.jsonl"
+    document = json.loads(msgspec.json.encode(gateway_config([_backend(record)])))
+    document["cache"] = {"default_ttl": 60}
+    opt_in = {"tools": ["t__countdown"], "ttl": 60, "allow_unannotated": True}
+    document["profiles"] = [{"name": "default", "cache": opt_in}]
+    config = parse(json.dumps(document), env={})
+    running = await start_gateway(nursery, config)
+    one = (await _ask(running, "tools/call", COUNTDOWN, **WITH_TASKS))["result"]["taskId"]
+    two = (await _ask(running, "tools/call", COUNTDOWN, **WITH_TASKS))["result"]["taskId"]
+    assert one != two
+    calls = [e["taskId"] for e in _record(record) if e["method"] == "tools/call"]
+    assert len(set(calls)) == 2
+    # Without the extension the cache works as for any call: one backend answer.
+    for _ in range(2):
+        assert (await _ask(running, "tools/call", COUNTDOWN))["result"]["resultType"] == "complete"
+    plain = [e for e in _record(record) if e["method"] == "tools/call" and e["taskId"] is None]
+    assert len(plain) == 1
