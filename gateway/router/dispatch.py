@@ -404,6 +404,13 @@ class Router:
         if holdable(message.method, params):
             assert isinstance(params, dict)
             try:
+                native = self.tasks.native
+                if native is not None and "requestState" in params:
+                    # A round of a task call that the backend may turn into its task.
+                    view = self.effective(request)[1]
+                    routed = await native.retry(request, message, params, view)
+                    if routed is not None:
+                        return routed
                 return await self._held.serve(request, message, params, self._run_modern)
             except ModernProtocolError as exc:
                 return jsonrpc.encode_error(message.id, exc.code, exc.message, exc.data)

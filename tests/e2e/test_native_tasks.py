@@ -306,3 +306,32 @@ async def test_a_cached_tool_still_creates_a_task_per_call(
         assert (await _ask(running, "tools/call", COUNTDOWN))["result"]["resultType"] == "complete"
     plain = [e for e in _record(record) if e["method"] == "tools/call" and e["taskId"] is None]
     assert len(plain) == 1
+
+
+async def test_an_mrtr_round_first_then_the_backends_task_on_the_retry(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """sep-2663: the backend's round is an ordinary input_required (sealed state); the
+    retry declares the extension too and its CreateTaskResult is routed like any."""
+    record = tmp_path / "record.jsonl"
+    running = await start_gateway(nursery, gateway_config([_backend(record)]))
+    call = {"name": "t__round_then_task", "arguments": {}}
+    first = (await _ask(running, "tools/call", call, **WITH_TASKS))["result"]
+    assert first["resultType"] == "input_required"
+    assert "taskId" not in first
+    assert first["inputRequests"]["user_name"]["method"] == "elicitation/create"
+    answer = {"action": "accept", "content": {"name": "Ada"}}
+    retry = {**call, "requestState": first["requestState"], "inputResponses": {"user_name": answer}}
+    created = (await _ask(running, "tools/call", retry, **WITH_TASKS))["result"]
+    assert created["resultType"] == "task"
+    task_id = created["taskId"]
+    assert task_id.startswith("n.")
+    done = (await _ask(running, "tasks/get", {"taskId": task_id}, **WITH_TASKS))["result"]
+    assert done["status"] == "completed"
+    # The round's answer and the backend's own state, as the backend got them.
+    assert json.loads(done["result"]["content"][0]["text"]) == {
+        "answer": answer,
+        "state": "round-1",
+    }
+    calls = [(e["method"], e["declared"]) for e in _record(record)]
+    assert calls == [("tools/call", True), ("tools/call", True), ("tasks/get", True)]

@@ -14,7 +14,10 @@ Task progress is counted in polls, not time, so tests never depend on
 machine speed: ``countdown`` is ``working`` for its first ``polls``
 ``tasks/get`` and then ``completed``; ``confirm`` is ``input_required``
 (one form elicitation under the key ``confirm``) until ``tasks/update``
-answers it, then ``completed`` with the answer; ``tasks/cancel`` ends a
+answers it, then ``completed`` with the answer; ``round_then_task`` asks a
+name in an MRTR round first and becomes a task on the retry (sep-2663's
+composition), completing with the answer and the round's state at the
+first ``tasks/get``; ``tasks/cancel`` ends a
 task ``cancelled``. Every task call and tasks method is appended to the
 file ``MODERN_TASKS_RECORD`` names (one JSON object a line: the method,
 the task id, whether the request declared the extension), so tests see
@@ -39,7 +42,7 @@ from pydantic import ConfigDict
 
 EXTENSION: Final = "io.modelcontextprotocol/tasks"
 CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
-TASK_TOOLS: Final = {"countdown": "optional", "confirm": "required"}
+TASK_TOOLS: Final = {"countdown": "optional", "confirm": "required", "round_then_task": "optional"}
 TTL_MS: Final = 60_000
 _ids = itertools.count(1)
 _tasks: dict[str, dict[str, Any]] = {}
@@ -66,6 +69,16 @@ def _declared(ctx: Any) -> bool:
     caps = meta.get(CAPABILITIES_KEY)
     extensions = caps.get("extensions") if isinstance(caps, dict) else None
     return isinstance(extensions, dict) and EXTENSION in extensions
+
+
+NAME_REQUEST: Final = {
+    "method": "elicitation/create",
+    "params": {
+        "mode": "form",
+        "message": "Your name?",
+        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+    },
+}
 
 
 def _now() -> str:
@@ -132,17 +145,31 @@ class Tasks(Extension):
             if params.name in TASK_TOOLS:
                 _record("tools/call", None, ctx, name=params.name)
             return await call_next(ctx)
+        answer = (params.input_responses or {}).get("user_name")
+        if params.name == "round_then_task" and answer is None:
+            # sep-2663: the MRTR round first, synchronously; the task on the retry.
+            _record("tools/call", None, ctx, name=params.name)
+            return {
+                "resultType": "input_required",
+                "inputRequests": {"user_name": NAME_REQUEST},
+                "requestState": "round-1",
+            }
         task_id = f"backend-task-{next(_ids)}"
         now = _now()
         arguments = params.arguments or {}
         task = {
             "taskId": task_id,
             "tool": params.name,
-            "status": "working" if params.name == "countdown" else "input_required",
+            "status": "input_required" if params.name == "confirm" else "working",
             "createdAt": now,
             "lastUpdatedAt": now,
             "polls": int(arguments.get("polls", 1)),
         }
+        if params.name == "round_then_task":
+            task["tool"] = "countdown"  # it ends like one, with the round's answer
+            task["polls"] = 0
+            shown = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
+            task["answer"] = {"answer": shown, "state": params.request_state}
         _tasks[task_id] = task
         _record("tools/call", task_id, ctx, name=params.name)
         view = _view(task)
@@ -160,7 +187,8 @@ class Tasks(Extension):
         _record("tasks/get", params.taskId, ctx)
         if task["tool"] == "countdown" and task["status"] == "working":
             if task["polls"] <= 0:
-                _set(task, "completed", _text(f"done: {task['taskId']}"))
+                text = json.dumps(task["answer"]) if "answer" in task else f"done: {task['taskId']}"
+                _set(task, "completed", _text(text))
             task["polls"] -= 1
         return {"resultType": "complete", **_view(task)}
 
@@ -210,6 +238,12 @@ def countdown(polls: int = 1) -> str:
 def confirm() -> str:
     """Asks for confirmation inside its task (task only)."""
     return "confirmed"
+
+
+@server.tool()
+def round_then_task() -> str:
+    """Asks a name in an MRTR round, then becomes a task (when the caller declares it)."""
+    return "no task"
 
 
 @server.tool()

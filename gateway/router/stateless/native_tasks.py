@@ -8,7 +8,9 @@ this module is their driver, hooked into ``TaskRunner.serve``
    extension) of a tool whose 2026-07-28 backend declares the extension
    goes to the backend as an ordinary held ``tools/call`` (guardrails,
    response cache, consent, MRTR rounds all as for any call) whose envelope
-   declares the extension (``ModernRequest.task_extension``).
+   declares the extension (``ModernRequest.task_extension``). The retry of
+   an MRTR round of such a call declares it too (``retry``): the backend
+   finishes its rounds before it makes the task (sep-2663).
 2. When the backend answers its own ``CreateTaskResult``, the route (the
    backend, its task id, the principal) is put in the store under a new
    gateway id with the task's ttl, and only then does the host get the
@@ -38,6 +40,7 @@ import structlog
 import trio
 
 from gateway.catalog.naming import public_uri
+from gateway.catalog.snapshot import Kind
 from gateway.errors import (
     INTERNAL_ERROR,
     GatewayError,
@@ -64,12 +67,14 @@ from gateway.protocol.stateless.native_tasks import (
     unknown_task,
     with_task_extension,
 )
+from gateway.protocol.stateless.tasks import TASK_SUPPORT_MARK, declares_tasks, task_support
 from gateway.router.context import Call
 from gateway.router.filtering import filter_result
 from gateway.store.api import StoreUnavailable
 
 if TYPE_CHECKING:
     from gateway.backends.state import BackendView
+    from gateway.catalog.snapshot import Snapshot
     from gateway.guardrails.chains import Guardrails
     from gateway.protocol.jsonrpc import Request
     from gateway.router.context import ModernRequest
@@ -130,6 +135,31 @@ class NativeTasks:
             return await self._routed(held_request, msg, reply, backend, tool)
 
         return await self._held.serve(request, message, params, run)
+
+    async def retry(
+        self, request: ModernRequest, message: Request, params: dict[str, Any], view: Snapshot
+    ) -> bytes | None:
+        """Rule 1 for an MRTR retry: a task call's later round, which may become the task.
+
+        sep-2663 has a backend finish its rounds before its ``CreateTaskResult``,
+        so the retry of a task call to such a backend declares the extension
+        too. None when the retry is not one (the ordinary held path serves it).
+
+        Raises:
+            ModernProtocolError: as ``HeldCalls.serve``.
+        """
+        name = params.get("name")
+        if message.method != "tools/call" or not isinstance(name, str):
+            return None
+        if "requestState" not in params or not declares_tasks(request.capabilities):
+            return None
+        entry = view.resolve(Kind.TOOLS, name)
+        if entry is None or TASK_SUPPORT_MARK not in entry.encoded:
+            return None
+        tool = mcp.decode_object(msgspec.Raw(entry.encoded))
+        if tool is None or task_support(tool) == "forbidden" or not self.takes(entry.backend):
+            return None
+        return await self.serve(request, message, params, entry.backend)
 
     async def _routed(
         self, request: ModernRequest, message: Request, reply: bytes, backend: str, tool: str
