@@ -26,7 +26,9 @@ Rules:
 7. A request to a 2026-07-28 backend carries the envelope built for its
    caller (``protocol.backend_leg``): the caller's bridgeable capabilities,
    its log level, the gateway's client info; trace context and the
-   remapped progress token ride in ``_meta`` as for any backend.
+   remapped progress token ride in ``_meta`` as for any backend. A task
+   call routed to a backend that runs its own tasks declares the tasks
+   extension too (``router/stateless/native_tasks``).
 8. A 2026-07-28 backend's ``input_required`` is sealed for a modern host
    and driven for a legacy one (``router/modern_backend``).
 9. A 2026-07-28 backend's -32022 is never relayed (``envelope_refused``);
@@ -78,6 +80,7 @@ from gateway.errors import (
 )
 from gateway.protocol import jsonrpc, mcp, revisions, skills
 from gateway.protocol.stateless import backend_leg
+from gateway.protocol.stateless.native_tasks import with_task_extension
 from gateway.protocol.versions import resource_not_found_code
 from gateway.router.context import Call, ModernRequest, Target
 from gateway.router.filtering import filter_input_requests, filter_request, filter_result
@@ -242,11 +245,10 @@ class Forwarder:
             level = client.envelope.log_level
         else:
             level = self._levels.level_of(client.session_id) if self._levels else None
-        return backend_leg.with_envelope(
-            params,
-            capabilities=backend_leg.bridgeable_capabilities(client.capabilities),
-            log_level=level,
-        )
+        capabilities = backend_leg.bridgeable_capabilities(client.capabilities)
+        if isinstance(client, ModernRequest) and client.task_extension:
+            capabilities = with_task_extension(capabilities)  # a routed task call
+        return backend_leg.with_envelope(params, capabilities=capabilities, log_level=level)
 
     async def forward(
         self,

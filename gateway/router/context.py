@@ -133,6 +133,10 @@ class ModernRequest:
     backend_state: tuple[str, str | None] | None = None
     principal: str | None = None
     caller: Principal | None = None
+    # The gateway declares the tasks extension to the backend on this
+    # request: a task call routed to a backend that runs its own tasks
+    # (``router/stateless/native_tasks``).
+    task_extension: bool = False
 
     @property
     def protocol_version(self) -> str:

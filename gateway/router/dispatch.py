@@ -75,6 +75,7 @@ from gateway.router.search_mode import SearchMode
 from gateway.router.stateless import requests as modern
 from gateway.router.stateless.gateway_tasks import HandOff, TaskRunner
 from gateway.router.stateless.held_calls import HeldCalls, holdable, sealer_for
+from gateway.router.stateless.native_tasks import NativeTasks
 from gateway.router.subscriptions import SubscriptionRelay
 from gateway.router.to_clients import ToClients
 from gateway.telemetry import tracing
@@ -216,6 +217,8 @@ class Router:
             handoff=HandOff(self._held, pool, owners, self._to_clients),
             on_change=task_notices,
         )
+        # A 2026-07-28 backend's own tasks (routed once the app sets the store).
+        self.tasks.native = NativeTasks(self._held, self._run_modern, pool)
         self.set_guardrails(guardrails)
         self._handlers: dict[str, Handler] = {
             "ping": calls.ping,
@@ -273,6 +276,8 @@ class Router:
         self._to_clients.guardrails = guardrails
         if self.tasks.handoff is not None:
             self.tasks.handoff.guard = guardrails
+        if self.tasks.native is not None:
+            self.tasks.native.guard = guardrails
         if old is not None and old is not guardrails:
             self._follow_up(lambda: _retire(old))
 
@@ -436,6 +441,13 @@ class Router:
         if holdable(message.method, params):
             assert isinstance(params, dict)
             try:
+                native = self.tasks.native
+                if native is not None and "requestState" in params:
+                    # A round of a task call that the backend may turn into its task.
+                    view = self.effective(request)[1]
+                    routed = await native.retry(request, message, params, view)
+                    if routed is not None:
+                        return routed
                 return await self._held.serve(request, message, params, self._run_modern)
             except ModernProtocolError as exc:
                 return jsonrpc.encode_error(message.id, exc.code, exc.message, exc.data)

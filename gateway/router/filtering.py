@@ -13,7 +13,9 @@ Rules:
    reason; a deny of a read or a prompt is :class:`FilterRefused`. An
    ``input_required`` result is not a result yet: its questions go through
    rule 4, and the result that ends its rounds (a retry's, in either era)
-   comes back through this point like any.
+   comes back through this point like any. Nor is a backend's
+   ``CreateTaskResult`` (``resultType: task``): its result is filtered when
+   ``tasks/get`` inlines it.
 3. **Lists** (``tools/list``, and a search-mode ``search_tools``'s hits):
    each tool definition is its own subject (its public name is the item, so
    ``tools`` globs apply); a deny leaves the tool out, a modify replaces its
@@ -141,7 +143,7 @@ async def filter_result(
     if not steps:
         return result
     body = mcp.decode_object(result)
-    if body is None or is_input_required(body):
+    if body is None or is_input_required(body) or body.get("resultType") == "task":
         return result
     decision = await guard.check(
         steps, _subject("results", call.client, backend.name, public, body)

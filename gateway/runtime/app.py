@@ -227,6 +227,8 @@ async def open_gateway(
         task_records = TaskRecords(store, config.store.task_owner_timeout)
         router.tasks.attach(task_records)
         await services.start(task_records.run)
+        if router.tasks.native is not None:  # a 2026-07-28 backend's tasks, from any replica
+            router.tasks.native.store = store
         await services.start(router.run)
         coalescer = ListChangedCoalescer(
             clients, metrics, config.notifications.debounce, lambda peer: access.on(peer).tag

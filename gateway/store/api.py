@@ -46,7 +46,7 @@ __all__ = [
 #: Namespaces whose keys outlive a restart of a single gateway (the embedded
 #: store keeps them in its SQLite file; Redis keeps every key alike). Tasks,
 #: pins and consent are what a person would lose; the rest may start afresh.
-DURABLE_NAMESPACES: Final = frozenset({"tasks", "pins", "consent", "console"})
+DURABLE_NAMESPACES: Final = frozenset({"tasks", "tasks-native", "pins", "consent", "console"})
 
 
 class StoreUnavailable(GatewayError):

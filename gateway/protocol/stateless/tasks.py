@@ -4,6 +4,8 @@ The gateway runs tasks itself: a ``tools/call`` of a tool whose backend
 marks it ``execution.taskSupport`` becomes a task at the gateway when the
 calling 2026-07-28 request declares the extension. The backend sees an
 ordinary call, so every backend, handshake era included, gains tasks.
+A 2026-07-28 backend that declares the extension runs the task itself
+(``native_tasks``: the gateway routes by an id of its own).
 
 Rules (``ext:`` tasks, sep-2663; ``../docs/eras.md``):
 

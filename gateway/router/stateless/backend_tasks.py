@@ -28,8 +28,8 @@ task support decides. Rules:
    timeout (``timeouts.request``): a host slower than that fails the task.
 
 A 2026-07-28 backend never declares the 2025-11-25 capability (its tasks
-would be the extension, which the gateway does not declare towards
-backends), so only handshake-era backends are handed tasks.
+are the extension's, routed by ``router/stateless/native_tasks``), so only
+handshake-era backends are handed tasks here.
 """
 
 from __future__ import annotations

@@ -13,7 +13,9 @@ listen streams that named it in ``taskIds`` (its creator's only).
 
 A backend that runs tasks itself (2025-11-25 ``tasks.requests.tools.call``)
 gets the call instead, rounds first; its task then becomes one of ours
-whose work follows it (``router/backend_tasks``, ``adopt``).
+whose work follows it (``router/backend_tasks``, ``adopt``). A 2026-07-28
+backend that declares the extension runs the task alone, reached through
+a gateway id in the state store (``router/stateless/native_tasks``).
 
 Every change of a task's status is a row of
 ``protocol/stateless/task_states.TRANSITIONS`` (``Task.feed``); this module
@@ -78,6 +80,7 @@ if TYPE_CHECKING:
     from gateway.router.neighbours import PoolView
     from gateway.router.stateless.held_calls import HeldCalls
     from gateway.router.stateless.task_records import TaskRecords
+    from gateway.router.stateless.native_tasks import NativeTasks
     from gateway.router.to_clients import ToClients
 
     RunModern = Callable[[ModernRequest, Request, object], Awaitable[bytes]]
@@ -130,6 +133,8 @@ class TaskRunner:
                 clients=handoff.clients,
             )
         self._running: dict[str, TaskRequest] = {}
+        # A 2026-07-28 backend's own tasks, routed by the store (``router/stateless/native_tasks``).
+        self.native: NativeTasks | None = None
         # What the metrics read at scrape time (``sample``): nothing per request.
         self._created = 0
         self._ended: collections.Counter[str] = collections.Counter()
@@ -186,6 +191,12 @@ class TaskRunner:
         """Answer a tasks method, or start a task; None when the call is not a task."""
         if message.method in TASK_METHODS:
             with _span(request, message.method, params):
+                native = self.native
+                declared = declares_tasks(request.capabilities)
+                if native is not None and declared and self.offered(view):
+                    routed = await native.method(request, message, params)
+                    if routed is not None:
+                        return routed
                 return await self._task_method(request, message, params, view)
         name = params.get("name")
         entry = view.resolve(Kind.TOOLS, name) if isinstance(name, str) else None
@@ -199,6 +210,8 @@ class TaskRunner:
             raise MissingClientCapability({"extensions": {EXTENSION: {}}})
         assert isinstance(name, str)
         with _span(request, message.method, params):  # the task's own call: a child span
+            if self.native is not None and self.native.takes(entry.backend):
+                return await self.native.serve(request, message, params, entry.backend)
             if self.handoff is not None and self.handoff.takes(entry.backend):
                 # The backend runs the task itself: rounds first (router/backend_tasks).
                 reply = await self.handoff.serve(request, message, params, entry.backend)
