@@ -27,8 +27,9 @@ Rules:
    on the ``sessions`` channel; every replica closes its copy when it hears
    it, or at its next keeper pass when the message was lost.
 6. **The store failing takes down no session.** The replica that holds a
-   session serves it as before; another replica answers 404 as it did
-   without a store; each outage is logged once.
+   session serves it as before and writes its record at the first keeper
+   pass the store answers; another replica answers 404 as it did without
+   a store; each outage is logged once.
 
 The record (:class:`SessionRecord`) and its key are sans-IO; the
 :class:`SessionRecords` driver does the store's I/O.
@@ -185,6 +186,7 @@ class SessionRecords:
             await self._store.put(key_of(session.session_id), value, ttl=self._idle())
         except StoreUnavailable as exc:
             self._down(exc, "save")
+            self._note(session, b"")  # the keeper writes it once the store answers
             return
         self._up()
         self._note(session, value)

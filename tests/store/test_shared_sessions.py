@@ -18,6 +18,7 @@ from gateway.errors import RemoteProtocolError
 from gateway.frontend import session_records as records
 from gateway.frontend.clients import ASKED_ELSEWHERE, ClientRegistry
 from gateway.protocol.headers import MCP_SESSION_ID_HEADER
+from gateway.store.api import StoreUnavailable
 from gateway.store.embedded import EmbeddedStore
 from tests.harness import MCP_POST_HEADERS, Running, gateway_config, sdk_backend, start_gateway
 
@@ -114,6 +115,16 @@ async def test_a_session_opened_on_one_replica_is_served_by_another_and_deleted_
         )
         assert read["result"]["contents"]
         assert _result(await _post(http, second.url, sid, "ping", token=ALICE))["result"] == {}
+        progress = await _post(
+            http,
+            second.url,
+            sid,
+            "tools/call",
+            {"name": "alpha__progress", "arguments": {"steps": 2}, "_meta": {"progressToken": "p"}},
+            token=ALICE,
+        )
+        assert progress.status_code == 200
+        assert progress.text.count('"notifications/progress"') == 2, progress.text
         held = second.gateway.clients.get(sid)
         assert held is not None and held.owner_elsewhere
         # The first replica still holds it and serves the official client.
@@ -294,3 +305,39 @@ async def test_a_copy_held_elsewhere_refuses_to_ask_the_host_at_once() -> None:
         await copy.request("elicitation/create", None, None)
     assert refused.value.message == ASKED_ELSEWHERE
     assert copy.initialized and len(clients) == 1
+
+
+class _DownOnce(EmbeddedStore):
+    """The embedded store, refusing the first put (a server that was down at initialize)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = True
+
+    async def put(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
+        """Fails while down, then stores."""
+        if self.down:
+            raise StoreUnavailable("put", "refused")
+        await super().put(key, value, ttl=ttl)
+
+
+async def test_a_record_the_store_refused_at_initialize_is_written_at_the_next_pass(
+    autojump_clock: Any,
+) -> None:
+    """Gateway choice (rule 6): the session is served meanwhile; its record follows the store."""
+    store = _DownOnce()
+    clients = ClientRegistry()
+    keeper = records.SessionRecords(
+        store, clients, lambda: 600.0, lambda sid: None, lambda sid, level: None, refresh=10.0
+    )
+    session = clients.open("2025-11-25", {}, {}, principal="alice")
+    await keeper.save(session)
+    assert await store.get(records.key_of(session.session_id)) is None
+    store.down = False
+    await trio.sleep(1)
+    session.last_seen = trio.current_time()
+    await keeper.keep()
+    stored = await store.get(records.key_of(session.session_id))
+    assert stored is not None
+    record = records.decode(stored)
+    assert record is not None and record.principal == "alice"
