@@ -25,7 +25,10 @@ Rules:
 5. **DELETE ends it everywhere.** It leaves a tombstone (ttl: the idle
    timeout, so a late copy cannot revive it) and publishes the key's digest
    on the ``sessions`` channel; every replica closes its copy when it hears
-   it, or at its next keeper pass when the message was lost.
+   it, or at its next keeper pass when the message was lost. A
+   ``notifications/cancelled`` for a request this replica does not run is
+   published the same way, and the replica running it cancels it (best
+   effort: a lost message leaves the call to finish, as the spec allows).
 6. **The store failing takes down no session.** The replica that holds a
    session serves it as before and writes its record at the first keeper
    pass the store answers; another replica answers 404 as it did without
@@ -55,7 +58,7 @@ if TYPE_CHECKING:
 logger = structlog.get_logger("gateway.frontend")
 
 NAMESPACE: Final = "sessions"
-#: Where a DELETE is announced to the other replicas (the record key's digest).
+#: Where DELETEs and cancels are announced to the other replicas (:class:`SessionNews`).
 CHANNEL: Final = "sessions"
 #: What a DELETEd session's key holds until its ttl runs out (rule 5).
 ENDED: Final = b"ended"
@@ -84,6 +87,29 @@ class SessionRecord(msgspec.Struct, frozen=True, kw_only=True):
 
 
 _decoder: Final = msgspec.json.Decoder(SessionRecord)
+
+
+class SessionNews(msgspec.Struct, frozen=True, kw_only=True):
+    """What one replica tells the others about a session (rule 5).
+
+    Attributes:
+        session: the digest of the session id (never the id).
+        cancel: the id of a request to cancel; None: the session was DELETEd.
+    """
+
+    session: str
+    cancel: int | str | None = None
+
+
+_news_decoder: Final = msgspec.json.Decoder(SessionNews)
+
+
+def decode_news(message: bytes) -> SessionNews | None:
+    """A message of the ``sessions`` channel, or None when it is none."""
+    try:
+        return _news_decoder.decode(message)
+    except msgspec.DecodeError:
+        return None
 
 
 def digest(session_id: str) -> str:
@@ -243,13 +269,33 @@ class SessionRecords:
         hashed = digest(session.session_id)
         try:
             await self._store.put(f"{NAMESPACE}:{hashed}", ENDED, ttl=self._idle())
-            await self._store.publish(CHANNEL, hashed.encode("ascii"))
+            await self._store.publish(CHANNEL, msgspec.json.encode(SessionNews(session=hashed)))
         except StoreUnavailable as exc:
             self._down(exc, "end")
+
+    async def cancel_elsewhere(self, session: ClientSession, request_id: int | str) -> None:
+        """Tell the replica running a request of this session to cancel it (rule 5); best effort."""
+        news = SessionNews(session=digest(session.session_id), cancel=request_id)
+        try:
+            await self._store.publish(CHANNEL, msgspec.json.encode(news))
+        except StoreUnavailable as exc:
+            self._down(exc, "cancel")
 
     def forget(self, session: ClientSession) -> None:
         """A session closed here (however): stop refreshing its record; the record stays."""
         self.forget_id(session.session_id)
+
+    def _heard(self, message: bytes) -> None:
+        news = decode_news(message)
+        if news is None:
+            return
+        if news.cancel is None:
+            self._ended(news.session, "deleted_elsewhere")
+            return
+        session = self._clients.get(self._by_digest.get(news.session, ""))
+        scope = None if session is None else session.inflight.get(news.cancel)
+        if scope is not None:
+            scope.cancel()
 
     def _ended(self, hashed: str, how: str) -> None:
         session = self._clients.get(self._by_digest.get(hashed, ""))
@@ -273,7 +319,7 @@ class SessionRecords:
                 async with self._store.subscribe(CHANNEL) as messages:
                     self.listening.set()
                     async for message in messages:
-                        self._ended(message.decode("ascii", "replace"), "deleted_elsewhere")
+                        self._heard(message)
             except (StoreUnavailable, trio.BrokenResourceError) as exc:
                 reason = exc.reason if isinstance(exc, StoreUnavailable) else "subscription ended"
                 self._down(StoreUnavailable("subscribe", reason), "follow")

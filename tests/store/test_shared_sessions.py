@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import httpx
@@ -196,6 +197,48 @@ async def test_what_needs_the_stream_holder_is_refused_on_another_replica_with_i
             )
         )
         assert "another gateway replica" in json.dumps(asked)
+
+
+async def test_a_cancel_sent_to_another_replica_cancels_the_call_where_it_runs(
+    nursery: trio.Nursery, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """Gateway choice (rule 5): notifications/cancelled on B reaches A's call; A sends no answer."""
+    first = await _replica(nursery, redis_server, "sessions-cancel:")
+    second = await _replica(nursery, redis_server, "sessions-cancel:")
+    assert first.gateway.session_records is not None
+    with trio.fail_after(10):
+        await first.gateway.session_records.listening.wait()
+    started = tmp_path / "started"
+    arguments = {"seconds": 0, "release": str(tmp_path / "never"), "started": str(started)}
+    answer: list[httpx.Response] = []
+    async with _sdk_host(first.url) as (_host, sid), httpx.AsyncClient() as http:
+
+        async def call() -> None:
+            params = {"name": "alpha__sleep", "arguments": arguments}
+            answer.append(await _post(http, first.url, sid, "tools/call", params, token=ALICE))
+
+        with trio.fail_after(20):
+            async with trio.open_nursery() as calls:
+                calls.start_soon(call)
+                while not started.exists():  # noqa: ASYNC110 - a file has no event
+                    await trio.sleep(0.01)
+                cancel = {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": 7, "reason": "changed my mind"},
+                }
+                sent = await http.post(
+                    second.url,
+                    headers={
+                        **MCP_POST_HEADERS,
+                        "authorization": f"Bearer {ALICE}",
+                        MCP_SESSION_ID_HEADER: sid,
+                    },
+                    content=json.dumps(cancel),
+                )
+                assert sent.status_code == 202
+    assert answer[0].status_code == 200
+    assert '"result"' not in answer[0].text and '"error"' not in answer[0].text
 
 
 async def test_a_log_level_set_on_another_replica_is_in_the_record_and_reaches_the_owner(

@@ -26,7 +26,12 @@ import trio
 from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.errors import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, LocalProtocolError
 from gateway.frontend import http_util as h
-from gateway.frontend.client_messages import accept_one_way, open_client_session, route_request
+from gateway.frontend.client_messages import (
+    accept_one_way,
+    cancel_target,
+    open_client_session,
+    route_request,
+)
 from gateway.frontend.clients import MAX_SESSION_ID_CHARS
 from gateway.frontend.guard import Guard, too_many
 from gateway.frontend.rejection import Rejection
@@ -333,6 +338,7 @@ class McpEndpoint:
                 await self._post_request(send, session, message)
             else:
                 await accept_one_way(self._router, session, message, metrics=self._metrics)
+                await self._cancel_elsewhere(session, message)
                 await h.respond(send, 202)
 
     async def _post_batch(
@@ -419,6 +425,18 @@ class McpEndpoint:
             body,
             headers=[(MCP_SESSION_ID_HEADER_RAW, session.session_id.encode("ascii"))],
         )
+
+    async def _cancel_elsewhere(self, session: ClientSession, message: jsonrpc.Message) -> None:
+        """A cancel of a request this replica does not run goes to the one that does."""
+        if (
+            self._records is None
+            or not isinstance(message, Notification)
+            or message.method != "notifications/cancelled"
+        ):
+            return
+        target = cancel_target(message)
+        if target is not None and target not in session.inflight:
+            await self._records.cancel_elsewhere(session, target)
 
     async def _route(self, session: ClientSession, request: Request, emit: Emit | None) -> bytes:
         """Route one request of a session; what needs the stream's replica is refused here."""
