@@ -22,7 +22,7 @@ from gateway.frontend.rejection import (
     report_internal_error,
 )
 from gateway.protocol import jsonrpc, mcp
-from gateway.protocol.jsonrpc import ErrorResponse, Notification, Request, Response
+from gateway.protocol.jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
 from gateway.protocol.versions import negotiate_as_server
 from gateway.telemetry import tracing
 
@@ -156,13 +156,19 @@ def cancel(session: ClientSession, message: Notification) -> None:
 
     Unknown, finished and malformed targets are ignored (robustness A33).
     """
+    request_id = cancel_target(message)
+    scope = None if request_id is None else session.inflight.get(request_id)
+    if scope is not None:
+        scope.cancel()
+
+
+def cancel_target(message: Notification) -> RequestId | None:
+    """The request a ``notifications/cancelled`` names; None when malformed."""
     try:
         params = mcp.decode_params(message.params)
     except LocalProtocolError:
-        return
+        return None
     request_id = params.get("requestId")
     if isinstance(request_id, bool) or not isinstance(request_id, int | str):
-        return
-    scope = session.inflight.get(request_id)
-    if scope is not None:
-        scope.cancel()
+        return None
+    return request_id

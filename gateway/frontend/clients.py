@@ -42,6 +42,11 @@ if TYPE_CHECKING:
 OUTBOX_CAPACITY: Final = 128
 SESSION_ID_BYTES: Final = 24  # 192 bits; token_urlsafe gives 32 visible ASCII chars
 MAX_SESSION_ID_CHARS: Final = 128
+ASKED_ELSEWHERE: Final = (
+    "the host's session is held by another gateway replica; requests to the host "
+    "(sampling, elicitation, roots) need the replica that opened it "
+    "(route by Mcp-Session-Id, docs/operations.md)"
+)
 
 
 class Outbox:
@@ -127,6 +132,9 @@ class ClientSession:
     # When it opened (trio clock) and how many requests it sent: the console's sessions page.
     opened_at: float = 0.0
     calls: int = 0
+    # A copy loaded from the shared store: another replica opened the session
+    # and holds its GET stream (session_records.py rule 4).
+    owner_elsewhere: bool = False
     _asked: dict[str, _Asked] = field(default_factory=dict)
     _ask_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -163,6 +171,10 @@ class ClientSession:
         """
         if self.closed:
             raise RemoteProtocolError("the client session has ended", INTERNAL_ERROR)
+        if self.owner_elsewhere:
+            # The host's answer would be POSTed to any replica, and only the
+            # asking one could take it: refused at once, never left to time out.
+            raise RemoteProtocolError(ASKED_ELSEWHERE, INTERNAL_ERROR)
         ask_id = f"s-{next(self._ask_ids)}"
         asked = _Asked()
         self._asked[ask_id] = asked
@@ -268,12 +280,45 @@ class ClientRegistry:
             principal=principal,
         )
         session.opened_at = session.last_seen
+        self._add(session)
+        return session
+
+    def adopt(
+        self,
+        session_id: str,
+        protocol_version: str,
+        client_info: dict[str, Any],
+        capabilities: dict[str, Any],
+        profile: str,
+        principal: str | None,
+    ) -> ClientSession:
+        """Keep a copy of a session another replica opened (its record in the shared store).
+
+        The copy is initialized (the host did that on the other replica),
+        counts like any session here, and ends on idle or DELETE like one.
+        """
+        session = ClientSession(
+            session_id=session_id,
+            protocol_version=protocol_version,
+            profile=profile,
+            client_info=client_info,
+            capabilities=capabilities,
+            initialized=True,
+            last_seen=trio.current_time(),
+            principal=principal,
+            owner_elsewhere=True,
+        )
+        session.opened_at = session.last_seen
+        self._add(session)
+        return session
+
+    def _add(self, session: ClientSession) -> None:
         self._sessions[session.session_id] = session
+        principal = session.principal
         if principal is not None:
             self._sessions_of[principal] = self._sessions_of.get(principal, 0) + 1
         if self._on_open is not None:
             self._on_open(session)
-        return session
 
     def get(self, session_id: str) -> ClientSession | None:
         """The session for a header value, or None (unknown, expired, malformed)."""

@@ -336,6 +336,21 @@ class Router:
         for backend in self._pool.backends.values():
             backend.close_client(session_id)
 
+    def client_level(self, session_id: str) -> str | None:
+        """The log level a client session asked for (None: none yet), for its shared record."""
+        return self._wanted.level_of(session_id)
+
+    def restore_client_level(self, session_id: str, level: str) -> None:
+        """Give a client session the log level it asked for on another replica.
+
+        Backends follow as after a ``logging/setLevel``, in the router's nursery.
+        """
+        try:
+            self._wanted.set(session_id, level)
+        except ValueError:
+            return  # not a level the spec defines: a record no gateway wrote
+        self._follow_up(self._levels.apply)
+
     def host_of(self, session_id: str) -> tuple[str | None, dict[str, Any], str | None] | None:
         """A client session's principal, declared capabilities and roots digest; None once gone.
 

@@ -38,6 +38,7 @@ from gateway.frontend.engine.selection import serve_http
 from gateway.frontend.list_changed import ListChangedCoalescer
 from gateway.frontend.origin import OriginPolicy
 from gateway.frontend.rate_limits import RateLimiter
+from gateway.frontend.session_records import SessionRecords
 from gateway.frontend.shared_limits import SharedLimiter
 from gateway.frontend.sse_endpoint import LegacySseEndpoint
 from gateway.frontend.streamable.endpoint import McpEndpoint
@@ -104,6 +105,8 @@ class Gateway:
     pins: PinGuard | None = None
     # Tells the other replicas of a reload and follows theirs (shared store only).
     reload_news: ReloadNews | None = None
+    # Handshake-era sessions' records, so any replica serves them (shared store only).
+    session_records: SessionRecords | None = None
     draining: bool = False
     # Set when shutdown starts: the HTTP engine's shutdown trigger, so its
     # listeners close at once while requests in flight drain.
@@ -147,6 +150,7 @@ async def open_gateway(
     principal_limiter = RateLimiter(config.limits.token_rate, config.limits.token_burst)
     router: Router
     gateway: Gateway
+    records: SessionRecords | None = None
 
     def opened(session: ClientSession) -> None:
         """A host initialized: the router may now route to it."""
@@ -159,6 +163,8 @@ async def open_gateway(
         """A session ended, however: release what it held at the backends."""
         router.client_closed(session.session_id)
         session_limiter.forget(session.session_id)
+        if records is not None:
+            records.forget(session)
         metrics.client_sessions_open.dec()
         metrics.session_closed(session.profile)
 
@@ -239,6 +245,13 @@ async def open_gateway(
         if config.store.url:
             fallbacks = metrics.store_fallbacks.labels(tenant="rate_limits")
             credential_limits = SharedLimiter(principal_limiter, store, fallbacks.inc)
+            records = SessionRecords(
+                store,
+                clients,
+                lambda: gateway.config.server.session_idle_timeout,  # a reload may change it
+                router.client_level,
+                router.restore_client_level,
+            )
         endpoint = McpEndpoint(
             router,
             clients,
@@ -250,6 +263,7 @@ async def open_gateway(
             principal_limiter=credential_limits,
             metrics=metrics,
             path=server.path,
+            records=records,
         )
         legacy = LegacySseEndpoint(
             router,
@@ -294,6 +308,9 @@ async def open_gateway(
         gateway = Gateway(
             config, pool, router, clients, app, metrics, endpoint, live, config_path, store, pins
         )
+        gateway.session_records = records
+        if records is not None:
+            await services.start(records.run)
 
         def catalog_changed(snapshot: Snapshot, kinds: frozenset[Kind]) -> None:
             """Tell each profile's hosts what changed in their view (coalesced); refresh gauges."""

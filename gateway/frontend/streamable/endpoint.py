@@ -9,19 +9,30 @@ the ASGI app) writes it, so no handler here writes a refusal itself.
 
 What a POSTed request's response looks like (JSON first, SSE when needed)
 is ``post_response.py``; the GET stream is ``get_stream.py``.
+
+With a shared store, a session another replica opened is served from its
+record (``session_records.py``); what only the replica holding the host's
+GET stream can do is refused with its own answer: the GET itself (409) and
+``resources/subscribe``/``unsubscribe`` (-32601, "not available here").
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import structlog
 import trio
 
 from gateway.catalog.profiles import DEFAULT_PROFILE
-from gateway.errors import INTERNAL_ERROR, INVALID_REQUEST, LocalProtocolError
+from gateway.errors import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, LocalProtocolError
 from gateway.frontend import http_util as h
-from gateway.frontend.client_messages import accept_one_way, open_client_session, route_request
+from gateway.frontend.client_messages import (
+    accept_one_way,
+    cancel_target,
+    open_client_session,
+    route_request,
+)
+from gateway.frontend.clients import MAX_SESSION_ID_CHARS
 from gateway.frontend.guard import Guard, too_many
 from gateway.frontend.rejection import Rejection
 from gateway.frontend.stateless.post import serve_modern
@@ -48,6 +59,7 @@ if TYPE_CHECKING:
     from gateway.frontend.clients import ClientRegistry, ClientSession
     from gateway.frontend.origin import OriginPolicy
     from gateway.frontend.rate_limits import RateLimiter
+    from gateway.frontend.session_records import SessionRecords
     from gateway.frontend.shared_limits import SharedLimiter
     from gateway.identity.authenticator import AuthHolder
     from gateway.identity.principal import Principal
@@ -55,6 +67,14 @@ if TYPE_CHECKING:
     from gateway.telemetry.metrics import Metrics
 
 logger = structlog.get_logger("gateway.frontend")
+
+#: What a replica that does not hold the session's GET stream cannot serve:
+#: the notifications they start would reach no stream (docs/operations.md).
+NEEDS_STREAM_HOLDER: Final = frozenset({"resources/subscribe", "resources/unsubscribe"})
+STREAM_ELSEWHERE: Final = (
+    "this session's stream is held by another gateway replica; route requests by "
+    "Mcp-Session-Id to the replica that opened it (docs/operations.md)"
+)
 
 
 def _text(value: bytes | None) -> str | None:
@@ -83,6 +103,8 @@ class McpEndpoint:
         session_limiter: the per-session token buckets.
         principal_limiter: the per-credential token buckets.
         metrics: where unexpected exceptions while routing are counted.
+        records: the shared store's session records (None: sessions live in
+            this process only).
     """
 
     def __init__(
@@ -98,6 +120,7 @@ class McpEndpoint:
         principal_limiter: RateLimiter | SharedLimiter | None = None,
         metrics: Metrics | None = None,
         path: str = "/mcp",
+        records: SessionRecords | None = None,
     ) -> None:
         self._router = router
         self._clients = clients
@@ -106,6 +129,7 @@ class McpEndpoint:
         self._is_draining = is_draining
         self._session_limiter = session_limiter
         self._metrics = metrics
+        self._records = records
         self.activity = h.Activity()
 
     async def __call__(
@@ -147,12 +171,15 @@ class McpEndpoint:
         elif method == "GET":
             if not h.accepts(scope, SSE_MEDIA_TYPE):
                 raise Rejection(406, "Not Acceptable: Accept must list text/event-stream")
-            await serve_get_stream(
-                scope, receive, send, self._session_for(scope, profile, principal)
-            )
+            session = await self._session_for(scope, profile, principal)
+            if session.owner_elsewhere:
+                raise Rejection(409, f"Conflict: {STREAM_ELSEWHERE}")
+            await serve_get_stream(scope, receive, send, session)
         elif method == "DELETE":
-            session = self._session_for(scope, profile, principal)
+            session = await self._session_for(scope, profile, principal)
             self._clients.close(session)
+            if self._records is not None:
+                await self._records.end(session)
             logger.info(
                 "client.session.closed", client_session=session.session_id[:8], reason="delete"
             )
@@ -164,12 +191,16 @@ class McpEndpoint:
 
     # -- session lookup ----------------------------------------------------
 
-    def _session_for(self, scope: h.Scope, profile: str, caller: Principal | None) -> ClientSession:
+    async def _session_for(
+        self, scope: h.Scope, profile: str, caller: Principal | None
+    ) -> ClientSession:
         raw = h.header(scope, MCP_SESSION_ID_HEADER_RAW)
         who = None if caller is None else caller.key
         if raw is None:
             raise Rejection(400, "Bad Request: Mcp-Session-Id header is required")
         session = self._clients.get(raw.decode("ascii")) if raw.isascii() else None
+        if session is None and self._records is not None and raw.isascii():
+            session = await self._load(raw.decode("ascii"), profile, who, scope["method"])
         if session is None or session.profile != profile:
             raise Rejection(404, "Session not found")
         if session.principal != who:
@@ -203,6 +234,35 @@ class McpEndpoint:
             if wait:
                 raise too_many(wait)
         return session
+
+    async def _load(
+        self, session_id: str, profile: str, who: str | None, method: str
+    ) -> ClientSession | None:
+        """A copy of a session another replica opened, when its record matches the request."""
+        assert self._records is not None
+        if len(session_id) > MAX_SESSION_ID_CHARS:
+            return None
+        found = await self._records.fetch(session_id)
+        if found is None:
+            return None
+        record, value = found
+        if record.profile != profile:
+            return None
+        if record.principal != who:
+            # The unknown-session answer, as for a session held here.
+            logger.warning(
+                "auth.session.mismatch",
+                client_session=session_id[:8],
+                principal=who,
+                owner=record.principal,
+                method=method,
+            )
+            return None
+        if len(self._clients) >= self._clients.max_sessions:
+            raise Rejection(
+                503, "too many open sessions", code=INTERNAL_ERROR, headers=[(b"retry-after", b"5")]
+            )
+        return self._records.adopt(session_id, record, value)
 
     # -- POST --------------------------------------------------------------
 
@@ -273,11 +333,12 @@ class McpEndpoint:
         elif isinstance(message, Request) and message.method == "initialize":
             await self._initialize(scope, send, message, profile, caller)
         else:
-            session = self._session_for(scope, profile, caller)
+            session = await self._session_for(scope, profile, caller)
             if isinstance(message, Request):
                 await self._post_request(send, session, message)
             else:
                 await accept_one_way(self._router, session, message, metrics=self._metrics)
+                await self._cancel_elsewhere(session, message)
                 await h.respond(send, 202)
 
     async def _post_batch(
@@ -289,7 +350,7 @@ class McpEndpoint:
         caller: Principal | None,
     ) -> None:
         # Batches exist only in 2025-03-26 (robustness A6/A7).
-        session = self._session_for(scope, profile, caller)
+        session = await self._session_for(scope, profile, caller)
         if not supports_batches(session.protocol_version):
             raise Rejection(
                 400,
@@ -310,9 +371,7 @@ class McpEndpoint:
                         )
                     )
                 else:
-                    replies.append(
-                        await route_request(self._router, session, member, metrics=self._metrics)
-                    )
+                    replies.append(await self._route(session, member, None))
             else:
                 await accept_one_way(self._router, session, member, metrics=self._metrics)
         if not replies:
@@ -358,6 +417,8 @@ class McpEndpoint:
         except LocalProtocolError as exc:
             await h.respond(send, 200, jsonrpc.encode_error(request.id, exc.code, exc.message))
             return
+        if self._records is not None:
+            await self._records.save(session)  # before the host can use the id anywhere
         await h.respond(
             send,
             200,
@@ -365,9 +426,34 @@ class McpEndpoint:
             headers=[(MCP_SESSION_ID_HEADER_RAW, session.session_id.encode("ascii"))],
         )
 
+    async def _cancel_elsewhere(self, session: ClientSession, message: jsonrpc.Message) -> None:
+        """A cancel of a request this replica does not run goes to the one that does."""
+        if (
+            self._records is None
+            or not isinstance(message, Notification)
+            or message.method != "notifications/cancelled"
+        ):
+            return
+        target = cancel_target(message)
+        if target is not None and target not in session.inflight:
+            await self._records.cancel_elsewhere(session, target)
+
+    async def _route(self, session: ClientSession, request: Request, emit: Emit | None) -> bytes:
+        """Route one request of a session; what needs the stream's replica is refused here."""
+        if session.owner_elsewhere and request.method in NEEDS_STREAM_HOLDER:
+            return jsonrpc.encode_error(
+                request.id,
+                METHOD_NOT_FOUND,
+                f"{request.method} is not available here: " + STREAM_ELSEWHERE,
+            )
+        answer = await route_request(self._router, session, request, emit, metrics=self._metrics)
+        if request.method == "logging/setLevel" and self._records is not None:
+            await self._records.level_changed(session)  # before the host hears it is set
+        return answer
+
     async def _post_request(self, send: h.Send, session: ClientSession, request: Request) -> None:
         async def route(emit: Emit) -> bytes:
-            return await route_request(self._router, session, request, emit, metrics=self._metrics)
+            return await self._route(session, request, emit)
 
         may_emit = may_emit_related(session.capabilities, request.params)
         await respond_to_request(send, session.session_id, route, may_emit=may_emit)
