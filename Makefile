@@ -162,17 +162,19 @@ bench-peers: install-dev
 # machine and day); bench-quick is the smoke run of both.
 # Byte-compiled first, as an installed wheel is (the build machine sets
 # PYTHONDONTWRITEBYTECODE: without it every start compiles the gateway).
-bench: install-dev bench-peers
+bench: install-dev bench-peers redis
 	$(BIN)/python -m compileall -q gateway
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.scale $(SCALE_ARGS)
 	$(BIN)/python -m benchmarks.cache
+	$(BIN)/python -m benchmarks.store_cost
 
-bench-quick: install-dev bench-peers
+bench-quick: install-dev bench-peers redis
 	$(BIN)/python -m compileall -q gateway
 	$(BIN)/python -m benchmarks.run --quick $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.scale --quick $(SCALE_ARGS)
 	$(BIN)/python -m benchmarks.cache --quick
+	$(BIN)/python -m benchmarks.store_cost --quick
 
 clean:
 	rm -rf $(VENV) $(SDK2_VENV) benchmarks/.peers $(NODE_DIR)/node_modules $(CONFORMANCE_DIR)/node_modules \

@@ -26,6 +26,8 @@ from tests.harness import gateway_config, open_client, sdk_backend, start_gatewa
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
 KUBERNETES = DEPLOY / "kubernetes"
+VALKEY = KUBERNETES / "valkey.yaml"
+KUBERNETES_VERSION = "1.33.0"
 ALERTS = DEPLOY / "prometheus" / "alerts.yaml"
 DASHBOARD = DEPLOY / "grafana" / "mcp-gateway.json"
 CONFIG_PATH = "/etc/mcp-gateway/gateway.yaml"
@@ -63,10 +65,11 @@ def _documents(path: Path) -> list[Any]:
 
 
 def _kube(kind: str) -> dict[str, Any]:
-    """The one Kubernetes object of ``kind`` under deploy/kubernetes/."""
+    """The one Kubernetes object of ``kind`` of the gateway under deploy/kubernetes/."""
     found = [
         doc
         for path in sorted(KUBERNETES.glob("*.yaml"))
+        if path != VALKEY
         for doc in _documents(path)
         if doc.get("kind") == kind
     ]
@@ -172,6 +175,7 @@ def test_deploy_has_the_kit() -> None:
         "kubernetes/service.yaml",
         "kubernetes/servicemonitor.yaml",
         "kubernetes/ingress-nginx.yaml",
+        "kubernetes/valkey.yaml",
         "systemd/mcp-gateway.service",
         "prometheus/alerts.yaml",
         "grafana/mcp-gateway.json",
@@ -187,7 +191,8 @@ def test_yaml_parses(path: Path) -> None:
     if path.parent == KUBERNETES:
         for doc in docs:
             assert {"apiVersion", "kind", "metadata"} <= doc.keys()
-            assert doc["metadata"]["name"] == "mcp-gateway"
+            expected = "mcp-gateway-valkey" if path == VALKEY else "mcp-gateway"
+            assert doc["metadata"]["name"] == expected
 
 
 def test_dashboard_parses() -> None:
@@ -285,6 +290,48 @@ def test_service_and_monitor_select_the_pods() -> None:
     (endpoint,) = monitor["spec"]["endpoints"]
     assert endpoint["port"] in port_names
     assert endpoint["path"] == "/metrics"
+
+
+def test_the_valkey_manifest_is_valid_against_the_kubernetes_schemas() -> None:
+    """Issue 26: the plain-manifest store, strictly valid for Kubernetes 1.33, as the chart's."""
+    import kubernetes_validate  # the chart extra, part of dev
+
+    documents = _documents(VALKEY)
+    assert sorted(doc["kind"] for doc in documents) == ["Service", "StatefulSet"]
+    for document in documents:
+        kubernetes_validate.validate(document, KUBERNETES_VERSION, strict=True)
+    broken = {**documents[1], "spec": {**documents[1]["spec"], "replica": 1}}
+    with pytest.raises(kubernetes_validate.ValidationError):  # the check can fail
+        kubernetes_validate.validate(broken, KUBERNETES_VERSION, strict=True)
+
+
+def test_the_valkey_store_keeps_its_data_and_is_not_one_of_the_gateways_pods() -> None:
+    """Issue 26: an append-only file on a volume; no gateway selector picks its pod."""
+    service, statefulset = sorted(_documents(VALKEY), key=lambda doc: doc["kind"])
+    pod = statefulset["spec"]["template"]
+    labels = pod["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= labels.items()
+    assert statefulset["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    (container,) = pod["spec"]["containers"]
+    assert container["args"][container["args"].index("--appendonly") + 1] == "yes"
+    (mount,) = container["volumeMounts"]
+    assert container["args"][container["args"].index("--dir") + 1] == mount["mountPath"]
+    assert [claim["metadata"]["name"] for claim in statefulset["spec"]["volumeClaimTemplates"]] == [
+        mount["name"]
+    ]
+    for selector in (
+        _kube("Deployment")["spec"]["selector"]["matchLabels"],
+        _kube("PodDisruptionBudget")["spec"]["selector"]["matchLabels"],
+        _kube("Service")["spec"]["selector"],
+    ):
+        assert not selector.items() <= labels.items(), selector
+    assert not _kube("ServiceMonitor")["spec"]["selector"]["matchLabels"].items() <= (
+        service["metadata"]["labels"].items()
+    )
+    # The address both files tell the gateway's config to use.
+    url = f"redis://{service['metadata']['name']}:{service['spec']['ports'][0]['port']}/0"
+    assert url in VALKEY.read_text()
+    assert f"#   url: {url}" in _configmap_text()
 
 
 # --------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from urllib.parse import parse_qsl, quote
 import structlog
 import trio
 
-from gateway.console import live, pins
+from gateway.console import live, pins, store_page
 from gateway.console import page_data as views
 from gateway.console.caller import (
     ConsoleDenied,
@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from gateway.router import Router
     from gateway.runtime.reload import ReloadOutcome
     from gateway.store.api import Store
+    from gateway.telemetry.metrics import Metrics
 
 logger = structlog.get_logger("gateway.console")
 
@@ -101,6 +102,7 @@ class ConsoleParts:
         pins: the pin guard, for the pins page (``console.pins``).
         consents: how many principals have consented, by ``user_consent``
             backend (``ConsentTokens.counts``); None without such backends.
+        metrics: the gateway's metrics, for the store page's latencies.
     """
 
     pool: Pool
@@ -116,6 +118,7 @@ class ConsoleParts:
     stopping: Callable[[], trio.Event]
     pins: Callable[[], PinGuard | None] = lambda: None
     consents: Callable[[], Awaitable[dict[str, int]]] | None = None
+    metrics: Callable[[], Metrics | None] = lambda: None
 
 
 class ConsoleApp:
@@ -139,6 +142,7 @@ class ConsoleApp:
     ) -> None:
         self.base = base.rstrip("/")
         self.parts = parts
+        self.store = store
         self.book = LoginBook(store, signer)
         self.renderer = Renderer()
         # Login attempts per client address: a token cannot be guessed at speed.
@@ -427,6 +431,7 @@ _PAGES: Final[dict[str, Any]] = {
     "/config": ConsoleApp._config,
     "/events": ConsoleApp._overview,  # answered by live.stream before this is used
     **pins.PAGES,
+    **store_page.PAGES,
 }
 _ACTIONS: Final[dict[str, Any]] = {
     "/tool/call": ConsoleApp._call,

@@ -294,3 +294,68 @@ def config_page(
 def backend_names(rows: Sequence[BackendRow]) -> list[str]:
     """The backends' names (the errors page's filter)."""
     return [row.name for row in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class StoreLatencyRow:
+    """One store operation's figures on the store page, since the gateway started.
+
+    ``p50_ms`` and ``p99_ms`` are the histogram bucket bounds the quantile falls
+    under (an upper bound, as Prometheus's ``histogram_quantile`` reads it);
+    None when it is past the last bucket.
+    """
+
+    operation: str
+    count: int
+    mean_ms: float
+    p50_ms: float | None
+    p99_ms: float | None
+    errors: int
+
+
+def _bound_under(buckets: list[tuple[float, float]], rank: float) -> float | None:
+    for bound, cumulative in buckets:
+        if cumulative >= rank:
+            return None if bound == float("inf") else bound * 1000
+    return None
+
+
+def store_latency_rows(durations: Any, errors: Any) -> list[StoreLatencyRow]:
+    """The store's operations as its metrics counted them, busiest first.
+
+    Args:
+        durations: ``Metrics.store_operation_duration`` (a histogram by operation).
+        errors: ``Metrics.store_errors`` (a counter by operation).
+    """
+    failed: dict[str, int] = {}
+    for metric in errors.collect():
+        for sample in metric.samples:
+            if sample.name.endswith("_total"):
+                failed[sample.labels["operation"]] = int(sample.value)
+    counts: dict[str, float] = {}
+    sums: dict[str, float] = {}
+    buckets: dict[str, list[tuple[float, float]]] = {}
+    for metric in durations.collect():
+        for sample in metric.samples:
+            operation = sample.labels.get("operation", "")
+            if sample.name.endswith("_count"):
+                counts[operation] = sample.value
+            elif sample.name.endswith("_sum"):
+                sums[operation] = sample.value
+            elif sample.name.endswith("_bucket"):
+                bound = float(sample.labels["le"])
+                buckets.setdefault(operation, []).append((bound, sample.value))
+    rows = []
+    for operation, count in counts.items():
+        ordered = sorted(buckets.get(operation, []))
+        rows.append(
+            StoreLatencyRow(
+                operation=operation,
+                count=int(count),
+                mean_ms=round(sums.get(operation, 0.0) / count * 1000, 3) if count else 0.0,
+                p50_ms=_bound_under(ordered, count * 0.5) if count else None,
+                p99_ms=_bound_under(ordered, count * 0.99) if count else None,
+                errors=failed.get(operation, 0),
+            )
+        )
+    return sorted(rows, key=lambda row: (-row.count, row.operation))

@@ -538,6 +538,7 @@ def _console(
         stopping=lambda: gateway().stopping,
         pins=lambda: gateway().pins,
         consents=_consent_counts(pool),
+        metrics=lambda: gateway().metrics,
     )
     return ConsoleApp(config.admin.path, parts, store=store)
 

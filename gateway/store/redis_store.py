@@ -109,6 +109,8 @@ _FAILURES: Final = (
     trio.TooSlowError,
     TimeoutError,
 )
+#: What a subscriber sees when the server closed its subscription's connection.
+_ENDED: Final = (trio.EndOfChannel, trio.BrokenResourceError)
 
 
 def redis_location(url: str) -> str:
@@ -307,7 +309,11 @@ class RedisStore:
             # Its pubsub task, cancelled with its connection, may still send
             # UNSUBSCRIBE on it while it closes (ClosedResourceError): the
             # subscription is over either way. A cancellation goes on as it came.
+            # A server that closes the connection (a restart) ends the pump
+            # quietly: the subscriber's receive then sees the channel's end,
+            # which is the store failing too.
             _closed, rest = group.split(anyio.ClosedResourceError)
+            ended, rest = (None, None) if rest is None else rest.split(_ENDED)
             failed, rest = (None, None) if rest is None else rest.split(_FAILURES)
             if rest is not None:
                 raise rest from None
@@ -316,6 +322,8 @@ class RedisStore:
                 while isinstance(first, BaseExceptionGroup):
                     first = first.exceptions[0]
                 raise StoreUnavailable("subscribe", type(first).__name__) from group
+            if ended is not None:
+                raise StoreUnavailable("subscribe", "the server ended the subscription") from group
 
     def health(self) -> StoreHealth:
         """See :meth:`gateway.store.api.Store.health`."""

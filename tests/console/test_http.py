@@ -34,7 +34,14 @@ TOOLBOX = {
     "args": ["-m", "mcp_gateway_demo.toolbox"],
     "stop_grace": 0.3,
 }
-PAGES = ("/admin/", "/admin/catalog", "/admin/sessions", "/admin/errors", "/admin/config")
+PAGES = (
+    "/admin/",
+    "/admin/catalog",
+    "/admin/sessions",
+    "/admin/errors",
+    "/admin/config",
+    "/admin/store",
+)
 INIT = harness.initialize_message("console-test")
 MCP_HEADERS = {
     **harness.MCP_POST_HEADERS,

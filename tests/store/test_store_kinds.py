@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 
@@ -173,6 +174,35 @@ async def test_subscribing_to_a_server_that_is_gone_is_one_typed_failure(tmp_pat
                     assert failure.value.operation == "subscribe"
     finally:
         server.stop()
+
+
+async def test_a_subscription_whose_server_restarts_goes_on_or_ends_in_one_typed_failure(
+    tmp_path: Path,
+) -> None:
+    """Gateway choice: a server restarted under an open subscription either carries on
+    (coredis subscribed again) or ends the receive with StoreUnavailable: never a group
+    that ends the gateway (the replica run's store restart found it)."""
+    server = RedisServer(tmp_path)
+    server.start()
+    heard: bytes | None = None
+    failed: StoreUnavailable | None = None
+    try:
+        async with open_redis_store(StoreConfig(url=server.url, timeout=0.5)) as store:
+            try:
+                async with store.subscribe("reload") as messages:
+                    server.stop()
+                    server.start()
+                    with trio.fail_after(20):
+                        while heard is None:
+                            with contextlib.suppress(StoreUnavailable):
+                                await store.publish("reload", b"after")
+                            with trio.move_on_after(0.2):
+                                heard = await messages.receive()
+            except StoreUnavailable as failure:
+                failed = failure
+    finally:
+        server.stop()
+    assert heard == b"after" if failed is None else failed.operation == "subscribe"
 
 
 async def test_a_server_down_at_start_is_not_fatal(tmp_path: Path) -> None:
