@@ -64,6 +64,7 @@ from gateway.backends.credentials.grants import (
     authorization_code_request,
     parse_token_response,
     refresh_token_request,
+    revocation_error,
     revocation_request,
     token_extras,
 )
@@ -410,8 +411,14 @@ class ConsentTokens:
                     found.auth, found.secret, revocation_url=endpoint, token=token, hint=hint
                 )
                 answer = await self._fetch(request)
-                if answer.status != 200:  # RFC 7009 2.2: 200 whether or not it was valid
-                    raise TokenEndpointError(answer.status)
+                if answer.status == 200:  # RFC 7009 2.2: 200 whether or not it was valid
+                    continue
+                error = revocation_error(answer.body)
+                if error == "unsupported_token_type" and hint == "access_token":
+                    # RFC 7009 2.2.1: a server that cannot revoke self-contained
+                    # (JWT) access tokens; the refresh token's grant is gone.
+                    continue
+                raise TokenEndpointError(answer.status, error)
         except (CredentialUnavailable, oauth.ConsentSetupError) as exc:
             logger.warning("consent.revocation_failed", backend=config.name, error=str(exc))
             return AtServer.FAILED

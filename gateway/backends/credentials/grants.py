@@ -398,6 +398,16 @@ def revocation_request(
     return TokenRequest(revocation_url, headers, form)
 
 
+def revocation_error(body: bytes) -> str:
+    """The OAuth ``error`` code of a refused revocation (RFC 7009 2.2.1); "" when none."""
+    try:
+        data = _decoder.decode(body)
+    except msgspec.DecodeError:
+        return ""
+    error = data.get("error")
+    return error if isinstance(error, str) else ""
+
+
 def token_extras(body: bytes) -> tuple[str, str]:
     """The ``refresh_token`` and ``scope`` of a successful token answer ("" when absent)."""
     try:
