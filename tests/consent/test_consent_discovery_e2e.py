@@ -41,7 +41,7 @@ from tests.consent.test_consent_flow import (
     _run,
     _sign_in,
 )
-from tests.harness import wait_for_states
+from tests.harness import Running, start_gateway, wait_for_states
 from tests.subprocess_servers import free_port, run_server
 
 STATIC_CATALOG: Final = {"type": "static", "token": "catalog-listing"}
@@ -72,23 +72,40 @@ class Discovered:
         return self.setup.running.gateway.store
 
 
-def _backend(name: str, url: str, **auth: Any) -> dict[str, Any]:
+def _backend(name: str, url: str, *, listed: bool = True) -> dict[str, Any]:
+    auth: dict[str, Any] = {"type": "user_consent"}
+    if listed:
+        # The catalog session's own credential: this backend 401s without any.
+        auth["catalog"] = STATIC_CATALOG
     return {
         "name": name,
         "transport": "http",
         "url": url,
         "session": "per_principal",
-        # The catalog session's own credential: this backend 401s without any.
-        "auth": {"type": "user_consent", "catalog": STATIC_CATALOG, **auth},
+        "auth": auth,
     }
+
+
+async def _run_listed(
+    config: Any,
+    listed: list[str],
+    *,
+    task_status: trio.TaskStatus[tuple[Running, trio.CancelScope]],
+) -> None:
+    """``_run``, waiting only for the backends that can be listed to be up."""
+    with trio.CancelScope() as scope:
+        async with trio.open_nursery() as inner:
+            task_status.started((await start_gateway(inner, config, wait_up=listed), scope))
+            await trio.sleep_forever()
 
 
 @asynccontextmanager
 async def _discovered(
-    nursery: trio.Nursery, tmp_path: Path, *names: str
+    nursery: trio.Nursery, tmp_path: Path, *names: str, unlisted: tuple[str, ...] = ()
 ) -> AsyncIterator[Discovered]:
     """Authorization server, protected backend and a gateway that configures neither the
-    server nor a client: each of ``names`` is a user_consent backend at that backend."""
+    server nor a client: each of ``names`` is a user_consent backend at that backend;
+    those in ``unlisted`` have no catalog credential, so their listing is refused."""
     gateway_port, idp_port, backend_port = free_port(), free_port(), free_port()
     issuer = f"http://127.0.0.1:{idp_port}"
     redirect_uri = f"http://127.0.0.1:{gateway_port}/oauth/callback"
@@ -99,7 +116,10 @@ async def _discovered(
     keys.write_text(key + "\n")
     document = {
         "server": {"host": "127.0.0.1", "port": gateway_port},
-        "backends": [_backend(name, backend_url) for name in names or ("tracker",)],
+        "backends": [
+            _backend(name, backend_url, listed=name not in unlisted)
+            for name in names or ("tracker",)
+        ],
         "auth": {"tokens": TOKENS},
         "consent": {"vault_key_file": str(keys)},
         "store": {"path": str(tmp_path / "state.sqlite")},
@@ -110,7 +130,10 @@ async def _discovered(
     with run_server(argv, backend_port):
         async with _authorization_server(idp_port, backend_url, redirect_uri) as started:
             assert started == issuer
-            running, scope = await nursery.start(_run, parse(path.read_text(), env={}))
+            listed = [name for name in names or ("tracker",) if name not in unlisted]
+            running, scope = await nursery.start(
+                _run_listed, parse(path.read_text(), env={}), listed
+            )
             try:
                 setup = Setup(running, record, redirect_uri, scope)
                 yield Discovered(setup, document, path, Vault.from_text(key), issuer)
@@ -230,3 +253,28 @@ async def test_a_reload_changing_one_backends_scopes_purges_its_consents_only(
         await wait_for_states(found.setup.running.gateway, {"tracker": BackendState.UP})
         await _signs_in(alice, "tracker__whoami", "alice@tracker")
         assert await _whoami(alice) == "acting for alice@tracker"
+
+
+async def test_a_backend_that_refuses_to_list_without_a_token_is_named_not_silently_missing(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """gateway choice: a user_consent backend that answers the catalog session 401 takes
+    nothing else down; a caller who has not signed in there finds it named in the list's
+    _meta (dev.mcp-gateway/consent unlisted) instead of a silently shorter list."""
+    async with (
+        _discovered(nursery, tmp_path, "tracker", "notes", unlisted=("tracker",)) as found,
+        _host(found.setup, "alice") as (alice, _, _),
+    ):
+        gateway = found.setup.running.gateway
+        await wait_for_states(gateway, {"tracker": BackendState.DOWN})
+        assert gateway.pool.backends["tracker"].refused_listing
+        assert not gateway.pool.backends["notes"].refused_listing
+        listed = await alice.list_tools()
+        assert [tool.name for tool in listed.tools] == ["notes__whoami"]
+        assert (listed.meta or {})["dev.mcp-gateway/consent"] == {
+            "required": True,
+            "unlisted": ["tracker"],
+        }
+        # The rest works as before: the listed backend's sign-in and call.
+        await _signs_in(alice, "notes__whoami", "alice@tracker")
+        assert await _whoami(alice, "notes__whoami") == "acting for alice@tracker"
