@@ -33,6 +33,7 @@ from gateway.consent.registration import client_binding, client_key, decode_clie
 from gateway.consent.vault import Vault, generate_key
 from gateway.runtime.app import reload_config
 from tests.consent.test_consent_flow import (
+    ADMIN,
     BACKEND,
     TOKENS,
     Setup,
@@ -101,7 +102,11 @@ async def _run_listed(
 
 @asynccontextmanager
 async def _discovered(
-    nursery: trio.Nursery, tmp_path: Path, *names: str, unlisted: tuple[str, ...] = ()
+    nursery: trio.Nursery,
+    tmp_path: Path,
+    *names: str,
+    unlisted: tuple[str, ...] = (),
+    console: bool = False,
 ) -> AsyncIterator[Discovered]:
     """Authorization server, protected backend and a gateway that configures neither the
     server nor a client: each of ``names`` is a user_consent backend at that backend;
@@ -123,6 +128,7 @@ async def _discovered(
         "auth": {"tokens": TOKENS},
         "consent": {"vault_key_file": str(keys)},
         "store": {"path": str(tmp_path / "state.sqlite")},
+        **({"admin": {"enabled": True, "tokens": [ADMIN]}} if console else {}),
     }
     path = tmp_path / "gateway.yaml"
     path.write_text(json.dumps(document))
@@ -278,3 +284,35 @@ async def test_a_backend_that_refuses_to_list_without_a_token_is_named_not_silen
         # The rest works as before: the listed backend's sign-in and call.
         await _signs_in(alice, "notes__whoami", "alice@tracker")
         assert await _whoami(alice, "notes__whoami") == "acting for alice@tracker"
+
+
+async def test_the_console_revokes_a_consent_at_the_server_and_says_what_it_did(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """gateway choice: the overview's revoke form (CSRF-checked) revokes at the server
+    (RFC 7009) and deletes; the notice is fixed words, and a second revoke finds none."""
+    from tests.console.test_http import csrf_of
+
+    async with (
+        _discovered(nursery, tmp_path, console=True) as found,
+        _host(found.setup, "alice") as (alice, _, _),
+    ):
+        await _signs_in(alice, "tracker__whoami", "alice@tracker")
+        base = found.setup.running.base_url
+        admin = {"authorization": f"Bearer {ADMIN}"}
+        async with httpx.AsyncClient(base_url=base, headers=admin) as console:
+            page = await console.get("/admin/")
+            assert 'action="/admin/consents/revoke"' in page.text
+            form = {"csrf": csrf_of(page.text), "principal": "token:alice", "backend": "tracker"}
+            refused = await console.post("/admin/consents/revoke", data={**form, "csrf": "x"})
+            assert refused.status_code == 403
+            assert await found.store.get(token_key("token:alice", "tracker")) is not None
+            revoked = await console.post("/admin/consents/revoke", data=form)
+            assert revoked.status_code == 303
+            assert revoked.headers["location"] == "/admin/?revoked=REVOKED"
+            shown = await console.get(revoked.headers["location"])
+            assert "Consent revoked at the authorization server and deleted." in shown.text
+            assert await found.store.get(token_key("token:alice", "tracker")) is None
+            again = await console.post("/admin/consents/revoke", data=form)
+            assert again.headers["location"] == "/admin/?revoked=NONE"
+        await _link(alice, "tracker__whoami")  # asked again
