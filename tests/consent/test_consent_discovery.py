@@ -22,6 +22,7 @@ from gateway.consent.oauth import ConsentSetupError
 from gateway.consent.registration import client_key, purge_targets
 from gateway.consent.vault import Vault, generate_key
 from gateway.errors import CredentialUnavailable
+from gateway.frontend.consent_pages import ConsentPages
 from gateway.store.embedded import EmbeddedStore
 
 ISSUER = "http://127.0.0.1:9"
@@ -242,3 +243,46 @@ def test_a_reload_purges_a_backend_removed_or_changed_in_what_its_tokens_are_for
     if not change.pop("removed", False):
         after["tracker"] = (url, BackendAuth(**{**auth, **change}))
     assert purge_targets(before, after) == purged
+
+
+async def test_resource_metadata_for_another_resource_is_refused() -> None:
+    """spec: RFC 9728 section 3.3, metadata whose resource is not the backend's URL is not
+    used (no authorization server is taken from it)."""
+    server = FakeServer()
+
+    async def elsewhere(url: str) -> tuple[int, bytes]:
+        body = {"resource": "https://evil.test/mcp", "authorization_servers": [ISSUER]}
+        return 200, msgspec.json.encode(body)
+
+    server.get = elsewhere  # type: ignore[method-assign]
+    flow = _flow(server, client_id="gw")
+    url, _ = await flow.new_link("token:alice", "tracker")
+    with pytest.raises(ConsentSetupError, match="resource metadata is for"):
+        await flow.start(url.rsplit("/", 1)[1])
+
+
+async def test_the_gateway_serves_its_client_id_metadata_document_at_its_client_id() -> None:
+    """spec: client ID metadata documents, the document is fetched from the client id URL;
+    gateway choice: only for a user_consent backend without a configured client_id."""
+    from tests.consent.test_consent_tokens import _status
+
+    server = FakeServer(client_id_metadata_document_supported=True)
+    pages = ConsentPages(_flow(server, authorization_server=ISSUER), "/oauth/callback")
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    assert pages.owns("/oauth/client/tracker")
+    scope = {"type": "http", "method": "GET", "path": "/oauth/client/tracker", "headers": []}
+    await pages(scope, receive, send)
+    assert sent[0]["status"] == 200
+    assert msgspec.json.decode(sent[1]["body"])["client_id"] == (
+        "http://gw.test/oauth/client/tracker"
+    )
+    assert await _status(pages, "/oauth/client/nothing", b"") == 404
+    configured = ConsentPages(_flow(server, client_id="gw"), "/oauth/callback")
+    assert await _status(configured, "/oauth/client/tracker", b"") == 404

@@ -10,8 +10,9 @@ Rules:
    protected resource metadata names (RFC 9728): first the
    ``resource_metadata`` URL of the ``WWW-Authenticate`` header the backend
    answers a request without a token with, then the well-known URLs
-   beside the backend's URL. The server's metadata comes from RFC 8414's
-   or OpenID's well-known URL. Scopes are the config's, else the resource
+   beside the backend's URL; a document for another ``resource`` than the
+   backend's URL is refused (RFC 9728 section 3.3). The server's metadata
+   comes from RFC 8414's or OpenID's well-known URL. Scopes are the config's, else the resource
    metadata's ``scopes_supported``.
 2. **The client** (``registration`` rule 1): the configured ``client_id``;
    else the gateway's client ID metadata document URL where the server
@@ -204,7 +205,15 @@ class ConsentServers:
         for url in urls:
             status, body = await self._get(url)
             if status == 200:
-                return oauth.parse_resource_metadata(body)
+                metadata = oauth.parse_resource_metadata(body)
+                resource = oauth.canonical_resource(metadata.resource)
+                if resource != oauth.canonical_resource(backend.url):
+                    # RFC 9728 3.3: metadata for another resource is not used.
+                    raise oauth.ConsentSetupError(
+                        f"backend {backend.name!r}: its resource metadata is for "
+                        f"{metadata.resource!r}, not {backend.url!r}"
+                    )
+                return metadata
         raise oauth.ConsentSetupError(
             f"backend {backend.name!r} serves no protected resource metadata; "
             "set auth.authorization_server"
