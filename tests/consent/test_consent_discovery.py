@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import msgspec
 import pytest
+import trio
 
 from gateway.backends.credentials.consent_tokens import AtServer, ConsentBackend, ConsentTokens
 from gateway.backends.credentials.grants import TokenRequest
@@ -286,3 +287,32 @@ async def test_the_gateway_serves_its_client_id_metadata_document_at_its_client_
     assert await _status(pages, "/oauth/client/nothing", b"") == 404
     configured = ConsentPages(_flow(server, client_id="gw"), "/oauth/callback")
     assert await _status(configured, "/oauth/client/tracker", b"") == 404
+
+
+async def test_two_replicas_registering_at_once_end_up_with_one_client() -> None:
+    """gateway choice: both registrations reach the server, the record first stored wins,
+    and both replicas send their people with that one client id."""
+    server = FakeServer(registration_endpoint=ISSUER + "/reg")
+    both_posted = trio.Event()
+    answer = server.post
+
+    async def overlapping(url: str, body: bytes) -> tuple[int, bytes]:
+        result = await answer(url, body)
+        if len(server.registered) == 2:
+            both_posted.set()
+        await both_posted.wait()
+        return result
+
+    server.post = overlapping  # type: ignore[method-assign]
+    store, vault = EmbeddedStore(""), Vault.from_text(generate_key())
+    replicas = [_flow(server, store, vault, authorization_server=ISSUER) for _ in range(2)]
+    client_ids: list[list[str]] = []
+
+    async def sign_in(flow: ConsentTokens, principal: str) -> None:
+        client_ids.append((await _sign_in(flow, principal))["client_id"])
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(sign_in, replicas[0], "token:alice")
+        nursery.start_soon(sign_in, replicas[1], "token:bob")
+    assert len(server.registered) == 2
+    assert client_ids[0] == client_ids[1]

@@ -125,7 +125,9 @@ class ConsentServers:
         self._post = post
         self._probe = probe
         self._found: dict[tuple[str, str, str, str, tuple[str, ...]], ServerClient] = {}
-        self._lock = trio.Lock()
+        # One discovery at a time per backend (registration runs once); a slow
+        # server of one backend does not hold up another's.
+        self._locks: dict[str, trio.Lock] = {}
 
     async def client(self, backend: ConsentBackend) -> ServerClient:
         """The server and client for ``backend`` (rules 1-3).
@@ -145,7 +147,7 @@ class ConsentServers:
         )
         found = self._found.get(where)
         if found is None:
-            async with self._lock:  # one discovery at a time: registration runs once
+            async with self._locks.setdefault(backend.name, trio.Lock()):
                 found = self._found.get(where) or await self._discover(backend)
                 self._found[where] = found
         if auth.client_id:
