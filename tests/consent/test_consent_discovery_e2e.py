@@ -39,7 +39,6 @@ from tests.consent.test_consent_flow import (
     Setup,
     _authorization_server,
     _host,
-    _run,
     _sign_in,
 )
 from tests.harness import Running, start_gateway, wait_for_states
@@ -87,13 +86,14 @@ def _backend(name: str, url: str, *, listed: bool = True) -> dict[str, Any]:
     }
 
 
-async def _run_listed(
+async def _run(
     config: Any,
-    listed: list[str],
+    listed: list[str] | None = None,
     *,
     task_status: trio.TaskStatus[tuple[Running, trio.CancelScope]],
 ) -> None:
-    """``_run``, waiting only for the backends that can be listed to be up."""
+    """A gateway under a cancel scope of its own, waiting for ``listed`` (default: all)
+    to be up."""
     with trio.CancelScope() as scope:
         async with trio.open_nursery() as inner:
             task_status.started((await start_gateway(inner, config, wait_up=listed), scope))
@@ -137,9 +137,7 @@ async def _discovered(
         async with _authorization_server(idp_port, backend_url, redirect_uri) as started:
             assert started == issuer
             listed = [name for name in names or ("tracker",) if name not in unlisted]
-            running, scope = await nursery.start(
-                _run_listed, parse(path.read_text(), env={}), listed
-            )
+            running, scope = await nursery.start(_run, parse(path.read_text(), env={}), listed)
             try:
                 setup = Setup(running, record, redirect_uri, scope)
                 yield Discovered(setup, document, path, Vault.from_text(key), issuer)
