@@ -37,6 +37,7 @@ import trio
 
 from gateway.backends.call_clock import CallClock
 from gateway.backends.credentials.provider import connectors
+from gateway.backends.failure_reasons import condition
 from gateway.backends.gate import Gate
 from gateway.backends.handshake import (
     CLIENT_CAPABILITIES,
@@ -90,6 +91,8 @@ logger = structlog.get_logger("gateway.backends")
 
 # Requests that may be sent twice without harm: retried once after the
 # backend's session expired. Never tools/call (it may have had effects).
+#: The status of a backend's refusal of the catalog session's credential.
+HTTP_UNAUTHORIZED: Final = 401
 IDEMPOTENT_METHODS: Final = frozenset(
     {
         "ping",
@@ -201,6 +204,19 @@ class Backend:
     def era_reason(self) -> str | None:
         """Why it speaks the handshake era although it offers 2026-07-28; None otherwise."""
         return self._supervisor.era_reason
+
+    @property
+    def refused_listing(self) -> bool:
+        """Down because it answered the catalog session HTTP 401: it lists only for a person.
+
+        Decided on the failure's type and its ``data.httpStatus``, never on text.
+        """
+        cause = self._supervisor.cause
+        if self.state is BackendState.UP or cause is None:
+            return False
+        cause = condition(cause)
+        data = cause.data if isinstance(cause, RemoteProtocolError) else None
+        return isinstance(data, dict) and data.get("httpStatus") == HTTP_UNAUTHORIZED
 
     @property
     def info(self) -> ServerInfo | None:

@@ -92,6 +92,11 @@ class BackendView(Protocol):
         ...
 
     @property
+    def refused_listing(self) -> bool:
+        """Down because it refused the catalog session's credential (HTTP 401)."""
+        ...
+
+    @property
     def config(self) -> BackendConfig:
         """Its configuration (timeouts, resource list mode and filter)."""
         ...

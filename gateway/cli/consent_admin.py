@@ -10,6 +10,12 @@ that person is asked to sign in again.
 token is held, when the access token expires (UTC); a record that does not
 open with the vault's keys is listed as ``unreadable``. No token is ever
 printed.
+
+``revoke`` first asks the backend's authorization server to revoke the
+tokens (RFC 7009) where it offers a ``revocation_endpoint``, then deletes
+them; one line per consent says what the server did (``revoked``, ``no
+revocation endpoint``, ``failed``: unreachable or refused, deleted here all
+the same).
 """
 
 from __future__ import annotations
@@ -73,7 +79,9 @@ async def run_consent(
             revoked = 0
             for who, where, _ in found:
                 if who == principal and backend in (None, where):
-                    revoked += await flow.revoke(who, where)
+                    deleted, at_server = await flow.revoke(who, where)
+                    revoked += deleted
+                    print(f"{who}\t{where}\tdeleted\tat the server: {at_server.value}")
             print(f"revoked {revoked} consent(s) of {principal}")
             return 0 if revoked else 1
     except StoreUnavailable as exc:

@@ -90,6 +90,10 @@ class BackendAuth(Base, frozen=True, kw_only=True):
         authorization_server: with ``user_consent``, the issuer URL of the
             backend's authorization server; empty: discovered from the
             backend's protected resource metadata (RFC 9728).
+
+    With ``user_consent``, ``client_id`` may be left out: the gateway then
+    uses a client ID metadata document it serves, or registers itself
+    (RFC 7591), whichever the authorization server offers.
     """
 
     type: BackendAuthType
@@ -160,8 +164,8 @@ class BackendAuth(Base, frozen=True, kw_only=True):
 
     def _consent_problems(self) -> list[tuple[str, str]]:
         problems: list[tuple[str, str]] = []
-        if not self.client_id:
-            problems.append(("client_id", "user_consent needs the gateway's client id"))
+        if (self.client_secret or self.client_secret_file) and not self.client_id:
+            problems.append(("client_secret", "a client secret goes with its client_id"))
         if self.client_secret and self.client_secret_file:
             problems.append(
                 ("client_secret_file", "set client_secret or client_secret_file, not both")

@@ -103,6 +103,10 @@ class ConsoleParts:
         consents: how many principals have consented, by ``user_consent``
             backend (``ConsentTokens.counts``); None without such backends.
         metrics: the gateway's metrics, for the store page's latencies.
+        revoke_consent: revokes one principal's consent at one backend (at
+            the authorization server, then in the store): whether there was
+            one, and what the server did (``AtServer`` name); None without
+            such backends.
     """
 
     pool: Pool
@@ -119,6 +123,7 @@ class ConsoleParts:
     pins: Callable[[], PinGuard | None] = lambda: None
     consents: Callable[[], Awaitable[dict[str, int]]] | None = None
     metrics: Callable[[], Metrics | None] = lambda: None
+    revoke_consent: Callable[[str, str], Awaitable[tuple[bool, str]]] | None = None
 
 
 class ConsoleApp:
@@ -285,6 +290,9 @@ class ConsoleApp:
             backends=rows,
             consents=consents,
             consent_column=parts.consents is not None,
+            consents_backends=sorted(consents or {}),
+            # Fixed words chosen by a fixed key: no text of the URL's choosing.
+            revoked=_REVOKED_NOTICES.get(query.get("revoked", ""), ""),
             groups=views.session_summary(parts.clients),
             cache=views.cache_rows(parts.router.cache),
             sessions=len(views.session_rows(parts.clients, now)),
@@ -376,6 +384,26 @@ class ConsoleApp:
         logger.info("console.session.closed", client_session=short)
         await self._redirect(send, f"{self.base}/sessions?closed={quote(short)}")
 
+    async def _revoke_consent(self, send: h.Send, identity: str, form: dict[str, str]) -> None:
+        revoke = self.parts.revoke_consent
+        if revoke is None:
+            raise ConsoleDenied(409, "no backend uses auth type user_consent")
+        principal, backend = form.get("principal", "").strip(), form.get("backend", "")
+        if not principal or not backend:
+            raise ConsoleDenied(400, "a principal and a backend are required")
+        try:
+            deleted, at_server = await revoke(principal[:300], backend[:200])
+        except StoreUnavailable:
+            raise ConsoleDenied(503, "the state store did not answer; nothing revoked") from None
+        logger.info(
+            "console.consent.revoked",
+            principal=principal[:300],
+            backend=backend[:200],
+            deleted=deleted,
+            at_server=at_server,
+        )
+        await self._redirect(send, f"{self.base}/?revoked={at_server if deleted else 'NONE'}")
+
     async def _reload(self, send: h.Send, identity: str, form: dict[str, str]) -> None:
         if not self.parts.can_reload():
             raise ConsoleDenied(
@@ -422,6 +450,15 @@ class ConsoleApp:
         await h.respond(send, denied.status, body, content_type=HTML, headers=headers)
 
 
+#: The overview's notice after a consent revoke, by the redirect's ``revoked`` key.
+_REVOKED_NOTICES: Final = {
+    "REVOKED": "Consent revoked at the authorization server and deleted.",
+    "NOT_OFFERED": "Consent deleted (the authorization server offers no revocation).",
+    "FAILED": "Consent deleted here; revoking it at the authorization server failed (see the log).",
+    "NOTHING": "Consent deleted.",
+    "NONE": "No such consent: nothing was revoked.",
+}
+
 _PAGES: Final[dict[str, Any]] = {
     "/": ConsoleApp._overview,
     "/catalog": ConsoleApp._catalog,
@@ -436,6 +473,7 @@ _PAGES: Final[dict[str, Any]] = {
 _ACTIONS: Final[dict[str, Any]] = {
     "/tool/call": ConsoleApp._call,
     "/sessions/close": ConsoleApp._close_session,
+    "/consents/revoke": ConsoleApp._revoke_consent,
     "/reload": ConsoleApp._reload,
     "/logout": ConsoleApp._logout,
     **pins.ACTIONS,

@@ -13,18 +13,23 @@ Rules:
    authorization server that cannot be found or used is 502; a store that
    does not answer is 503. No page echoes a parameter.
 3. Every page is ``no-store`` and forbids framing, and none carries a token.
+4. **The gateway's client ID metadata documents** are served at
+   ``/oauth/client/<backend>`` (JSON, GET only) for each ``user_consent``
+   backend configured without a ``client_id``: the authorization server
+   fetches the document its client id names (``consent.registration``).
 """
 
 from __future__ import annotations
 
 import html
 from typing import TYPE_CHECKING, Final
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote
 
 import structlog
 
 from gateway.consent.oauth import ConsentSetupError
 from gateway.consent.records import LoginRefused
+from gateway.consent.registration import CLIENT_DOCUMENT_PATH
 from gateway.frontend import http_util as h
 from gateway.store.api import StoreUnavailable
 
@@ -70,8 +75,12 @@ class ConsentPages:
         self._callback = callback_path.rstrip("/") or "/"
 
     def owns(self, path: str) -> bool:
-        """Whether a request path is the start of a link or the callback."""
-        return path.startswith(START_PATH) or path == self._callback
+        """Whether a request path is the start of a link, the callback or a client document."""
+        return (
+            path.startswith(START_PATH)
+            or path.startswith(CLIENT_DOCUMENT_PATH)
+            or path == self._callback
+        )
 
     async def __call__(self, scope: h.Scope, receive: h.Receive, send: h.Send) -> None:
         """Answer one browser request (rules 1-3)."""
@@ -80,6 +89,13 @@ class ConsentPages:
             await self._answer(send, 405, "Not allowed", "Open the link from your client.")
             return
         path = scope["path"].rstrip("/") or "/"
+        if path.startswith(CLIENT_DOCUMENT_PATH):
+            document = self._tokens.client_document(unquote(path[len(CLIENT_DOCUMENT_PATH) :]))
+            if document is None:
+                await self._answer(send, 404, "Not found", "No such client.")
+            else:
+                await h.respond(send, 200, document, content_type=b"application/json")
+            return
         try:
             if path.startswith(START_PATH):
                 location = await self._tokens.start(path[len(START_PATH) :])

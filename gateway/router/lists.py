@@ -15,7 +15,13 @@ Rules:
 5. An item of a ``user_consent`` backend the caller has not consented to
    is listed all the same, marked ``_meta["dev.mcp-gateway/consent"] =
    {"required": true, "backend": NAME}`` (calling it starts the sign-in);
-   such a list is per principal in its cache hint.
+   such a list is per principal in its cache hint. A ``user_consent``
+   backend that cannot be listed without a person's token (it refused the
+   catalog session with HTTP 401) has no items in the catalog; a caller
+   who has not signed in there finds it named in the page's
+   ``_meta["dev.mcp-gateway/consent"] = {"required": true, "unlisted":
+   [NAME, ...]}``, so the list is never silently shorter; every other
+   backend is listed as before.
 6. ``skills/list`` pages carry ``ttlMs``/``cacheScope`` for hosts of every
    era (gateway choice: the extension's result schema requires them; a
    2025-11-25 host's SDK rejects a page without them).
@@ -66,6 +72,19 @@ def _in_view(snap: Snapshot, backend: BackendView) -> bool:
 
 def _decode_item(encoded: bytes) -> dict[str, Any]:
     return mcp.decode_object(msgspec.Raw(encoded)) or {}
+
+
+def _naming_unlisted(page: msgspec.Raw, names: list[str]) -> msgspec.Raw:
+    """Rule 5: the page's ``_meta`` names the backends the caller must sign in to for
+    them to be listed at all."""
+    body = mcp.decode_object(page)
+    if body is None:  # pragma: no cover - render_page always builds an object
+        return page
+    meta = body.get("_meta")
+    meta = dict(meta) if isinstance(meta, dict) else {}
+    meta[CONSENT_META_KEY] = {"required": True, "unlisted": names}
+    body["_meta"] = meta
+    return mcp.encode(body)
 
 
 def _marked(encoded: bytes, backend: str) -> bytes:
@@ -188,6 +207,11 @@ class Lists:
                 _marked(item, entry.backend) if entry.backend in awaiting else item
                 for entry, item in zip(plan.entries, items, strict=True)
             ]
+        unlisted = sorted(
+            name
+            for name in awaiting
+            if (backend := self._pool.get(name)) is not None and backend.refused_listing
+        )
         unavailable = self._unavailable_backends(call.snapshot)
         following = plan.next
         fetch, fetch_cursor = plan.fetch, plan.fetch_cursor
@@ -217,6 +241,8 @@ class Lists:
         )
         self._metrics.pages_served.labels(kind=kind.value).inc()
         rendered = render_page(kind.value, items, next_cursor, unavailable)
+        if unlisted:
+            rendered = _naming_unlisted(rendered, unlisted)
         if isinstance(call.client, ModernRequest) or kind is Kind.SKILLS:
             return self._with_hint(kind, rendered, per_principal=call.per_principal or personal)
         return rendered

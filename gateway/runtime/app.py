@@ -539,8 +539,24 @@ def _console(
         pins=lambda: gateway().pins,
         consents=_consent_counts(pool),
         metrics=lambda: gateway().metrics,
+        revoke_consent=_consent_revoke(pool),
     )
     return ConsoleApp(config.admin.path, parts, store=store)
+
+
+def _consent_revoke(pool: Pool) -> Callable[[str, str], Awaitable[tuple[bool, str]]] | None:
+    """The console's consent revoke (``ConsentTokens.revoke``); None without the flow."""
+    from gateway.backends.credentials.consent_tokens import ConsentTokens
+
+    personal = pool.personal
+    if not isinstance(personal, ConsentTokens):
+        return None
+
+    async def revoke(principal: str, backend: str) -> tuple[bool, str]:
+        deleted, at_server = await personal.revoke(principal, backend)
+        return deleted, at_server.name
+
+    return revoke
 
 
 def _consent_counts(pool: Pool) -> Callable[[], Awaitable[dict[str, int]]] | None:

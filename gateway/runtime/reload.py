@@ -9,7 +9,10 @@ cursor secret keeps verifying for a grace period), ``mrtr`` (likewise for
 ``requestState``) and backends. What only a restart can change (the bind
 address, the port, the MCP path, the operations listener, the log format,
 naming) is refused with a log line that says so, and the rest still
-applies. ``config.reload.applied`` lists the sections that changed.
+applies. ``config.reload.applied`` lists the sections that changed. A
+``user_consent`` backend the reload removed, or whose URL,
+``authorization_server``, ``client_id`` or ``scopes`` changed, loses its
+stored consents (``consent.registration`` rule 3).
 """
 
 from __future__ import annotations
@@ -22,12 +25,14 @@ import msgspec
 import structlog
 
 from gateway.config import load
+from gateway.consent.registration import consent_settings, purge_targets
 from gateway.errors import ConfigError
 from gateway.frontend.origin import OriginPolicy
 from gateway.identity.keys import JwksError
 from gateway.identity.policy import Policy
 from gateway.router.response_cache import cache_for
 from gateway.router.stateless.held_calls import DEFAULT_LIFETIME
+from gateway.store.api import StoreUnavailable
 from gateway.telemetry.logs import set_log_level
 
 if TYPE_CHECKING:
@@ -382,8 +387,27 @@ async def apply(live: Live, plan: ConfigPlan) -> list[str]:
     # drains: its opt-ins may have changed, so may the policy its answers
     # were shaped under; a backend restarted by the reload drops its own.
     live.router.set_cache(cache_for(plan.new.cache, plan.new.backends, plan.new.profiles))
+    consents = consent_settings(backend.config for backend in live.pool.backends.values())
     await live.pool.reload(plan.new.backends, plan.new.shutdown.drain_timeout)
+    await _purge_consents(live.pool, purge_targets(consents, consent_settings(plan.new.backends)))
     return list(plan.changed)
+
+
+async def _purge_consents(pool: Pool, backends: set[str]) -> None:
+    """Delete the stored consents of ``user_consent`` backends the reload removed or changed.
+
+    In the store, so every replica behind it loses them at once; a store
+    that does not answer is logged (each replica's own reload tries again).
+    """
+    from gateway.backends.credentials.consent_tokens import ConsentTokens
+
+    personal = pool.personal
+    if not backends or not isinstance(personal, ConsentTokens):
+        return
+    try:
+        await personal.purge(backends)
+    except StoreUnavailable as exc:
+        logger.warning("consent.purge_failed", backends=sorted(backends), error=str(exc))
 
 
 def _close_sessions_of_removed_tokens(clients: ClientRegistry, removed: AbstractSet[str]) -> None:

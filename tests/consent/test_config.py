@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gateway.config import parse
+from gateway.config import NetworkBackend, parse
 from gateway.errors import ConfigError
 
 _AUTH: dict[str, Any] = {"bearer_tokens": ["t"]}
@@ -64,7 +64,7 @@ def test_user_consent_without_what_it_needs_is_refused(
 @pytest.mark.parametrize(
     ("change", "problem"),
     [
-        ({"client_id": ""}, "client_id: user_consent needs the gateway's client id"),
+        ({"client_id": ""}, "client_secret: a client secret goes with its client_id"),
         ({"token": "x"}, "token: user_consent gets each person's token; it takes none"),
         ({"client_secret_file": "/f"}, "set client_secret or client_secret_file, not both"),
     ],
@@ -103,3 +103,12 @@ def test_authorization_server_belongs_to_user_consent_only() -> None:
     with pytest.raises(ConfigError) as caught:
         parse(_config(auth), env={})
     assert "only user_consent discovers a server" in str(caught.value)
+
+
+def test_user_consent_without_client_id_or_authorization_server_is_valid() -> None:
+    """spec: MCP authorization, both are discovered (resource metadata, then a client ID
+    metadata document or dynamic registration) when the config leaves them out."""
+    text = _config({"type": "user_consent"}, auth=_AUTH, consent={"vault_key_file": "/k"})
+    (backend,) = parse(text, env={}).backends
+    assert isinstance(backend, NetworkBackend) and backend.auth is not None
+    assert backend.auth.client_id == ""

@@ -517,5 +517,6 @@ async def test_the_console_counts_the_principals_who_consented_per_backend(
         assert await _console_consents(setup) == "2"
         consent = setup.running.gateway.pool.personal
         assert isinstance(consent, ConsentTokens)
-        assert await consent.revoke("token:bob", "tracker")
+        deleted, _ = await consent.revoke("token:bob", "tracker")
+        assert deleted
         assert await _console_consents(setup) == "1"

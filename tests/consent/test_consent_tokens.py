@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from trio.testing import MockClock
 
-from gateway.backends.credentials.consent_tokens import ConsentBackend, ConsentTokens
+from gateway.backends.credentials.consent_tokens import AtServer, ConsentBackend, ConsentTokens
 from gateway.backends.credentials.grants import TokenRequest
 from gateway.backends.credentials.provider import TokenAnswer
 from gateway.config.schema_backend_auth import BackendAuth
@@ -160,7 +160,8 @@ async def test_revoke_forgets_the_persons_tokens() -> None:
     server, wall = FakeServer(), [1000.0]
     tokens = _tokens(server, wall)
     await _consent(tokens, "token:alice")
-    assert await tokens.revoke("token:alice", "tracker")
+    deleted, at_server = await tokens.revoke("token:alice", "tracker")
+    assert deleted and at_server is AtServer.NOT_OFFERED  # METADATA has no revocation_endpoint
     assert await tokens.access_token("token:alice", "tracker") is None
 
 

@@ -9,6 +9,8 @@
 // redirect to REDIRECT_URI only. The built-in development login and consent
 // pages stand for the person: any login name is accepted and becomes the
 // token's `sub`. TTL is the access tokens' lifetime in seconds (default 300).
+// Open dynamic client registration (RFC 7591, at /reg) and token revocation
+// (RFC 7009, at /token/revocation) are on, as the gateway discovers them.
 // Prints one JSON line {"ready": true, "issuer": ...} on stdout once listening.
 import Provider, { errors } from 'oidc-provider';
 
@@ -33,6 +35,8 @@ const provider = new Provider(issuer, {
   issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
   features: {
     devInteractions: { enabled: true },
+    registration: { enabled: true },
+    revocation: { enabled: true },
     resourceIndicators: {
       enabled: true,
       defaultResource: () => resource,

@@ -21,13 +21,19 @@ Rules:
    server refuses deletes the record, so the person is sent through
    consent again (once, on the next call); without a refresh token the
    access token is used until it expires, or until a backend refuses it.
-4. **Discovery once per backend** (again after a reload changed its URL
-   or ``authorization_server``): ``authorization_server`` when set, else
-   the issuer the backend's protected resource metadata names (RFC 9728);
-   its metadata from RFC 8414's or OpenID's well-known URL. A failure is
+4. **Discovery and the client** are :mod:`.consent_discovery`'s: the
+   authorization server configured or found from the backend's protected
+   resource metadata (RFC 9728), the client configured, a client ID
+   metadata document, or registered (RFC 7591). A failure is
    :class:`~gateway.consent.oauth.ConsentSetupError` and is retried on the
    next link.
-5. Nothing here logs a token, a code or a verifier.
+5. **Revoked at the server, deleted here.** :meth:`ConsentTokens.revoke`
+   asks the server to revoke the refresh and access tokens (RFC 7009) when
+   it advertises a ``revocation_endpoint``; whatever the server answers, or
+   when it cannot be reached, the sealed tokens are deleted and the outcome
+   is logged and returned. :meth:`ConsentTokens.purge` deletes a backend's
+   records when policy removed it (``registration`` rule 3).
+6. Nothing here logs a token, a code or a verifier.
 
 Past 450 lines and still one idea: one person's token at one backend, from
 the sign-in link to the last refresh; the pure record rules are in
@@ -36,24 +42,34 @@ the sign-in link to the last refresh; the pure record rules are in
 
 from __future__ import annotations
 
+import enum
 import secrets
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 import msgspec
 import structlog
 import trio
 
+from gateway.backends.credentials.consent_discovery import (
+    CLIENT_NAME,
+    ConsentBackend,
+    ConsentServers,
+    http_get,
+    http_post,
+    http_probe,
+)
 from gateway.backends.credentials.grants import (
     TokenEndpointError,
     authorization_code_request,
     parse_token_response,
     refresh_token_request,
+    revocation_error,
+    revocation_request,
     token_extras,
 )
-from gateway.backends.credentials.provider import http_fetch, read_secret
-from gateway.consent import oauth
+from gateway.backends.credentials.provider import http_fetch
+from gateway.consent import oauth, registration
 from gateway.consent.records import (
     TOKEN_PREFIX,
     ConsentLink,
@@ -78,33 +94,24 @@ if TYPE_CHECKING:
 
     from gateway.backends.credentials.grants import TokenRequest
     from gateway.backends.credentials.provider import TokenAnswer
-    from gateway.config.schema_backend_auth import BackendAuth
     from gateway.consent.vault import Vault
     from gateway.store.api import Store
+
+__all__ = ["START_PATH", "AtServer", "ConsentBackend", "ConsentTokens"]
 
 logger = structlog.get_logger("gateway.backends.credentials.consent_tokens")
 
 #: The path a consent link opens on the gateway, before the link's id.
 START_PATH: Final = "/oauth/start/"
-#: The largest discovery document read.
-MAX_DOCUMENT: Final = 256 * 1024
-#: A discovery request gets this long (STYLE rule 3: a cancel scope).
-DISCOVERY_TIMEOUT: Final = 10.0
 
 
-@dataclass(frozen=True, slots=True)
-class ConsentBackend:
-    """What the flow needs of one ``user_consent`` backend.
+class AtServer(enum.Enum):
+    """What the authorization server did of a revocation (rule 5)."""
 
-    Attributes:
-        name: the backend's name.
-        url: its MCP URL (the ``resource`` is its canonical form).
-        auth: its ``auth`` block.
-    """
-
-    name: str
-    url: str
-    auth: BackendAuth
+    REVOKED = "revoked"
+    NOT_OFFERED = "no revocation endpoint"
+    FAILED = "failed"
+    NOTHING = "nothing to revoke"
 
 
 class ConsentTokens:
@@ -121,6 +128,8 @@ class ConsentTokens:
         login_timeout: ``consent.login_timeout``: how long a link and a login live.
         fetch: performs a token request (tests pass their own).
         get: fetches a discovery document: (status, body).
+        post: POSTs a registration request: (status, body).
+        probe: the ``WWW-Authenticate`` of a backend's answer without a token.
         wall: the wall clock (expiry survives a restart).
     """
 
@@ -135,6 +144,8 @@ class ConsentTokens:
         login_timeout: float,
         fetch: Callable[[TokenRequest], Awaitable[TokenAnswer]] = http_fetch,
         get: Callable[[str], Awaitable[tuple[int, bytes]]] | None = None,
+        post: Callable[[str, bytes], Awaitable[tuple[int, bytes]]] = http_post,
+        probe: Callable[[str], Awaitable[str | None]] = http_probe,
         wall: Callable[[], float] = time.time,
     ) -> None:
         self._backends = backends
@@ -144,11 +155,16 @@ class ConsentTokens:
         self.redirect_uri = self._origin + callback_path
         self.login_timeout = login_timeout
         self._fetch = fetch
-        self._get = get or http_get
         self._wall = wall
-        # Discovered servers, by (backend, configured issuer, backend URL):
-        # a reload that changes either discovers again.
-        self._servers: dict[tuple[str, str, str], oauth.AuthorizationServer] = {}
+        self.servers = ConsentServers(
+            store,
+            vault,
+            origin=self._origin,
+            redirect_uri=self.redirect_uri,
+            get=get or http_get,
+            post=post,
+            probe=probe,
+        )
         self._locks: dict[tuple[str, str], trio.Lock] = {}
         self._done: dict[str, trio.Event] = {}
         # The last token a backend refused (401), by (principal, backend).
@@ -252,7 +268,7 @@ class ConsentTokens:
         backend = self._backends().get(link.backend)
         if backend is None:
             raise LoginRefused(Refusal.UNKNOWN, "the backend is no longer configured")
-        server = await self._server(backend)
+        found = await self.servers.client(backend)
         pkce = oauth.new_pkce()
         state = secrets.token_urlsafe(32)
         login = PendingLogin(
@@ -269,13 +285,13 @@ class ConsentTokens:
             ttl=max(link.expires_at - self._wall(), 1.0),
         )
         return oauth.authorization_url(
-            server,
-            client_id=backend.auth.client_id,
+            found.server,
+            client_id=found.auth.client_id,
             redirect_uri=self.redirect_uri,
             state=state,
             pkce=pkce,
             resource=oauth.canonical_resource(backend.url),
-            scopes=list(backend.auth.scopes),
+            scopes=found.scopes,
         )
 
     async def finish(self, state: str, code: str, error: str) -> PendingLogin:
@@ -295,13 +311,11 @@ class ConsentTokens:
         if backend is None:
             raise LoginRefused(Refusal.UNKNOWN, "the backend is no longer configured")
         try:
-            server = await self._server(backend)
-            auth = backend.auth
-            secret = read_secret(auth.client_secret, auth.client_secret_file, "client_secret")
+            found = await self.servers.client(backend)
             request = authorization_code_request(
-                auth,
-                secret,
-                token_url=server.token_endpoint,
+                found.auth,
+                found.secret,
+                token_url=found.server.token_endpoint,
                 code=code,
                 verifier=login.verifier,
                 redirect_uri=login.redirect_uri,
@@ -317,6 +331,22 @@ class ConsentTokens:
         if waiting is not None:
             waiting.set()
         return login
+
+    def client_document(self, backend: str) -> bytes | None:
+        """The gateway's client ID metadata document for ``backend``; None: it has none.
+
+        Only a ``user_consent`` backend configured without a ``client_id``
+        has one (``registration`` rule 1).
+        """
+        config = self._backends().get(backend)
+        if config is None or config.auth.client_id:
+            return None
+        return registration.metadata_document(
+            client_id=registration.metadata_document_url(self._origin, backend),
+            client_name=CLIENT_NAME,
+            redirect_uri=self.redirect_uri,
+            scopes=list(config.auth.scopes),
+        )
 
     # -- the operator's view --------------------------------------------------------
 
@@ -346,9 +376,74 @@ class ConsentTokens:
                 found[backend] += 1
         return found
 
-    async def revoke(self, principal: str, backend: str) -> bool:
-        """Forget ``principal``'s tokens at ``backend``; whether there were any."""
-        return await self._store.delete(token_key(principal, backend))
+    async def revoke(self, principal: str, backend: str) -> tuple[bool, AtServer]:
+        """Revoke ``principal``'s tokens at ``backend`` at its server, then forget them (rule 5).
+
+        Returns:
+            Whether there were any here, and what the server did.
+
+        Raises:
+            StoreUnavailable: the store did not answer (nothing was deleted).
+        """
+        tokens = await self._tokens(principal, backend)
+        outcome = AtServer.NOTHING
+        config = self._backends().get(backend)
+        if tokens is not None and config is not None:
+            outcome = await self._revoke_at_server(config, tokens)
+        deleted = await self._store.delete(token_key(principal, backend))
+        self._refused.pop((principal, backend), None)
+        log = logger.warning if outcome is AtServer.FAILED else logger.info
+        log("consent.revoked", backend=backend, principal=principal, at_server=outcome.value)
+        return deleted, outcome
+
+    async def _revoke_at_server(self, config: ConsentBackend, tokens: StoredTokens) -> AtServer:
+        """RFC 7009 for the refresh token (which ends the grant), then the access token."""
+        try:
+            found = await self.servers.client(config)
+            endpoint = found.server.revocation_endpoint
+            if not endpoint:
+                return AtServer.NOT_OFFERED
+            pairs = [(tokens.refresh_token, "refresh_token"), (tokens.access_token, "access_token")]
+            for token, hint in pairs:
+                if not token:
+                    continue
+                request = revocation_request(
+                    found.auth, found.secret, revocation_url=endpoint, token=token, hint=hint
+                )
+                answer = await self._fetch(request)
+                if answer.status == 200:  # RFC 7009 2.2: 200 whether or not it was valid
+                    continue
+                error = revocation_error(answer.body)
+                if error == "unsupported_token_type" and hint == "access_token":
+                    # RFC 7009 2.2.1: a server that cannot revoke self-contained
+                    # (JWT) access tokens; the refresh token's grant is gone.
+                    continue
+                raise TokenEndpointError(answer.status, error)
+        except (CredentialUnavailable, oauth.ConsentSetupError) as exc:
+            logger.warning("consent.revocation_failed", backend=config.name, error=str(exc))
+            return AtServer.FAILED
+        return AtServer.REVOKED
+
+    async def purge(self, backends: set[str]) -> int:
+        """Delete every token and registered client of ``backends`` (rule 5); how many tokens.
+
+        The keys name their backend, so no other backend's records are touched.
+
+        Raises:
+            StoreUnavailable: the store did not answer.
+        """
+        if not backends:
+            return 0
+        purged = 0
+        for key, _blob in await self._store.scan(TOKEN_PREFIX):
+            names = parse_token_key(key)
+            if names is not None and names[1] in backends:
+                purged += await self._store.delete(key)
+        for name in backends:
+            await self._store.delete(registration.client_key(name))
+            self.servers.forget(name)
+        logger.info("consent.purged", backends=sorted(backends), tokens=purged)
+        return purged
 
     # -- inside ----------------------------------------------------------------------------
 
@@ -373,13 +468,11 @@ class ConsentTokens:
         if config is None:
             return None
         try:
-            server = await self._server(config)
-            auth = config.auth
-            secret = read_secret(auth.client_secret, auth.client_secret_file, "client_secret")
+            found = await self.servers.client(config)
             request = refresh_token_request(
-                auth,
-                secret,
-                token_url=server.token_endpoint,
+                found.auth,
+                found.secret,
+                token_url=found.server.token_endpoint,
                 refresh_token=tokens.refresh_token,
                 resource=oauth.canonical_resource(config.url),
             )
@@ -410,60 +503,3 @@ class ConsentTokens:
             scope=scope,
             obtained_at=started,
         )
-
-    async def _server(self, backend: ConsentBackend) -> oauth.AuthorizationServer:
-        where = (backend.name, backend.auth.authorization_server, backend.url)
-        cached = self._servers.get(where)
-        if cached is not None:
-            return cached
-        issuer = backend.auth.authorization_server
-        if not issuer:
-            issuer = (await self._resource_metadata(backend)).authorization_servers[0]
-        server: oauth.AuthorizationServer | None = None
-        for url in oauth.metadata_urls(issuer):
-            status, body = await self._get(url)
-            if status == 200:
-                server = oauth.parse_authorization_server(body, issuer)
-                break
-        if server is None:
-            raise oauth.ConsentSetupError(f"no authorization server metadata for {issuer}")
-        self._servers[where] = server
-        return server
-
-    async def _resource_metadata(self, backend: ConsentBackend) -> oauth.ResourceMetadata:
-        for url in oauth.protected_resource_urls(backend.url):
-            status, body = await self._get(url)
-            if status == 200:
-                return oauth.parse_resource_metadata(body)
-        raise oauth.ConsentSetupError(
-            f"backend {backend.name!r} serves no protected resource metadata; "
-            "set auth.authorization_server"
-        )
-
-
-async def http_get(url: str) -> tuple[int, bytes]:
-    """GET a discovery document with httpx: (status, body), bounded in size and time.
-
-    Raises:
-        ConsentSetupError: unreachable, or no answer within ``DISCOVERY_TIMEOUT``.
-    """
-    import httpx  # here, not at the top: only consent backends need it (start-up)
-
-    try:
-        with trio.fail_after(DISCOVERY_TIMEOUT):
-            async with (
-                httpx.AsyncClient(
-                    trust_env=False, follow_redirects=False, timeout=httpx.Timeout(None)
-                ) as client,
-                client.stream("GET", url, headers={"accept": "application/json"}) as response,
-            ):
-                body = bytearray()
-                async for chunk in response.aiter_bytes():
-                    body += chunk
-                    if len(body) > MAX_DOCUMENT:
-                        break
-                return response.status_code, bytes(body[:MAX_DOCUMENT])
-    except trio.TooSlowError:
-        raise oauth.ConsentSetupError(f"{url} did not answer in {DISCOVERY_TIMEOUT:g} s") from None
-    except (httpx.HTTPError, OSError) as exc:
-        raise oauth.ConsentSetupError(f"{url} unreachable ({type(exc).__name__})") from None

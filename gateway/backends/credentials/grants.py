@@ -381,6 +381,33 @@ def refresh_token_request(
     return TokenRequest(token_url, headers, form)
 
 
+def revocation_request(
+    auth: BackendAuth, secret: str, *, revocation_url: str, token: str, hint: str
+) -> TokenRequest:
+    """A person's token revoked at its authorization server (RFC 7009 section 2.1).
+
+    Args:
+        auth: the backend's ``auth`` settings (the client, as for the token endpoint).
+        secret: the client secret ("" for a public client).
+        revocation_url: the server's ``revocation_endpoint``.
+        token: the refresh or access token.
+        hint: ``refresh_token`` or ``access_token`` (``token_type_hint``).
+    """
+    headers = {"content-type": FORM_MEDIA_TYPE, "accept": "application/json"}
+    form = {**_consent_form(auth, secret, headers), "token": token, "token_type_hint": hint}
+    return TokenRequest(revocation_url, headers, form)
+
+
+def revocation_error(body: bytes) -> str:
+    """The OAuth ``error`` code of a refused revocation (RFC 7009 2.2.1); "" when none."""
+    try:
+        data = _decoder.decode(body)
+    except msgspec.DecodeError:
+        return ""
+    error = data.get("error")
+    return error if isinstance(error, str) else ""
+
+
 def token_extras(body: bytes) -> tuple[str, str]:
     """The ``refresh_token`` and ``scope`` of a successful token answer ("" when absent)."""
     try:
