@@ -224,9 +224,13 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
         if not users:
             return []
         problems: list[tuple[str, str]] = []
-        if not self.consent.vault_key_file:
+        if not self.consent.vault_key_file and not self.consent.vault_key_env:
             problems.append(
-                ("consent.vault_key_file", "user_consent backends need the token vault's keys")
+                (
+                    "consent.vault_key_file",
+                    "user_consent backends need the token vault's keys: "
+                    "set consent.vault_key_file or consent.vault_key_env",
+                )
             )
         if not self.auth.enabled:
             problems.append(

@@ -40,11 +40,20 @@ def test_a_user_consent_backend_with_its_vault_and_callers_is_accepted() -> None
     [
         (
             {"auth": _AUTH},
-            "consent.vault_key_file: user_consent backends need the token vault's keys",
+            "consent.vault_key_file: user_consent backends need the token vault's keys: "
+            "set consent.vault_key_file or consent.vault_key_env",
         ),
         (
             {"consent": {"vault_key_file": "/k"}},
             "backends[0].auth.type: user_consent binds tokens to principals: configure auth",
+        ),
+        (
+            {"auth": _AUTH, "consent": {"vault_key_file": "/k", "vault_key_env": "KEYS"}},
+            "consent.vault_key_file: set consent.vault_key_file or consent.vault_key_env, not both",
+        ),
+        (
+            {"auth": _AUTH, "consent": {"vault_key_env": "not a name"}},
+            "consent.vault_key_env: must be an environment variable's name",
         ),
         (
             {"auth": _AUTH, "consent": {"vault_key_file": "/k", "callback_path": "cb"}},
@@ -103,3 +112,48 @@ def test_authorization_server_belongs_to_user_consent_only() -> None:
     with pytest.raises(ConfigError) as caught:
         parse(_config(auth), env={})
     assert "only user_consent discovers a server" in str(caught.value)
+
+
+def _vault_config(**consent: Any) -> Any:
+    return parse(_config(_CONSENT_AUTH, auth=_AUTH, consent=consent), env={})
+
+
+def test_the_vault_keys_may_come_from_an_environment_variable() -> None:
+    """gateway choice: consent.vault_key_env names a variable holding the keys (commas,
+    spaces or lines between them); the first seals, every one opens."""
+    from gateway.consent.vault import Vault, generate_key, record_binding
+    from gateway.runtime.app import consent_flow
+    from gateway.store.embedded import EmbeddedStore
+
+    old, new = generate_key(), generate_key()
+    sealed = Vault.from_text(old).seal(b"t", record_binding("token:a", "b"))
+    config = _vault_config(vault_key_env="GATEWAY_VAULT_KEYS")
+    assert config.consent.vault_key_file == ""
+    flow = consent_flow(config, EmbeddedStore(), environ={"GATEWAY_VAULT_KEYS": f"{new}, {old}"})
+    assert flow is not None
+    vault = flow._vault  # the vault it built is what is checked
+    assert vault.open(sealed, record_binding("token:a", "b")) == b"t"
+    assert vault.needs_reseal(sealed)  # the first key (new) seals
+
+
+@pytest.mark.parametrize(
+    ("environ", "problem"),
+    [
+        ({}, "consent.vault_key_env: the environment variable GATEWAY_VAULT_KEYS is not set"),
+        ({"GATEWAY_VAULT_KEYS": ""}, "$GATEWAY_VAULT_KEYS: the vault needs at least one key"),
+        ({"GATEWAY_VAULT_KEYS": "c2hvcnQ="}, "$GATEWAY_VAULT_KEYS: key 1: 5 bytes, not 32"),
+        ({"GATEWAY_VAULT_KEYS": "not base64!"}, "$GATEWAY_VAULT_KEYS: key 1: not base64"),
+    ],
+)
+def test_a_vault_key_variable_that_is_unset_or_bad_stops_the_start_naming_it(
+    environ: dict[str, str], problem: str
+) -> None:
+    """gateway choice: the start fails naming the setting and the variable, never its value."""
+    from gateway.runtime.app import consent_flow
+    from gateway.store.embedded import EmbeddedStore
+
+    config = _vault_config(vault_key_env="GATEWAY_VAULT_KEYS")
+    with pytest.raises(ConfigError) as caught:
+        consent_flow(config, EmbeddedStore(), environ=environ)
+    assert problem in str(caught.value)
+    assert "c2hvcnQ" not in str(caught.value)
