@@ -106,6 +106,8 @@ class Gateway:
     pins: PinGuard | None = None
     # Tells the other replicas of a reload and follows theirs (shared store only).
     reload_news: ReloadNews | None = None
+    # Each person's tokens at user_consent backends; None without any.
+    consent: ConsentTokens | None = None
     draining: bool = False
     # Set when shutdown starts: the HTTP engine's shutdown trigger, so its
     # listeners close at once while requests in flight drain.
@@ -117,7 +119,12 @@ class Gateway:
         """(ready, details) for ``/readyz`` (``runtime.readiness``); keeps mcp_gateway_ready."""
         health = self.store.health() if self.store is not None else None
         ready, details = status.readiness(
-            self.pool, self.clients, self.started, self.draining, health
+            self.pool,
+            self.clients,
+            self.started,
+            self.draining,
+            health,
+            None if self.consent is None else self.consent.last_survey,
         )
         self.metrics.ready.set(1 if ready else 0)
         return ready, details
@@ -199,6 +206,8 @@ async def open_gateway(
             config, store, lambda: [backend.config for backend in pool.backends.values()]
         )
         pool.personal = consent
+        if consent is not None:
+            await services.start(consent.run)  # the counts /readyz shows
         cursors = CursorCodec(config.pagination.cursor_secret, clock=trio.current_time)
         held = HeldCalls.from_config(
             config.mrtr, metrics, input_bound=lambda name: _input_bound(pool, name)
@@ -290,6 +299,7 @@ async def open_gateway(
         gateway = Gateway(
             config, pool, router, clients, app, metrics, endpoint, live, config_path, store, pins
         )
+        gateway.consent = consent
 
         def catalog_changed(snapshot: Snapshot, kinds: frozenset[Kind]) -> None:
             """Tell each profile's hosts what changed in their view (coalesced); refresh gauges."""

@@ -519,3 +519,47 @@ async def test_the_console_counts_the_principals_who_consented_per_backend(
         assert isinstance(consent, ConsentTokens)
         assert await consent.revoke("token:bob", "tracker")
         assert await _console_consents(setup) == "1"
+
+
+async def test_status_shows_how_many_principals_consented_per_backend_never_who(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """gateway choice: `status` (and /readyz's overview) counts per user_consent backend
+    the principals signed in, those expiring soon and refused refreshes; no name, no token."""
+    import io
+
+    from gateway.cli.status_report import run_status
+
+    async def status() -> tuple[int, str, str]:
+        text, raw = io.StringIO(), io.StringIO()
+        url = setup.running.base_url
+
+        def ask() -> int:
+            run_status(None, url, ADMIN, as_json=True, out=raw)
+            return run_status(None, url, ADMIN, as_json=False, out=text)
+
+        code = await trio.to_thread.run_sync(ask)
+        return code, text.getvalue(), raw.getvalue()
+
+    async with _setup(nursery, tmp_path, console=True) as setup:
+        _, shown, _ = await status()
+        assert re.search(r"^tracker\s+0\s+0\s+0$", shown, re.MULTILINE), shown
+        for principal in ("alice", "bob"):
+            async with _host(setup, principal) as (session, _, _):
+                page = await _sign_in(await _required_link(session), f"{principal}@tracker")
+                assert isinstance(page, httpx.Response) and page.status_code == 200
+        # run() counts again soon after each sign-in (test_consent_tokens.py, on a mock
+        # clock); here the count is taken at once, so no outcome waits on the machine.
+        consent = setup.running.gateway.consent
+        assert consent is not None
+        await consent.survey()
+        code, shown, raw = await status()
+        assert code == 0
+        assert re.search(r"^tracker\s+2\s+0\s+0$", shown, re.MULTILINE), shown
+        assert "CONSENT BACKEND" in shown and "PRINCIPALS" in shown
+        counted = json.loads(raw)["overview"]["consent"]
+        assert counted["backends"] == [
+            {"backend": "tracker", "consented": 2, "expiring_soon": 0, "refresh_failures": 0}
+        ]
+        for text in (shown, raw):
+            assert "alice" not in text and "bob" not in text and "tok-" not in text

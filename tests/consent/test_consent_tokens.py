@@ -23,7 +23,7 @@ from gateway.backends.credentials.consent_tokens import ConsentBackend, ConsentT
 from gateway.backends.credentials.grants import TokenRequest
 from gateway.backends.credentials.provider import TokenAnswer
 from gateway.config.schema_backend_auth import BackendAuth
-from gateway.consent.records import LoginRefused, Refusal
+from gateway.consent.records import LoginRefused, Refusal, StoredTokens
 from gateway.consent.vault import Vault, generate_key
 from gateway.frontend.consent_pages import ConsentPages
 from gateway.store.embedded import EmbeddedStore
@@ -245,3 +245,61 @@ async def test_a_reloaded_backend_config_applies_to_the_next_sign_in() -> None:
     url, _ = await tokens.new_link("token:alice", "tracker")
     location = await tokens.start(url.rsplit("/", 1)[1])
     assert parse_qs(urlsplit(location).query)["client_id"] == ["new"]
+
+
+async def test_the_survey_counts_consents_expiring_ones_and_refused_refreshes_never_who() -> None:
+    """gateway choice: per backend, principals with tokens that open, those with no refresh
+    token ending within the hour, and refreshes refused since start; no principal, no token."""
+    server, wall = FakeServer(), [1000.0]
+    tokens = _tokens(server, wall)
+    assert (await tokens.survey()).backends[0].consented == 0
+    for principal in ("token:alice", "token:bob", "token:carol"):
+        await _consent(tokens, principal)
+    # carol's record has no refresh token: her sign-in ends with the access token.
+    carol = await tokens._tokens("token:carol", "tracker")
+    assert carol is not None
+    await tokens._put("token:carol", "tracker", msgspec.structs.replace(carol, refresh_token=""))
+    wall[0] += 95  # everyone's token is due; alice's refresh is refused
+    server.refuse_refresh = True
+    assert await tokens.access_token("token:alice", "tracker") is None
+    survey = await tokens.survey()
+    assert tokens.last_survey == survey
+    assert survey.counted_at == wall[0]
+    (row,) = survey.backends
+    assert (row.backend, row.consented, row.expiring_soon, row.refresh_failures) == (
+        "tracker",
+        2,  # bob and carol: alice's record went with the refused refresh
+        1,  # carol
+        1,  # alice's refresh
+    )
+    shown = msgspec.json.encode(survey)
+    assert b"alice" not in shown and b"carol" not in shown and b"at-" not in shown
+    assert await tokens.counts() == {"tracker": 2}
+
+
+async def test_the_survey_is_kept_current_after_a_change(autojump_clock: MockClock) -> None:
+    """gateway choice: run() counts at start, soon after a grant or revocation, and every
+    SURVEY_INTERVAL in any case."""
+    from gateway.backends.credentials.consent_tokens import SURVEY_INTERVAL
+
+    server, wall = FakeServer(), [1000.0]
+    tokens = _tokens(server, wall)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(tokens.run)
+        assert tokens.last_survey is not None
+        assert tokens.last_survey.backends[0].consented == 0
+        await _consent(tokens, "token:alice")
+        await trio.sleep(1)
+        assert tokens.last_survey.backends[0].consented == 1
+        await tokens.revoke("token:alice", "tracker")
+        await trio.sleep(1)
+        assert tokens.last_survey.backends[0].consented == 0
+        # A consent stored elsewhere (another replica) shows within the interval.
+        stored = StoredTokens(access_token="a", expires_at=wall[0] + 100, refresh_at=wall[0] + 70)
+        await tokens._put("token:bob", "tracker", stored)
+        await trio.sleep(1)
+        assert tokens.last_survey.backends[0].consented == 0
+        await trio.sleep(SURVEY_INTERVAL)
+        assert tokens.last_survey.backends[0].consented == 1
+        assert tokens.last_survey.backends[0].expiring_soon == 1  # no refresh token
+        nursery.cancel_scope.cancel()

@@ -28,6 +28,13 @@ Rules:
    :class:`~gateway.consent.oauth.ConsentSetupError` and is retried on the
    next link.
 5. Nothing here logs a token, a code or a verifier.
+6. **Counts for operators, never who.** :meth:`ConsentTokens.survey`
+   counts per backend the principals holding tokens that open, those whose
+   sign-in ends within ``EXPIRING_SOON`` (no refresh token, the access
+   token ends soon or ended), and the refreshes the server refused since
+   start; :meth:`ConsentTokens.run` keeps the last survey for ``/readyz``
+   (every ``SURVEY_INTERVAL``, and soon after a grant, a revocation or a
+   refused refresh here), since ``/readyz`` answers from memory.
 
 Past 450 lines and still one idea: one person's token at one backend, from
 the sign-in link to the last refresh; the pure record rules are in
@@ -36,6 +43,7 @@ the sign-in link to the last refresh; the pure record rules are in
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
 from dataclasses import dataclass
@@ -72,6 +80,8 @@ from gateway.consent.records import (
 )
 from gateway.consent.vault import VaultError
 from gateway.errors import CredentialUnavailable
+from gateway.store.api import StoreUnavailable
+from gateway.telemetry.overview import ConsentCount, ConsentSurvey
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -90,6 +100,12 @@ START_PATH: Final = "/oauth/start/"
 MAX_DOCUMENT: Final = 256 * 1024
 #: A discovery request gets this long (STYLE rule 3: a cancel scope).
 DISCOVERY_TIMEOUT: Final = 10.0
+#: A sign-in that ends within this many seconds, with nothing to refresh it, is expiring.
+EXPIRING_SOON: Final = 3600.0
+#: How often the counts ``/readyz`` shows are taken again at the latest (rule 6).
+SURVEY_INTERVAL: Final = 30.0
+#: After a change here, the counts are taken again this soon (changes come in bursts).
+SURVEY_SETTLE: Final = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +169,57 @@ class ConsentTokens:
         self._done: dict[str, trio.Event] = {}
         # The last token a backend refused (401), by (principal, backend).
         self._refused: dict[tuple[str, str], str] = {}
+        # Rule 6: refused refreshes since start, the last survey, and a nudge.
+        self._refresh_failures: dict[str, int] = {}
+        self.last_survey: ConsentSurvey | None = None
+        self._changed = trio.Event()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Keep :attr:`last_survey` current (rule 6) until cancelled, the first count
+        taken before it reports started; a store that does not answer keeps the last one."""
+        started = False
+        while True:
+            # A store that does not answer: its own health says so; the counts stay.
+            with contextlib.suppress(StoreUnavailable):
+                await self.survey()
+            if not started:
+                task_status.started()
+                started = True
+            with trio.move_on_after(SURVEY_INTERVAL):
+                await self._changed.wait()
+                await trio.sleep(SURVEY_SETTLE)
+            self._changed = trio.Event()
+
+    async def survey(self) -> ConsentSurvey:
+        """The counts of every ``user_consent`` backend now (rule 6), kept as :attr:`last_survey`.
+
+        Raises:
+            StoreUnavailable: the store did not answer.
+        """
+        now = self._wall()
+        names = sorted(self._backends())
+        consented = dict.fromkeys(names, 0)
+        expiring = dict.fromkeys(names, 0)
+        for _principal, backend, tokens in await self.list():
+            if tokens is None or backend not in consented:
+                continue
+            consented[backend] += 1
+            if not tokens.refresh_token and tokens.expires_at - now <= EXPIRING_SOON:
+                expiring[backend] += 1
+        survey = ConsentSurvey(
+            counted_at=now,
+            backends=[
+                ConsentCount(
+                    backend=name,
+                    consented=consented[name],
+                    expiring_soon=expiring[name],
+                    refresh_failures=self._refresh_failures.get(name, 0),
+                )
+                for name in names
+            ],
+        )
+        self.last_survey = survey
+        return survey
 
     # -- the request path ------------------------------------------------------
 
@@ -313,6 +380,7 @@ class ConsentTokens:
             raise LoginRefused(Refusal.EXCHANGE_FAILED, str(exc)) from None
         await self._put(login.principal, login.backend, tokens)
         logger.info("consent.granted", backend=login.backend, principal=login.principal)
+        self._changed.set()
         waiting = self._done.pop(login.elicitation_id, None)
         if waiting is not None:
             waiting.set()
@@ -340,15 +408,13 @@ class ConsentTokens:
         Raises:
             StoreUnavailable: the store did not answer.
         """
-        found = dict.fromkeys(self._backends(), 0)
-        for _principal, backend, tokens in await self.list():
-            if tokens is not None and backend in found:
-                found[backend] += 1
-        return found
+        return {count.backend: count.consented for count in (await self.survey()).backends}
 
     async def revoke(self, principal: str, backend: str) -> bool:
         """Forget ``principal``'s tokens at ``backend``; whether there were any."""
-        return await self._store.delete(token_key(principal, backend))
+        removed = await self._store.delete(token_key(principal, backend))
+        self._changed.set()
+        return removed
 
     # -- inside ----------------------------------------------------------------------------
 
@@ -387,6 +453,8 @@ class ConsentTokens:
         except TokenEndpointError as exc:
             # Rule 3: a refused refresh token sends the person back through consent.
             logger.warning("consent.refresh_refused", backend=backend, error=str(exc))
+            self._refresh_failures[backend] = self._refresh_failures.get(backend, 0) + 1
+            self._changed.set()
             await self._store.delete(token_key(principal, backend))
             return None
         await self._put(principal, backend, fresh)
