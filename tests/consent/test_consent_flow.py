@@ -18,7 +18,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
@@ -191,17 +191,25 @@ async def _sign_in(url: str, login: str, *, stop_at: str = "") -> httpx.Response
 
 @asynccontextmanager
 async def _host(
-    setup: Setup, principal: str, *, signs_in_as: str | None = None, declines: bool = False
+    setup: Setup,
+    principal: str,
+    *,
+    signs_in_as: str | None = None,
+    declines: bool = False,
+    elicit: Callable[[Any, Any], Awaitable[ElicitResult]] | None = None,
 ) -> AsyncIterator[tuple[ClientSession, list[str], list[str]]]:
     """The official client for ``principal``; with ``signs_in_as``, it declares URL
-    elicitation and its person signs in when asked. Yields the session, the URLs it
-    was asked to open, and the elicitation ids it was told completed."""
+    elicitation and its person signs in when asked (with ``elicit``, that answers
+    instead). Yields the session, the URLs it was asked to open, and the elicitation
+    ids it was told completed."""
     asked: list[str] = []
     completed: list[str] = []
 
-    async def elicit(_context: Any, params: Any) -> ElicitResult:
+    async def answer(context: Any, params: Any) -> ElicitResult:
         assert isinstance(params, ElicitRequestURLParams)
         asked.append(params.url)
+        if elicit is not None:
+            return await elicit(context, params)
         if declines:
             return ElicitResult(action="decline")
         assert signs_in_as is not None
@@ -221,7 +229,9 @@ async def _host(
         ClientSession(
             read,
             write,
-            elicitation_callback=elicit if signs_in_as is not None or declines else None,
+            elicitation_callback=(
+                answer if signs_in_as is not None or declines or elicit is not None else None
+            ),
             message_handler=messages,
         ) as session,
     ):
