@@ -13,17 +13,51 @@ from __future__ import annotations
 import re
 from typing import Annotated, Final, TypeAlias
 
+import msgspec
 from msgspec import Meta
 
 from gateway.config.schema import Base, Invalid
 
-__all__ = ["ConsentConfig"]
+__all__ = ["ConsentConfig", "LoginBinding"]
 
 _ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 Lifetime: TypeAlias = Annotated[
     float, Meta(gt=0, le=3600, extra={"problem": "must be above 0 and at most 3600 s"})
 ]
+
+
+class LoginBinding(Base, frozen=True, kw_only=True):
+    """``consent.bind_login``: who opens a sign-in link must first sign in as its caller.
+
+    The gateway is an OpenID Connect client of ``issuer`` (the issuer of the
+    callers' JWTs); the ID token's ``iss`` and ``sub`` must be those of the
+    principal the link was made for, else the link ends there.
+
+    Attributes:
+        client_id: the gateway's client at that issuer (its redirect URI is
+            the consent callback).
+        client_secret: its secret; empty for a public client.
+        client_secret_file: a file holding it, instead.
+        issuer: the OpenID provider; empty: ``auth.jwt.issuer``.
+        scopes: asked for in the login (``openid`` is always among them).
+    """
+
+    client_id: str
+    client_secret: str = ""
+    client_secret_file: str = ""
+    issuer: str = ""
+    scopes: list[str] = msgspec.field(default_factory=lambda: ["openid"])
+
+    def __post_init__(self) -> None:
+        if not self.client_id:
+            raise Invalid(("client_id", "bind_login needs the gateway's client id at the issuer"))
+        if self.client_secret and self.client_secret_file:
+            raise Invalid(
+                ("client_secret_file", "set client_secret or client_secret_file, not both")
+            )
+        if self.issuer and not self.issuer.startswith(("https://", "http://")):
+            raise Invalid(("issuer", "must be an http(s) URL"))
 
 
 class ConsentConfig(Base, frozen=True, kw_only=True):
@@ -40,12 +74,17 @@ class ConsentConfig(Base, frozen=True, kw_only=True):
         callback_path: the path of the OAuth redirect URI on the gateway.
         login_timeout: seconds a consent link, and the login it starts,
             stays usable; a waiting call waits at most this long.
+        bind_login: off (null, the default): the single-use link is the
+            proof of who asked. Set: opening a link first requires an
+            OpenID Connect login whose issuer and subject are the link's
+            principal's (callers with JWTs only).
     """
 
     vault_key_file: str = ""
     vault_key_env: str = ""
     callback_path: str = "/oauth/callback"
     login_timeout: Lifetime = 600.0
+    bind_login: LoginBinding | None = None
 
     def __post_init__(self) -> None:
         if self.vault_key_file and self.vault_key_env:

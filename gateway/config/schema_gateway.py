@@ -239,6 +239,14 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
                     "user_consent binds tokens to principals: configure auth",
                 )
             )
+        binding = self.consent.bind_login
+        if binding is not None and not binding.issuer and not self.auth.jwt.issuer:
+            problems.append(
+                (
+                    "consent.bind_login.issuer",
+                    "name the OpenID provider people sign in at (or set auth.jwt.issuer)",
+                )
+            )
         return problems
 
     @property

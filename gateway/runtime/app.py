@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from gateway.backends.credentials.consent_tokens import ConsentBackend, ConsentTokens
     from gateway.catalog.snapshot import Kind, Snapshot
     from gateway.config import BackendConfig, GatewayConfig
-    from gateway.config.schema_consent import ConsentConfig
+    from gateway.config.schema_consent import ConsentConfig, LoginBinding
     from gateway.consent.vault import Vault
     from gateway.frontend.asgi import SubApp
     from gateway.identity.authenticator import AuthHolder
@@ -466,7 +466,16 @@ def consent_flow(
         public_origin=f"{scheme}://{rest.split('/', 1)[0]}",
         callback_path=config.consent.callback_path,
         login_timeout=config.consent.login_timeout,
+        bind_login=_login_binding(config),
     )
+
+
+def _login_binding(config: GatewayConfig) -> LoginBinding | None:
+    """``consent.bind_login`` with its issuer resolved (``auth.jwt.issuer`` when unset)."""
+    binding = config.consent.bind_login
+    if binding is None or binding.issuer:
+        return binding
+    return msgspec.structs.replace(binding, issuer=config.auth.jwt.issuer)
 
 
 def _vault(consent: ConsentConfig, environ: Mapping[str, str]) -> Vault:

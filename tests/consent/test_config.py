@@ -52,6 +52,25 @@ def test_a_user_consent_backend_with_its_vault_and_callers_is_accepted() -> None
             "consent.vault_key_file: set consent.vault_key_file or consent.vault_key_env, not both",
         ),
         (
+            {"auth": _AUTH, "consent": {"vault_key_file": "/k", "bind_login": {"client_id": "g"}}},
+            "consent.bind_login.issuer: name the OpenID provider people sign in at "
+            "(or set auth.jwt.issuer)",
+        ),
+        (
+            {"auth": _AUTH, "consent": {"vault_key_file": "/k", "bind_login": {"client_id": ""}}},
+            "consent.bind_login.client_id: bind_login needs the gateway's client id at the issuer",
+        ),
+        (
+            {
+                "auth": _AUTH,
+                "consent": {
+                    "vault_key_file": "/k",
+                    "bind_login": {"client_id": "g", "issuer": "x"},
+                },
+            },
+            "consent.bind_login.issuer: must be an http(s) URL",
+        ),
+        (
             {"auth": _AUTH, "consent": {"vault_key_env": "not a name"}},
             "consent.vault_key_env: must be an environment variable's name",
         ),
@@ -157,3 +176,19 @@ def test_a_vault_key_variable_that_is_unset_or_bad_stops_the_start_naming_it(
         consent_flow(config, EmbeddedStore(), environ=environ)
     assert problem in str(caught.value)
     assert "c2hvcnQ" not in str(caught.value)
+
+
+def test_bind_login_takes_the_callers_issuer_when_it_names_none() -> None:
+    """gateway choice: the OpenID provider people log in at defaults to auth.jwt.issuer."""
+    from gateway.runtime.app import _login_binding
+
+    auth = {**_AUTH, "jwt": {"jwks_url": "https://idp.test/jwks", "issuer": "https://idp.test"}}
+    consent = {"vault_key_file": "/k", "bind_login": {"client_id": "g"}}
+    config = parse(_config(_CONSENT_AUTH, auth=auth, consent=consent), env={})
+    assert config.consent.bind_login is not None
+    assert config.consent.bind_login.issuer == ""
+    binding = _login_binding(config)
+    assert binding is not None and binding.issuer == "https://idp.test"
+    assert binding.scopes == ["openid"]
+    off = parse(_config(_CONSENT_AUTH, auth=_AUTH, consent={"vault_key_file": "/k"}), env={})
+    assert off.consent.bind_login is None and _login_binding(off) is None

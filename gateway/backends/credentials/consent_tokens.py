@@ -35,10 +35,16 @@ Rules:
    start; :meth:`ConsentTokens.run` keeps the last survey for ``/readyz``
    (every ``SURVEY_INTERVAL``, and soon after a grant, a revocation or a
    refused refresh here), since ``/readyz`` answers from memory.
+7. **Optionally, the person proves who they are first** (``consent.bind_login``,
+   :mod:`gateway.consent.login_binding`): opening a link sends the browser
+   to the gateway's OpenID provider; the callback of that login checks the
+   ID token names the link's principal and only then sends the browser on
+   to the backend's server. Off, the single-use link is the proof.
 
 Past 450 lines and still one idea: one person's token at one backend, from
-the sign-in link to the last refresh; the pure record rules are in
-:mod:`gateway.consent.records`, the messages in :mod:`gateway.consent.oauth`.
+the sign-in link (and the optional login proving who opened it) to the last
+refresh; the pure record rules are in :mod:`gateway.consent.records` and
+:mod:`gateway.consent.login_binding`, the messages in :mod:`gateway.consent.oauth`.
 """
 
 from __future__ import annotations
@@ -61,7 +67,8 @@ from gateway.backends.credentials.grants import (
     token_extras,
 )
 from gateway.backends.credentials.provider import http_fetch, read_secret
-from gateway.consent import oauth
+from gateway.config.schema_backend_auth import BackendAuth
+from gateway.consent import login_binding, oauth
 from gateway.consent.records import (
     TOKEN_PREFIX,
     ConsentLink,
@@ -88,7 +95,7 @@ if TYPE_CHECKING:
 
     from gateway.backends.credentials.grants import TokenRequest
     from gateway.backends.credentials.provider import TokenAnswer
-    from gateway.config.schema_backend_auth import BackendAuth
+    from gateway.config.schema_consent import LoginBinding
     from gateway.consent.vault import Vault
     from gateway.store.api import Store
 
@@ -135,6 +142,8 @@ class ConsentTokens:
             the gateway at (``server.public_url``'s origin).
         callback_path: ``consent.callback_path``.
         login_timeout: ``consent.login_timeout``: how long a link and a login live.
+        bind_login: ``consent.bind_login`` with its issuer resolved (rule 7);
+            None: the link alone is the proof.
         fetch: performs a token request (tests pass their own).
         get: fetches a discovery document: (status, body).
         wall: the wall clock (expiry survives a restart).
@@ -149,6 +158,7 @@ class ConsentTokens:
         public_origin: str,
         callback_path: str,
         login_timeout: float,
+        bind_login: LoginBinding | None = None,
         fetch: Callable[[TokenRequest], Awaitable[TokenAnswer]] = http_fetch,
         get: Callable[[str], Awaitable[tuple[int, bytes]]] | None = None,
         wall: Callable[[], float] = time.time,
@@ -160,6 +170,8 @@ class ConsentTokens:
         self.redirect_uri = self._origin + callback_path
         self.login_timeout = login_timeout
         self._fetch = fetch
+        self._bind = bind_login
+        self._login_server: oauth.AuthorizationServer | None = None
         self._get = get or http_get
         self._wall = wall
         # Discovered servers, by (backend, configured issuer, backend URL):
@@ -316,6 +328,12 @@ class ConsentTokens:
             StoreUnavailable: the store did not answer.
         """
         link = decode_link(await self._store.take(link_key(link_id)), self._wall())
+        if self._bind is not None:
+            return await self._identify(link)
+        return await self._authorize(link)
+
+    async def _authorize(self, link: ConsentLink) -> str:
+        """The backend's authorization URL for a link's principal; its login stored."""
         backend = self._backends().get(link.backend)
         if backend is None:
             raise LoginRefused(Refusal.UNKNOWN, "the backend is no longer configured")
@@ -345,14 +363,21 @@ class ConsentTokens:
             scopes=list(backend.auth.scopes),
         )
 
-    async def finish(self, state: str, code: str, error: str) -> PendingLogin:
+    async def finish(self, state: str, code: str, error: str) -> PendingLogin | str:
         """The callback: the login of ``state`` used up, its code exchanged, tokens stored.
+
+        Returns:
+            The completed login; or, for the login at the gateway's OpenID
+            provider (rule 7), the backend's authorization URL to go on to.
 
         Raises:
             LoginRefused: unknown/used/tampered state, expired, the server's
-                refusal (``error``), or a code the token endpoint refused.
+                refusal (``error``), a code the token endpoint refused, or
+                (rule 7) a login as someone else than the link's principal.
             StoreUnavailable: the store did not answer.
         """
+        if state.startswith(login_binding.STATE_PREFIX):
+            return await self._identified(state, code, error)
         login = decode_login(await self._store.take(login_key(state)), self._wall())
         if error:
             raise LoginRefused(Refusal.DENIED, error[:80])
@@ -385,6 +410,104 @@ class ConsentTokens:
         if waiting is not None:
             waiting.set()
         return login
+
+    # -- consent.bind_login (rule 7) ---------------------------------------------------
+
+    async def _identify(self, link: ConsentLink) -> str:
+        """The login URL at the gateway's OpenID provider for a link's person."""
+        bind = self._bind
+        assert bind is not None
+        if not link.principal.startswith("jwt:"):
+            raise LoginRefused(Refusal.CANNOT_BIND)
+        server = await self._identity_server(bind.issuer)
+        pkce = oauth.new_pkce()
+        state = login_binding.STATE_PREFIX + secrets.token_urlsafe(32)
+        nonce = secrets.token_urlsafe(24)
+        login = login_binding.IdentifyingLogin(
+            principal=link.principal,
+            backend=link.backend,
+            elicitation_id=link.elicitation_id,
+            verifier=pkce.verifier,
+            nonce=nonce,
+            redirect_uri=self.redirect_uri,
+            expires_at=link.expires_at,
+        )
+        await self._store.put(
+            login_binding.identify_key(state),
+            msgspec.json.encode(login),
+            ttl=max(link.expires_at - self._wall(), 1.0),
+        )
+        return login_binding.login_url(
+            server,
+            client_id=bind.client_id,
+            redirect_uri=self.redirect_uri,
+            state=state,
+            pkce=pkce,
+            nonce=nonce,
+            scopes=list(bind.scopes),
+        )
+
+    async def _identified(self, state: str, code: str, error: str) -> str:
+        """The person logged in at the gateway's OpenID provider: the backend's URL next,
+        if the ID token names the link's principal."""
+        bind = self._bind
+        taken = await self._store.take(login_binding.identify_key(state))
+        login = login_binding.decode_identifying(taken, self._wall())
+        if bind is None:
+            raise LoginRefused(Refusal.UNKNOWN, "consent.bind_login is off")
+        if error:
+            raise LoginRefused(Refusal.DENIED, error[:80])
+        if not code:
+            raise LoginRefused(Refusal.MALFORMED, "the callback carries no code")
+        try:
+            server = await self._identity_server(bind.issuer)
+            secret = read_secret(bind.client_secret, bind.client_secret_file, "client_secret")
+            client = BackendAuth(
+                type="user_consent", client_id=bind.client_id, client_secret=secret
+            )
+            request = authorization_code_request(
+                client,
+                secret,
+                token_url=server.token_endpoint,
+                code=code,
+                verifier=login.verifier,
+                redirect_uri=login.redirect_uri,
+                resource="",
+            )
+            answer = await self._fetch(request)
+        except (CredentialUnavailable, oauth.ConsentSetupError) as exc:
+            logger.warning("consent.login_failed", backend=login.backend, error=str(exc))
+            raise LoginRefused(Refusal.EXCHANGE_FAILED, str(exc)) from None
+        if answer.status != 200:
+            logger.warning("consent.login_failed", backend=login.backend, status=answer.status)
+            raise LoginRefused(Refusal.EXCHANGE_FAILED, f"HTTP {answer.status}")
+        proven = login_binding.identity_of(
+            answer.body,
+            issuer=server.issuer,
+            client_id=bind.client_id,
+            nonce=login.nonce,
+            now=self._wall(),
+        )
+        if proven != login.principal:
+            logger.warning("consent.login_mismatch", backend=login.backend)
+            raise LoginRefused(Refusal.NOT_THE_CALLER)
+        link = ConsentLink(
+            principal=login.principal,
+            backend=login.backend,
+            elicitation_id=login.elicitation_id,
+            expires_at=login.expires_at,
+        )
+        return await self._authorize(link)
+
+    async def _identity_server(self, issuer: str) -> oauth.AuthorizationServer:
+        if self._login_server is not None:
+            return self._login_server
+        for url in oauth.metadata_urls(issuer):
+            status, body = await self._get(url)
+            if status == 200:
+                self._login_server = oauth.parse_authorization_server(body, issuer)
+                return self._login_server
+        raise oauth.ConsentSetupError(f"no OpenID provider metadata for {issuer}")
 
     # -- the operator's view --------------------------------------------------------
 
