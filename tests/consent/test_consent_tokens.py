@@ -23,6 +23,7 @@ from gateway.backends.credentials.consent_tokens import ConsentBackend, ConsentT
 from gateway.backends.credentials.grants import TokenRequest
 from gateway.backends.credentials.provider import TokenAnswer
 from gateway.config.schema_backend_auth import BackendAuth
+from gateway.config.schema_consent import LoginBinding
 from gateway.consent.records import LoginRefused, Refusal, StoredTokens
 from gateway.consent.vault import Vault, generate_key
 from gateway.frontend.consent_pages import ConsentPages
@@ -60,7 +61,9 @@ class FakeServer:
         return TokenAnswer(200, msgspec.json.encode(body))
 
 
-def _tokens(server: FakeServer, wall: list[float]) -> ConsentTokens:
+def _tokens(
+    server: FakeServer, wall: list[float], bind_login: LoginBinding | None = None
+) -> ConsentTokens:
     auth = BackendAuth(
         type="user_consent", client_id="gw", client_secret="s", authorization_server=ISSUER
     )
@@ -71,6 +74,7 @@ def _tokens(server: FakeServer, wall: list[float]) -> ConsentTokens:
         public_origin="http://gw.test",
         callback_path="/oauth/callback",
         login_timeout=600.0,
+        bind_login=bind_login,
         fetch=server.fetch,
         get=server.get,
         wall=lambda: wall[0],
@@ -200,6 +204,54 @@ def test_no_callback_or_link_a_browser_can_send_is_a_server_error(query: bytes, 
 
     callback, start = trio.run(main)
     assert callback == 400 and start == 400
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    state=st.text(max_size=40),
+    code=st.text(max_size=40),
+    error=st.sampled_from(["", "access_denied"]),
+)
+def test_no_login_callback_under_bind_login_is_a_server_error(
+    state: str, code: str, error: str
+) -> None:
+    """gateway choice: with consent.bind_login, a callback naming any login state (the
+    identifying step's prefix or not) is a 400 page, never a 500, and stores nothing."""
+    from urllib.parse import urlencode
+
+    async def main() -> tuple[int, int]:
+        bind = LoginBinding(client_id="gw-login", client_secret="s", issuer=ISSUER)
+        tokens = _tokens(FakeServer(), [1000.0], bind)
+        pages = ConsentPages(tokens, "/oauth/callback")
+        statuses = []
+        for prefix in ("i.", ""):
+            query = urlencode({"state": prefix + state, "code": code, "error": error})
+            statuses.append(await _status(pages, "/oauth/callback", query.encode()))
+        assert await tokens.list() == []
+        return statuses[0], statuses[1]
+
+    identifying, plain = trio.run(main)
+    assert identifying == 400 and plain == 400
+
+
+async def test_under_bind_login_a_link_leads_to_the_openid_login_or_is_refused() -> None:
+    """gateway choice: the start sends a JWT caller's browser to the issuer's login (openid,
+    nonce, PKCE, no resource); a static-token caller's link is refused (CANNOT_BIND)."""
+    bind = LoginBinding(client_id="gw-login", client_secret="s", issuer=ISSUER)
+    server = FakeServer()
+    tokens = _tokens(server, [1000.0], bind)
+    url, _ = await tokens.new_link("jwt:" + ISSUER + "|alice", "tracker")
+    location = await tokens.start(url.rsplit("/", 1)[1])
+    query = parse_qs(urlsplit(location).query)
+    assert location.startswith(ISSUER + "/auth?")
+    assert query["client_id"] == ["gw-login"] and query["scope"] == ["openid"]
+    assert query["state"][0].startswith("i.") and query["nonce"]
+    assert query["code_challenge_method"] == ["S256"] and "resource" not in query
+    url, _ = await tokens.new_link("token:robot", "tracker")
+    with pytest.raises(LoginRefused) as refused:
+        await tokens.start(url.rsplit("/", 1)[1])
+    assert refused.value.reason is Refusal.CANNOT_BIND
+    assert server.requests == []
 
 
 async def test_a_token_the_backend_refused_is_refreshed_and_without_refresh_asked_again() -> None:
