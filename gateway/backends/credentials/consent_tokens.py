@@ -191,6 +191,8 @@ class ConsentTokens:
         taken before it reports started; a store that does not answer keeps the last one."""
         started = False
         while True:
+            # A fresh event first: a change while counting is counted next.
+            changed = self._changed = trio.Event()
             # A store that does not answer: its own health says so; the counts stay.
             with contextlib.suppress(StoreUnavailable):
                 await self.survey()
@@ -198,9 +200,8 @@ class ConsentTokens:
                 task_status.started()
                 started = True
             with trio.move_on_after(SURVEY_INTERVAL):
-                await self._changed.wait()
+                await changed.wait()
                 await trio.sleep(SURVEY_SETTLE)
-            self._changed = trio.Event()
 
     async def survey(self) -> ConsentSurvey:
         """The counts of every ``user_consent`` backend now (rule 6), kept as :attr:`last_survey`.
