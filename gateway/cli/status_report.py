@@ -35,7 +35,7 @@ import msgspec
 
 from gateway import COMMAND
 from gateway.errors import GatewayError
-from gateway.telemetry.overview import BackendStatus, Readyz, sessions_total
+from gateway.telemetry.overview import BackendStatus, ConsentSurvey, Readyz, sessions_total
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -226,12 +226,32 @@ def render(readyz: Readyz, url: str, *, colour: bool, now: float | None = None) 
     ]
     if why:
         parts += ["", "why not up:", *why]
+    parts += _consent_lines(overview.consent, now)
     parts.append("")
     parts.append(f"client sessions: {sessions_total(overview)}")
     if overview.sessions:
         groups = [(g.era, g.protocol_version, g.profile, str(g.count)) for g in overview.sessions]
         parts.append(_table(("ERA", "PROTOCOL", "PROFILE", "SESSIONS"), groups))
     return "\n".join(parts)
+
+
+def _consent_lines(survey: ConsentSurvey | None, now: float) -> list[str]:
+    """The ``user_consent`` backends' counts (how many, never who); none without any."""
+    if survey is None or not survey.backends:
+        return []
+    rows = [
+        (row.backend, str(row.consented), str(row.expiring_soon), str(row.refresh_failures))
+        for row in survey.backends
+    ]
+    header = ("CONSENT BACKEND", "PRINCIPALS", "EXPIRING SOON", "REFRESH FAILURES")
+    ago = duration(max(0.0, now - survey.counted_at))
+    return [
+        "",
+        _table(header, rows),
+        f"(principals signed in; expiring soon: no refresh token and the access token ends "
+        f"within an hour; refresh failures: refused since this gateway started; "
+        f"counted {ago} ago)",
+    ]
 
 
 def run_status(

@@ -225,15 +225,27 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
         if not users:
             return []
         problems: list[tuple[str, str]] = []
-        if not self.consent.vault_key_file:
+        if not self.consent.vault_key_file and not self.consent.vault_key_env:
             problems.append(
-                ("consent.vault_key_file", "user_consent backends need the token vault's keys")
+                (
+                    "consent.vault_key_file",
+                    "user_consent backends need the token vault's keys: "
+                    "set consent.vault_key_file or consent.vault_key_env",
+                )
             )
         if not self.auth.enabled:
             problems.append(
                 (
                     f"backends[{users[0]}].auth.type",
                     "user_consent binds tokens to principals: configure auth",
+                )
+            )
+        binding = self.consent.bind_login
+        if binding is not None and not binding.issuer and not self.auth.jwt.issuer:
+            problems.append(
+                (
+                    "consent.bind_login.issuer",
+                    "name the OpenID provider people sign in at (or set auth.jwt.issuer)",
                 )
             )
         return problems

@@ -37,6 +37,7 @@ from gateway.errors import GatewayError
 
 __all__ = [
     "LINK_PREFIX",
+    "NAMESPACE",
     "TOKEN_PREFIX",
     "ConsentLink",
     "LoginRefused",
@@ -68,6 +69,10 @@ class Refusal(enum.Enum):
     DENIED = "refused at the authorization server"
     MALFORMED = "malformed"
     EXCHANGE_FAILED = "the authorization server did not issue a token"
+    #: ``consent.bind_login``: the login was someone else's than the caller's.
+    NOT_THE_CALLER = "for another account than the one you signed in with"
+    #: ``consent.bind_login``: the caller has no login to prove (a static token).
+    CANNOT_BIND = "for a caller without a personal login"
 
 
 class LoginRefused(GatewayError):

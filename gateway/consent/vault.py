@@ -9,7 +9,8 @@ Rules:
    the backend a token belongs to, so a sealed token copied onto another
    person's record (in a store someone can write to) does not open.
 3. **A key ring for rotation.** ``consent.vault_key_file`` holds one
-   base64 32-byte key per line; the first seals, every one opens. A sealed
+   base64 32-byte key per line (``consent.vault_key_env``'s variable the
+   same, or separated by commas or spaces); the first seals, every one opens. A sealed
    blob names its key by an 8-byte fingerprint (SHA-256 of the key), so
    opening never tries keys blindly, and a retired key can be removed once
    every record was re-sealed (:meth:`Vault.needs_reseal`).
@@ -78,11 +79,12 @@ class Vault:
         self._current = _fingerprint(keys[0])
 
     @classmethod
-    def from_text(cls, text: str) -> Vault:
+    def from_text(cls, text: str, item: str = "vault key file line") -> Vault:
         """A vault from a key file's text (rule 3: one base64 key per line; ``#`` comments).
 
         Args:
             text: the file's text.
+            item: what a message calls one line (``key`` for a variable's words).
 
         Raises:
             VaultError: a line that is not base64 of 32 bytes (its number, not its text).
@@ -95,11 +97,21 @@ class Vault:
             try:
                 key = base64.b64decode(line, validate=True)
             except binascii.Error as exc:
-                raise VaultError(f"vault key file line {number}: not base64") from exc
+                raise VaultError(f"{item} {number}: not base64") from exc
             if len(key) != KEY_BYTES:
-                raise VaultError(f"vault key file line {number}: {len(key)} bytes, not 32")
+                raise VaultError(f"{item} {number}: {len(key)} bytes, not 32")
             keys.append(key)
         return cls(keys)
+
+    @classmethod
+    def from_variable(cls, value: str) -> Vault:
+        """A vault from an environment variable's value (rule 3: keys one per line, or
+        separated by commas or spaces; no comments).
+
+        Raises:
+            VaultError: a word that is not base64 of 32 bytes (its number, not its text).
+        """
+        return cls.from_text("\n".join(value.replace(",", " ").split()), item="key")
 
     def seal(self, plaintext: bytes, binding: bytes) -> bytes:
         """Encrypt ``plaintext`` for the record ``binding`` names (rules 1-2)."""

@@ -7,11 +7,16 @@ Rules:
    (``ConsentTokens.start``); the callback (``consent.callback_path``)
    completes the login its ``state`` names (``ConsentTokens.finish``).
    Who the person is comes from the records, never from the request.
+   With ``consent.bind_login`` the start redirects to the gateway's OpenID
+   provider first, and that login's callback redirects on to the backend's
+   server once it proved the person is the link's principal.
 2. **Refusals are pages, never a 500.** An unknown, used, tampered or
    expired link or state, or a server's ``error``, is 400 with a short
    page saying what happened and to start again from the host; an
    authorization server that cannot be found or used is 502; a store that
-   does not answer is 503. No page echoes a parameter.
+   does not answer is 503; a login as another person than the link's, or
+   a link of a static-token caller under ``bind_login``, is 403. No page
+   echoes a parameter.
 3. Every page is ``no-store`` and forbids framing, and none carries a token.
 4. **The gateway's client ID metadata documents** are served at
    ``/oauth/client/<backend>`` (JSON, GET only) for each ``user_consent``
@@ -28,7 +33,7 @@ from urllib.parse import parse_qs, unquote
 import structlog
 
 from gateway.consent.oauth import ConsentSetupError
-from gateway.consent.records import LoginRefused
+from gateway.consent.records import LoginRefused, Refusal
 from gateway.consent.registration import CLIENT_DOCUMENT_PATH
 from gateway.frontend import http_util as h
 from gateway.store.api import StoreUnavailable
@@ -48,6 +53,10 @@ _HEADERS: Final = (
     (b"content-security-policy", b"default-src 'none'; frame-ancestors 'none'"),
     (b"referrer-policy", b"no-referrer"),
 )
+
+
+#: Refusals of who the person is (``consent.bind_login``): 403, not 400.
+_FORBIDDEN: Final = frozenset({Refusal.NOT_THE_CALLER, Refusal.CANNOT_BIND})
 
 
 def _page(title: str, text: str) -> bytes:
@@ -109,11 +118,14 @@ class ConsentPages:
             login = await self._tokens.finish(
                 _first(query, "state"), _first(query, "code"), _first(query, "error")
             )
+            if isinstance(login, str):  # logged in as the caller: on to the backend's server
+                await h.respond(send, 302, b"", headers=((b"location", login.encode()), *_HEADERS))
+                return
         except LoginRefused as exc:
             logger.info("consent.refused", reason=exc.reason.name, path=path[:40])
             await self._answer(
                 send,
-                400,
+                403 if exc.reason in _FORBIDDEN else 400,
                 "Sign-in not completed",
                 f"This sign-in link is {exc.reason.value}. Start again from your client.",
             )

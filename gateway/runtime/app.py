@@ -14,6 +14,7 @@ for this wiring alone; the logic they configure lives in its own room.
 
 from __future__ import annotations
 
+import os
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +63,7 @@ from gateway.store.opening import open_store
 from gateway.telemetry.metrics import Metrics, StoreSample
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+    from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 
     from prometheus_client import CollectorRegistry
 
@@ -71,6 +72,8 @@ if TYPE_CHECKING:
     from gateway.backends.credentials.consent_tokens import ConsentBackend, ConsentTokens
     from gateway.catalog.snapshot import Kind, Snapshot
     from gateway.config import BackendConfig, GatewayConfig
+    from gateway.config.schema_consent import ConsentConfig, LoginBinding
+    from gateway.consent.vault import Vault
     from gateway.frontend.asgi import SubApp
     from gateway.identity.authenticator import AuthHolder
     from gateway.pinning.baseline import Baseline
@@ -107,6 +110,8 @@ class Gateway:
     reload_news: ReloadNews | None = None
     # Handshake-era sessions' records, so any replica serves them (shared store only).
     session_records: SessionRecords | None = None
+    # Each person's tokens at user_consent backends; None without any.
+    consent: ConsentTokens | None = None
     draining: bool = False
     # Set when shutdown starts: the HTTP engine's shutdown trigger, so its
     # listeners close at once while requests in flight drain.
@@ -118,7 +123,12 @@ class Gateway:
         """(ready, details) for ``/readyz`` (``runtime.readiness``); keeps mcp_gateway_ready."""
         health = self.store.health() if self.store is not None else None
         ready, details = status.readiness(
-            self.pool, self.clients, self.started, self.draining, health
+            self.pool,
+            self.clients,
+            self.started,
+            self.draining,
+            health,
+            None if self.consent is None else self.consent.last_survey,
         )
         self.metrics.ready.set(1 if ready else 0)
         return ready, details
@@ -203,6 +213,8 @@ async def open_gateway(
             config, store, lambda: [backend.config for backend in pool.backends.values()]
         )
         pool.personal = consent
+        if consent is not None:
+            await services.start(consent.run)  # the counts /readyz shows
         cursors = CursorCodec(config.pagination.cursor_secret, clock=trio.current_time)
         held = HeldCalls.from_config(
             config.mrtr, metrics, input_bound=lambda name: _input_bound(pool, name)
@@ -311,6 +323,7 @@ async def open_gateway(
         gateway.session_records = records
         if records is not None:
             await services.start(records.run)
+        gateway.consent = consent
 
         def catalog_changed(snapshot: Snapshot, kinds: frozenset[Kind]) -> None:
             """Tell each profile's hosts what changed in their view (coalesced); refresh gauges."""
@@ -446,6 +459,7 @@ def consent_flow(
     config: GatewayConfig,
     store: Store,
     live: Callable[[], Iterable[BackendConfig]] | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> ConsentTokens | None:
     """The consent flow of the ``user_consent`` backends; None without any at start.
 
@@ -454,9 +468,10 @@ def consent_flow(
         store: the state store.
         live: the backends' configs now (the pool's, which a reload
             changes); None: ``config``'s.
+        environ: where ``consent.vault_key_env`` is looked up (the process's).
 
     Raises:
-        ConfigError: the vault key file cannot be read or holds no usable key.
+        ConfigError: the vault's keys cannot be read or none is usable.
     """
     at_start = consent_backends(config.backends)
     if not at_start:
@@ -464,16 +479,8 @@ def consent_flow(
     # Here, not at the top: the vault loads cryptography, which a gateway
     # without user_consent backends never needs (tests/test_start_path.py).
     from gateway.backends.credentials.consent_tokens import ConsentTokens
-    from gateway.consent.vault import Vault, VaultError
 
-    path = config.consent.vault_key_file
-    try:
-        vault = Vault.from_text(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError([f"consent.vault_key_file: cannot read {path}: {exc.strerror}"]) from None
-    except (UnicodeDecodeError, VaultError) as exc:
-        reason = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else str(exc)
-        raise ConfigError([f"consent.vault_key_file: {reason}"]) from None
+    vault = _vault(config.consent, os.environ if environ is None else environ)
     url = config.server.resource_url
     scheme, _, rest = url.partition("://")
     return ConsentTokens(
@@ -483,7 +490,46 @@ def consent_flow(
         public_origin=f"{scheme}://{rest.split('/', 1)[0]}",
         callback_path=config.consent.callback_path,
         login_timeout=config.consent.login_timeout,
+        bind_login=_login_binding(config),
     )
+
+
+def _login_binding(config: GatewayConfig) -> LoginBinding | None:
+    """``consent.bind_login`` with its issuer resolved (``auth.jwt.issuer`` when unset)."""
+    binding = config.consent.bind_login
+    if binding is None or binding.issuer:
+        return binding
+    return msgspec.structs.replace(binding, issuer=config.auth.jwt.issuer)
+
+
+def _vault(consent: ConsentConfig, environ: Mapping[str, str]) -> Vault:
+    """The token vault from ``consent.vault_key_env``'s variable or ``vault_key_file``.
+
+    Raises:
+        ConfigError: the variable is unset, the file cannot be read, or
+            either holds no usable key (never the key itself in the message).
+    """
+    from gateway.consent.vault import Vault, VaultError
+
+    name = consent.vault_key_env
+    if name:
+        value = environ.get(name)
+        if value is None:
+            raise ConfigError(
+                [f"consent.vault_key_env: the environment variable {name} is not set"]
+            )
+        try:
+            return Vault.from_variable(value)
+        except VaultError as exc:
+            raise ConfigError([f"consent.vault_key_env: ${name}: {exc}"]) from None
+    path = consent.vault_key_file
+    try:
+        return Vault.from_text(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError([f"consent.vault_key_file: cannot read {path}: {exc.strerror}"]) from None
+    except (UnicodeDecodeError, VaultError) as exc:
+        reason = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else str(exc)
+        raise ConfigError([f"consent.vault_key_file: {reason}"]) from None
 
 
 def _consent_pages(consent: ConsentTokens, config: GatewayConfig) -> SubApp:

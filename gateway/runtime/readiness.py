@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from gateway.backends.pool import Pool
     from gateway.frontend.clients import ClientSession
     from gateway.store.api import StoreHealth
+    from gateway.telemetry.overview import ConsentSurvey
 
 
 def backend_status(backend: Backend, now: float) -> BackendStatus:
@@ -72,6 +73,7 @@ def readiness(
     started: float,
     draining: bool,
     store: StoreHealth | None = None,
+    consent: ConsentSurvey | None = None,
 ) -> tuple[bool, dict[str, Any]]:
     """(ready, details) for ``/readyz``.
 
@@ -89,6 +91,8 @@ def readiness(
         started: when the gateway started serving (trio clock).
         draining: whether shutdown has begun.
         store: the state store's health; None when there is none.
+        consent: the last consent counts of the ``user_consent`` backends
+            (``ConsentTokens.last_survey``; counts only, never who).
     """
     now = trio.current_time()
     rows = sorted(
@@ -118,6 +122,7 @@ def readiness(
         sessions=session_groups(sessions),
         calls_in_flight=sum(len(session.inflight) for session in sessions),
         store=store_status,
+        consent=consent,
     )
     details: dict[str, Any] = {
         "backends": {row.name: row.state for row in rows},

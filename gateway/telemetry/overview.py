@@ -100,6 +100,39 @@ class StoreStatus(msgspec.Struct, frozen=True, kw_only=True):
     reconnects: int = 0
 
 
+class ConsentCount(msgspec.Struct, frozen=True, kw_only=True):
+    """One ``user_consent`` backend's consents, counted: how many, never who.
+
+    Attributes:
+        backend: the backend's name.
+        consented: principals holding tokens there that open.
+        expiring_soon: of those, the ones whose access token ends within an
+            hour (or ended) with no refresh token: they will be asked to sign
+            in again.
+        refresh_failures: refresh tokens the authorization server refused
+            since this gateway started, each sending its person back through
+            consent.
+    """
+
+    backend: str
+    consented: int = 0
+    expiring_soon: int = 0
+    refresh_failures: int = 0
+
+
+class ConsentSurvey(msgspec.Struct, frozen=True, kw_only=True):
+    """Every ``user_consent`` backend's consent counts at one moment
+    (``ConsentTokens.survey``).
+
+    Attributes:
+        counted_at: wall-clock seconds of the count.
+        backends: one row per backend, by name.
+    """
+
+    counted_at: float
+    backends: list[ConsentCount]
+
+
 class Overview(msgspec.Struct, frozen=True, kw_only=True):
     """The whole gateway at one moment.
 
@@ -112,6 +145,8 @@ class Overview(msgspec.Struct, frozen=True, kw_only=True):
         sessions: open client sessions, grouped.
         calls_in_flight: host requests being handled, over every session.
         store: the state store; None from an older gateway.
+        consent: the ``user_consent`` backends' counts (the last survey);
+            None without any, or before the first count.
     """
 
     version: str
@@ -122,6 +157,7 @@ class Overview(msgspec.Struct, frozen=True, kw_only=True):
     sessions: list[SessionGroup]
     calls_in_flight: int = 0
     store: StoreStatus | None = None
+    consent: ConsentSurvey | None = None
 
 
 class Readyz(msgspec.Struct, frozen=True, kw_only=True):

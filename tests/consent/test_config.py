@@ -40,11 +40,39 @@ def test_a_user_consent_backend_with_its_vault_and_callers_is_accepted() -> None
     [
         (
             {"auth": _AUTH},
-            "consent.vault_key_file: user_consent backends need the token vault's keys",
+            "consent.vault_key_file: user_consent backends need the token vault's keys: "
+            "set consent.vault_key_file or consent.vault_key_env",
         ),
         (
             {"consent": {"vault_key_file": "/k"}},
             "backends[0].auth.type: user_consent binds tokens to principals: configure auth",
+        ),
+        (
+            {"auth": _AUTH, "consent": {"vault_key_file": "/k", "vault_key_env": "KEYS"}},
+            "consent.vault_key_file: set consent.vault_key_file or consent.vault_key_env, not both",
+        ),
+        (
+            {"auth": _AUTH, "consent": {"vault_key_file": "/k", "bind_login": {"client_id": "g"}}},
+            "consent.bind_login.issuer: name the OpenID provider people sign in at "
+            "(or set auth.jwt.issuer)",
+        ),
+        (
+            {"auth": _AUTH, "consent": {"vault_key_file": "/k", "bind_login": {"client_id": ""}}},
+            "consent.bind_login.client_id: bind_login needs the gateway's client id at the issuer",
+        ),
+        (
+            {
+                "auth": _AUTH,
+                "consent": {
+                    "vault_key_file": "/k",
+                    "bind_login": {"client_id": "g", "issuer": "x"},
+                },
+            },
+            "consent.bind_login.issuer: must be an http(s) URL",
+        ),
+        (
+            {"auth": _AUTH, "consent": {"vault_key_env": "not a name"}},
+            "consent.vault_key_env: must be an environment variable's name",
         ),
         (
             {"auth": _AUTH, "consent": {"vault_key_file": "/k", "callback_path": "cb"}},
@@ -112,3 +140,62 @@ def test_user_consent_without_client_id_or_authorization_server_is_valid() -> No
     (backend,) = parse(text, env={}).backends
     assert isinstance(backend, NetworkBackend) and backend.auth is not None
     assert backend.auth.client_id == ""
+def _vault_config(**consent: Any) -> Any:
+    return parse(_config(_CONSENT_AUTH, auth=_AUTH, consent=consent), env={})
+
+
+def test_the_vault_keys_may_come_from_an_environment_variable() -> None:
+    """gateway choice: consent.vault_key_env names a variable holding the keys (commas,
+    spaces or lines between them); the first seals, every one opens."""
+    from gateway.consent.vault import Vault, generate_key, record_binding
+    from gateway.runtime.app import consent_flow
+    from gateway.store.embedded import EmbeddedStore
+
+    old, new = generate_key(), generate_key()
+    sealed = Vault.from_text(old).seal(b"t", record_binding("token:a", "b"))
+    config = _vault_config(vault_key_env="GATEWAY_VAULT_KEYS")
+    assert config.consent.vault_key_file == ""
+    flow = consent_flow(config, EmbeddedStore(), environ={"GATEWAY_VAULT_KEYS": f"{new}, {old}"})
+    assert flow is not None
+    vault = flow._vault  # the vault it built is what is checked
+    assert vault.open(sealed, record_binding("token:a", "b")) == b"t"
+    assert vault.needs_reseal(sealed)  # the first key (new) seals
+
+
+@pytest.mark.parametrize(
+    ("environ", "problem"),
+    [
+        ({}, "consent.vault_key_env: the environment variable GATEWAY_VAULT_KEYS is not set"),
+        ({"GATEWAY_VAULT_KEYS": ""}, "$GATEWAY_VAULT_KEYS: the vault needs at least one key"),
+        ({"GATEWAY_VAULT_KEYS": "c2hvcnQ="}, "$GATEWAY_VAULT_KEYS: key 1: 5 bytes, not 32"),
+        ({"GATEWAY_VAULT_KEYS": "not base64!"}, "$GATEWAY_VAULT_KEYS: key 1: not base64"),
+    ],
+)
+def test_a_vault_key_variable_that_is_unset_or_bad_stops_the_start_naming_it(
+    environ: dict[str, str], problem: str
+) -> None:
+    """gateway choice: the start fails naming the setting and the variable, never its value."""
+    from gateway.runtime.app import consent_flow
+    from gateway.store.embedded import EmbeddedStore
+
+    config = _vault_config(vault_key_env="GATEWAY_VAULT_KEYS")
+    with pytest.raises(ConfigError) as caught:
+        consent_flow(config, EmbeddedStore(), environ=environ)
+    assert problem in str(caught.value)
+    assert "c2hvcnQ" not in str(caught.value)
+
+
+def test_bind_login_takes_the_callers_issuer_when_it_names_none() -> None:
+    """gateway choice: the OpenID provider people log in at defaults to auth.jwt.issuer."""
+    from gateway.runtime.app import _login_binding
+
+    auth = {**_AUTH, "jwt": {"jwks_url": "https://idp.test/jwks", "issuer": "https://idp.test"}}
+    consent = {"vault_key_file": "/k", "bind_login": {"client_id": "g"}}
+    config = parse(_config(_CONSENT_AUTH, auth=auth, consent=consent), env={})
+    assert config.consent.bind_login is not None
+    assert config.consent.bind_login.issuer == ""
+    binding = _login_binding(config)
+    assert binding is not None and binding.issuer == "https://idp.test"
+    assert binding.scopes == ["openid"]
+    off = parse(_config(_CONSENT_AUTH, auth=_AUTH, consent={"vault_key_file": "/k"}), env={})
+    assert off.consent.bind_login is None and _login_binding(off) is None

@@ -18,7 +18,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
@@ -191,17 +191,25 @@ async def _sign_in(url: str, login: str, *, stop_at: str = "") -> httpx.Response
 
 @asynccontextmanager
 async def _host(
-    setup: Setup, principal: str, *, signs_in_as: str | None = None, declines: bool = False
+    setup: Setup,
+    principal: str,
+    *,
+    signs_in_as: str | None = None,
+    declines: bool = False,
+    elicit: Callable[[Any, Any], Awaitable[ElicitResult]] | None = None,
 ) -> AsyncIterator[tuple[ClientSession, list[str], list[str]]]:
     """The official client for ``principal``; with ``signs_in_as``, it declares URL
-    elicitation and its person signs in when asked. Yields the session, the URLs it
-    was asked to open, and the elicitation ids it was told completed."""
+    elicitation and its person signs in when asked (with ``elicit``, that answers
+    instead). Yields the session, the URLs it was asked to open, and the elicitation
+    ids it was told completed."""
     asked: list[str] = []
     completed: list[str] = []
 
-    async def elicit(_context: Any, params: Any) -> ElicitResult:
+    async def answer(context: Any, params: Any) -> ElicitResult:
         assert isinstance(params, ElicitRequestURLParams)
         asked.append(params.url)
+        if elicit is not None:
+            return await elicit(context, params)
         if declines:
             return ElicitResult(action="decline")
         assert signs_in_as is not None
@@ -221,7 +229,9 @@ async def _host(
         ClientSession(
             read,
             write,
-            elicitation_callback=elicit if signs_in_as is not None or declines else None,
+            elicitation_callback=(
+                answer if signs_in_as is not None or declines or elicit is not None else None
+            ),
             message_handler=messages,
         ) as session,
     ):
@@ -520,3 +530,47 @@ async def test_the_console_counts_the_principals_who_consented_per_backend(
         deleted, _ = await consent.revoke("token:bob", "tracker")
         assert deleted
         assert await _console_consents(setup) == "1"
+
+
+async def test_status_shows_how_many_principals_consented_per_backend_never_who(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """gateway choice: `status` (and /readyz's overview) counts per user_consent backend
+    the principals signed in, those expiring soon and refused refreshes; no name, no token."""
+    import io
+
+    from gateway.cli.status_report import run_status
+
+    async def status() -> tuple[int, str, str]:
+        text, raw = io.StringIO(), io.StringIO()
+        url = setup.running.base_url
+
+        def ask() -> int:
+            run_status(None, url, ADMIN, as_json=True, out=raw)
+            return run_status(None, url, ADMIN, as_json=False, out=text)
+
+        code = await trio.to_thread.run_sync(ask)
+        return code, text.getvalue(), raw.getvalue()
+
+    async with _setup(nursery, tmp_path, console=True) as setup:
+        _, shown, _ = await status()
+        assert re.search(r"^tracker\s+0\s+0\s+0$", shown, re.MULTILINE), shown
+        for principal in ("alice", "bob"):
+            async with _host(setup, principal) as (session, _, _):
+                page = await _sign_in(await _required_link(session), f"{principal}@tracker")
+                assert isinstance(page, httpx.Response) and page.status_code == 200
+        # run() counts again soon after each sign-in (test_consent_tokens.py, on a mock
+        # clock); here the count is taken at once, so no outcome waits on the machine.
+        consent = setup.running.gateway.consent
+        assert consent is not None
+        await consent.survey()
+        code, shown, raw = await status()
+        assert code == 0
+        assert re.search(r"^tracker\s+2\s+0\s+0$", shown, re.MULTILINE), shown
+        assert "CONSENT BACKEND" in shown and "PRINCIPALS" in shown
+        counted = json.loads(raw)["overview"]["consent"]
+        assert counted["backends"] == [
+            {"backend": "tracker", "consented": 2, "expiring_soon": 0, "refresh_failures": 0}
+        ]
+        for text in (shown, raw):
+            assert "alice" not in text and "bob" not in text and "tok-" not in text

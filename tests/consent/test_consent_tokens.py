@@ -23,7 +23,8 @@ from gateway.backends.credentials.consent_tokens import AtServer, ConsentBackend
 from gateway.backends.credentials.grants import TokenRequest
 from gateway.backends.credentials.provider import TokenAnswer
 from gateway.config.schema_backend_auth import BackendAuth
-from gateway.consent.records import LoginRefused, Refusal
+from gateway.config.schema_consent import LoginBinding
+from gateway.consent.records import LoginRefused, Refusal, StoredTokens
 from gateway.consent.vault import Vault, generate_key
 from gateway.frontend.consent_pages import ConsentPages
 from gateway.store.embedded import EmbeddedStore
@@ -60,7 +61,9 @@ class FakeServer:
         return TokenAnswer(200, msgspec.json.encode(body))
 
 
-def _tokens(server: FakeServer, wall: list[float]) -> ConsentTokens:
+def _tokens(
+    server: FakeServer, wall: list[float], bind_login: LoginBinding | None = None
+) -> ConsentTokens:
     auth = BackendAuth(
         type="user_consent", client_id="gw", client_secret="s", authorization_server=ISSUER
     )
@@ -71,6 +74,7 @@ def _tokens(server: FakeServer, wall: list[float]) -> ConsentTokens:
         public_origin="http://gw.test",
         callback_path="/oauth/callback",
         login_timeout=600.0,
+        bind_login=bind_login,
         fetch=server.fetch,
         get=server.get,
         wall=lambda: wall[0],
@@ -203,6 +207,54 @@ def test_no_callback_or_link_a_browser_can_send_is_a_server_error(query: bytes, 
     assert callback == 400 and start == 400
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    state=st.text(max_size=40),
+    code=st.text(max_size=40),
+    error=st.sampled_from(["", "access_denied"]),
+)
+def test_no_login_callback_under_bind_login_is_a_server_error(
+    state: str, code: str, error: str
+) -> None:
+    """gateway choice: with consent.bind_login, a callback naming any login state (the
+    identifying step's prefix or not) is a 400 page, never a 500, and stores nothing."""
+    from urllib.parse import urlencode
+
+    async def main() -> tuple[int, int]:
+        bind = LoginBinding(client_id="gw-login", client_secret="s", issuer=ISSUER)
+        tokens = _tokens(FakeServer(), [1000.0], bind)
+        pages = ConsentPages(tokens, "/oauth/callback")
+        statuses = []
+        for prefix in ("i.", ""):
+            query = urlencode({"state": prefix + state, "code": code, "error": error})
+            statuses.append(await _status(pages, "/oauth/callback", query.encode()))
+        assert await tokens.list() == []
+        return statuses[0], statuses[1]
+
+    identifying, plain = trio.run(main)
+    assert identifying == 400 and plain == 400
+
+
+async def test_under_bind_login_a_link_leads_to_the_openid_login_or_is_refused() -> None:
+    """gateway choice: the start sends a JWT caller's browser to the issuer's login (openid,
+    nonce, PKCE, no resource); a static-token caller's link is refused (CANNOT_BIND)."""
+    bind = LoginBinding(client_id="gw-login", client_secret="s", issuer=ISSUER)
+    server = FakeServer()
+    tokens = _tokens(server, [1000.0], bind)
+    url, _ = await tokens.new_link("jwt:" + ISSUER + "|alice", "tracker")
+    location = await tokens.start(url.rsplit("/", 1)[1])
+    query = parse_qs(urlsplit(location).query)
+    assert location.startswith(ISSUER + "/auth?")
+    assert query["client_id"] == ["gw-login"] and query["scope"] == ["openid"]
+    assert query["state"][0].startswith("i.") and query["nonce"]
+    assert query["code_challenge_method"] == ["S256"] and "resource" not in query
+    url, _ = await tokens.new_link("token:robot", "tracker")
+    with pytest.raises(LoginRefused) as refused:
+        await tokens.start(url.rsplit("/", 1)[1])
+    assert refused.value.reason is Refusal.CANNOT_BIND
+    assert server.requests == []
+
+
 async def test_a_token_the_backend_refused_is_refreshed_and_without_refresh_asked_again() -> None:
     """gateway choice: a 401 from the backend refreshes that person's token on the retry;
     with no refresh token the record goes and the person consents again."""
@@ -246,3 +298,61 @@ async def test_a_reloaded_backend_config_applies_to_the_next_sign_in() -> None:
     url, _ = await tokens.new_link("token:alice", "tracker")
     location = await tokens.start(url.rsplit("/", 1)[1])
     assert parse_qs(urlsplit(location).query)["client_id"] == ["new"]
+
+
+async def test_the_survey_counts_consents_expiring_ones_and_refused_refreshes_never_who() -> None:
+    """gateway choice: per backend, principals with tokens that open, those with no refresh
+    token ending within the hour, and refreshes refused since start; no principal, no token."""
+    server, wall = FakeServer(), [1000.0]
+    tokens = _tokens(server, wall)
+    assert (await tokens.survey()).backends[0].consented == 0
+    for principal in ("token:alice", "token:bob", "token:carol"):
+        await _consent(tokens, principal)
+    # carol's record has no refresh token: her sign-in ends with the access token.
+    carol = await tokens._tokens("token:carol", "tracker")
+    assert carol is not None
+    await tokens._put("token:carol", "tracker", msgspec.structs.replace(carol, refresh_token=""))
+    wall[0] += 95  # everyone's token is due; alice's refresh is refused
+    server.refuse_refresh = True
+    assert await tokens.access_token("token:alice", "tracker") is None
+    survey = await tokens.survey()
+    assert tokens.last_survey == survey
+    assert survey.counted_at == wall[0]
+    (row,) = survey.backends
+    assert (row.backend, row.consented, row.expiring_soon, row.refresh_failures) == (
+        "tracker",
+        2,  # bob and carol: alice's record went with the refused refresh
+        1,  # carol
+        1,  # alice's refresh
+    )
+    shown = msgspec.json.encode(survey)
+    assert b"alice" not in shown and b"carol" not in shown and b"at-" not in shown
+    assert await tokens.counts() == {"tracker": 2}
+
+
+async def test_the_survey_is_kept_current_after_a_change(autojump_clock: MockClock) -> None:
+    """gateway choice: run() counts at start, soon after a grant or revocation, and every
+    SURVEY_INTERVAL in any case."""
+    from gateway.backends.credentials.consent_tokens import SURVEY_INTERVAL
+
+    server, wall = FakeServer(), [1000.0]
+    tokens = _tokens(server, wall)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(tokens.run)
+        assert tokens.last_survey is not None
+        assert tokens.last_survey.backends[0].consented == 0
+        await _consent(tokens, "token:alice")
+        await trio.sleep(1)
+        assert tokens.last_survey.backends[0].consented == 1
+        await tokens.revoke("token:alice", "tracker")
+        await trio.sleep(1)
+        assert tokens.last_survey.backends[0].consented == 0
+        # A consent stored elsewhere (another replica) shows within the interval.
+        stored = StoredTokens(access_token="a", expires_at=wall[0] + 100, refresh_at=wall[0] + 70)
+        await tokens._put("token:bob", "tracker", stored)
+        await trio.sleep(1)
+        assert tokens.last_survey.backends[0].consented == 0
+        await trio.sleep(SURVEY_INTERVAL)
+        assert tokens.last_survey.backends[0].consented == 1
+        assert tokens.last_survey.backends[0].expiring_soon == 1  # no refresh token
+        nursery.cancel_scope.cancel()

@@ -152,6 +152,7 @@ NOT_SECRETS = {
     "password_file",  # store.password_file: the file's path
     "key_prefix",  # store.key_prefix: the namespace in front of every key
     "vault_key_file",  # consent.vault_key_file: the key file's path
+    "vault_key_env",  # consent.vault_key_env: the variable's name, not its value
     "signing_key_file",  # pinning.signing_key_file: the key file's path
 }
 

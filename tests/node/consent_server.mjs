@@ -6,7 +6,9 @@
 //   node consent_server.mjs PORT RESOURCE REDIRECT_URI [TTL]
 //
 // One confidential client, "gateway" (secret "gateway-secret"), may
-// redirect to REDIRECT_URI only. The built-in development login and consent
+// redirect to REDIRECT_URI only. A second, "gateway-login" (secret
+// "gateway-login-secret", same redirect URI), is the gateway's OpenID
+// Connect client for `consent.bind_login`: it gets ID tokens, no resource. The built-in development login and consent
 // pages stand for the person: any login name is accepted and becomes the
 // token's `sub`. TTL is the access tokens' lifetime in seconds (default 300).
 // Open dynamic client registration (RFC 7591, at /reg) and token revocation
@@ -27,6 +29,14 @@ const provider = new Provider(issuer, {
       response_types: ['code'],
       token_endpoint_auth_method: 'client_secret_basic',
     },
+    {
+      client_id: 'gateway-login',
+      client_secret: 'gateway-login-secret',
+      grant_types: ['authorization_code'],
+      redirect_uris: [redirectUri],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'client_secret_basic',
+    },
   ],
   scopes: ['openid', 'offline_access', 'tracker:read'],
   pkce: { required: () => true },
@@ -39,7 +49,7 @@ const provider = new Provider(issuer, {
     revocation: { enabled: true },
     resourceIndicators: {
       enabled: true,
-      defaultResource: () => resource,
+      defaultResource: (_ctx, client) => (client.clientId === 'gateway' ? resource : undefined),
       useGrantedResource: () => true,
       getResourceServerInfo: (_ctx, indicator) => {
         if (indicator !== resource) throw new errors.InvalidTarget(`unknown resource ${indicator}`);

@@ -34,15 +34,29 @@ Rules:
    is logged and returned. :meth:`ConsentTokens.purge` deletes a backend's
    records when policy removed it (``registration`` rule 3).
 6. Nothing here logs a token, a code or a verifier.
+7. **Counts for operators, never who.** :meth:`ConsentTokens.survey`
+   counts per backend the principals holding tokens that open, those whose
+   sign-in ends within ``EXPIRING_SOON`` (no refresh token, the access
+   token ends soon or ended), and the refreshes the server refused since
+   start; :meth:`ConsentTokens.run` keeps the last survey for ``/readyz``
+   (every ``SURVEY_INTERVAL``, and soon after a grant, a revocation or a
+   refused refresh here), since ``/readyz`` answers from memory.
+8. **Optionally, the person proves who they are first** (``consent.bind_login``,
+   :mod:`gateway.consent.login_binding`): opening a link sends the browser
+   to the gateway's OpenID provider; the callback of that login checks the
+   ID token names the link's principal and only then sends the browser on
+   to the backend's server. Off, the single-use link is the proof.
 
 Past 450 lines and still one idea: one person's token at one backend, from
-the sign-in link to the last refresh; the pure record rules are in
-:mod:`gateway.consent.records`, the messages in :mod:`gateway.consent.oauth`.
+the sign-in link (and the optional login proving who opened it) to the last
+refresh; the pure record rules are in :mod:`gateway.consent.records` and
+:mod:`gateway.consent.login_binding`, the messages in :mod:`gateway.consent.oauth`.
 """
 
 from __future__ import annotations
 
 import enum
+import contextlib
 import secrets
 import time
 from typing import TYPE_CHECKING, Final
@@ -68,8 +82,9 @@ from gateway.backends.credentials.grants import (
     revocation_request,
     token_extras,
 )
-from gateway.backends.credentials.provider import http_fetch
-from gateway.consent import oauth, registration
+from gateway.backends.credentials.provider import http_fetch, read_secret
+from gateway.config.schema_backend_auth import BackendAuth
+from gateway.consent import login_binding, oauth, registration
 from gateway.consent.records import (
     TOKEN_PREFIX,
     ConsentLink,
@@ -88,12 +103,15 @@ from gateway.consent.records import (
 )
 from gateway.consent.vault import VaultError
 from gateway.errors import CredentialUnavailable
+from gateway.store.api import StoreUnavailable
+from gateway.telemetry.overview import ConsentCount, ConsentSurvey
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from gateway.backends.credentials.grants import TokenRequest
     from gateway.backends.credentials.provider import TokenAnswer
+    from gateway.config.schema_consent import LoginBinding
     from gateway.consent.vault import Vault
     from gateway.store.api import Store
 
@@ -103,6 +121,12 @@ logger = structlog.get_logger("gateway.backends.credentials.consent_tokens")
 
 #: The path a consent link opens on the gateway, before the link's id.
 START_PATH: Final = "/oauth/start/"
+#: A sign-in that ends within this many seconds, with nothing to refresh it, is expiring.
+EXPIRING_SOON: Final = 3600.0
+#: How often the counts ``/readyz`` shows are taken again at the latest (rule 7).
+SURVEY_INTERVAL: Final = 30.0
+#: After a change here, the counts are taken again this soon (changes come in bursts).
+SURVEY_SETTLE: Final = 0.5
 
 
 class AtServer(enum.Enum):
@@ -126,6 +150,8 @@ class ConsentTokens:
             the gateway at (``server.public_url``'s origin).
         callback_path: ``consent.callback_path``.
         login_timeout: ``consent.login_timeout``: how long a link and a login live.
+        bind_login: ``consent.bind_login`` with its issuer resolved (rule 8);
+            None: the link alone is the proof.
         fetch: performs a token request (tests pass their own).
         get: fetches a discovery document: (status, body).
         post: POSTs a registration request: (status, body).
@@ -142,6 +168,7 @@ class ConsentTokens:
         public_origin: str,
         callback_path: str,
         login_timeout: float,
+        bind_login: LoginBinding | None = None,
         fetch: Callable[[TokenRequest], Awaitable[TokenAnswer]] = http_fetch,
         get: Callable[[str], Awaitable[tuple[int, bytes]]] | None = None,
         post: Callable[[str, bytes], Awaitable[tuple[int, bytes]]] = http_post,
@@ -155,6 +182,9 @@ class ConsentTokens:
         self.redirect_uri = self._origin + callback_path
         self.login_timeout = login_timeout
         self._fetch = fetch
+        self._bind = bind_login
+        self._login_server: oauth.AuthorizationServer | None = None
+        self._get = get or http_get
         self._wall = wall
         self.servers = ConsentServers(
             store,
@@ -169,6 +199,58 @@ class ConsentTokens:
         self._done: dict[str, trio.Event] = {}
         # The last token a backend refused (401), by (principal, backend).
         self._refused: dict[tuple[str, str], str] = {}
+        # Rule 6: refused refreshes since start, the last survey, and a nudge.
+        self._refresh_failures: dict[str, int] = {}
+        self.last_survey: ConsentSurvey | None = None
+        self._changed = trio.Event()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Keep :attr:`last_survey` current (rule 7) until cancelled, the first count
+        taken before it reports started; a store that does not answer keeps the last one."""
+        started = False
+        while True:
+            # A fresh event first: a change while counting is counted next.
+            changed = self._changed = trio.Event()
+            # A store that does not answer: its own health says so; the counts stay.
+            with contextlib.suppress(StoreUnavailable):
+                await self.survey()
+            if not started:
+                task_status.started()
+                started = True
+            with trio.move_on_after(SURVEY_INTERVAL):
+                await changed.wait()
+                await trio.sleep(SURVEY_SETTLE)
+
+    async def survey(self) -> ConsentSurvey:
+        """The counts of every ``user_consent`` backend now (rule 7), kept as :attr:`last_survey`.
+
+        Raises:
+            StoreUnavailable: the store did not answer.
+        """
+        now = self._wall()
+        names = sorted(self._backends())
+        consented = dict.fromkeys(names, 0)
+        expiring = dict.fromkeys(names, 0)
+        for _principal, backend, tokens in await self.list():
+            if tokens is None or backend not in consented:
+                continue
+            consented[backend] += 1
+            if not tokens.refresh_token and tokens.expires_at - now <= EXPIRING_SOON:
+                expiring[backend] += 1
+        survey = ConsentSurvey(
+            counted_at=now,
+            backends=[
+                ConsentCount(
+                    backend=name,
+                    consented=consented[name],
+                    expiring_soon=expiring[name],
+                    refresh_failures=self._refresh_failures.get(name, 0),
+                )
+                for name in names
+            ],
+        )
+        self.last_survey = survey
+        return survey
 
     # -- the request path ------------------------------------------------------
 
@@ -265,6 +347,12 @@ class ConsentTokens:
             StoreUnavailable: the store did not answer.
         """
         link = decode_link(await self._store.take(link_key(link_id)), self._wall())
+        if self._bind is not None:
+            return await self._identify(link)
+        return await self._authorize(link)
+
+    async def _authorize(self, link: ConsentLink) -> str:
+        """The backend's authorization URL for a link's principal; its login stored."""
         backend = self._backends().get(link.backend)
         if backend is None:
             raise LoginRefused(Refusal.UNKNOWN, "the backend is no longer configured")
@@ -294,14 +382,21 @@ class ConsentTokens:
             scopes=found.scopes,
         )
 
-    async def finish(self, state: str, code: str, error: str) -> PendingLogin:
+    async def finish(self, state: str, code: str, error: str) -> PendingLogin | str:
         """The callback: the login of ``state`` used up, its code exchanged, tokens stored.
+
+        Returns:
+            The completed login; or, for the login at the gateway's OpenID
+            provider (rule 8), the backend's authorization URL to go on to.
 
         Raises:
             LoginRefused: unknown/used/tampered state, expired, the server's
-                refusal (``error``), or a code the token endpoint refused.
+                refusal (``error``), a code the token endpoint refused, or
+                (rule 8) a login as someone else than the link's principal.
             StoreUnavailable: the store did not answer.
         """
+        if state.startswith(login_binding.STATE_PREFIX):
+            return await self._identified(state, code, error)
         login = decode_login(await self._store.take(login_key(state)), self._wall())
         if error:
             raise LoginRefused(Refusal.DENIED, error[:80])
@@ -327,6 +422,7 @@ class ConsentTokens:
             raise LoginRefused(Refusal.EXCHANGE_FAILED, str(exc)) from None
         await self._put(login.principal, login.backend, tokens)
         logger.info("consent.granted", backend=login.backend, principal=login.principal)
+        self._changed.set()
         waiting = self._done.pop(login.elicitation_id, None)
         if waiting is not None:
             waiting.set()
@@ -347,6 +443,104 @@ class ConsentTokens:
             redirect_uri=self.redirect_uri,
             scopes=list(config.auth.scopes),
         )
+
+    # -- consent.bind_login (rule 8) ---------------------------------------------------
+
+    async def _identify(self, link: ConsentLink) -> str:
+        """The login URL at the gateway's OpenID provider for a link's person."""
+        bind = self._bind
+        assert bind is not None
+        if not link.principal.startswith("jwt:"):
+            raise LoginRefused(Refusal.CANNOT_BIND)
+        server = await self._identity_server(bind.issuer)
+        pkce = oauth.new_pkce()
+        state = login_binding.STATE_PREFIX + secrets.token_urlsafe(32)
+        nonce = secrets.token_urlsafe(24)
+        login = login_binding.IdentifyingLogin(
+            principal=link.principal,
+            backend=link.backend,
+            elicitation_id=link.elicitation_id,
+            verifier=pkce.verifier,
+            nonce=nonce,
+            redirect_uri=self.redirect_uri,
+            expires_at=link.expires_at,
+        )
+        await self._store.put(
+            login_binding.identify_key(state),
+            msgspec.json.encode(login),
+            ttl=max(link.expires_at - self._wall(), 1.0),
+        )
+        return login_binding.login_url(
+            server,
+            client_id=bind.client_id,
+            redirect_uri=self.redirect_uri,
+            state=state,
+            pkce=pkce,
+            nonce=nonce,
+            scopes=list(bind.scopes),
+        )
+
+    async def _identified(self, state: str, code: str, error: str) -> str:
+        """The person logged in at the gateway's OpenID provider: the backend's URL next,
+        if the ID token names the link's principal."""
+        bind = self._bind
+        taken = await self._store.take(login_binding.identify_key(state))
+        login = login_binding.decode_identifying(taken, self._wall())
+        if bind is None:
+            raise LoginRefused(Refusal.UNKNOWN, "consent.bind_login is off")
+        if error:
+            raise LoginRefused(Refusal.DENIED, error[:80])
+        if not code:
+            raise LoginRefused(Refusal.MALFORMED, "the callback carries no code")
+        try:
+            server = await self._identity_server(bind.issuer)
+            secret = read_secret(bind.client_secret, bind.client_secret_file, "client_secret")
+            client = BackendAuth(
+                type="user_consent", client_id=bind.client_id, client_secret=secret
+            )
+            request = authorization_code_request(
+                client,
+                secret,
+                token_url=server.token_endpoint,
+                code=code,
+                verifier=login.verifier,
+                redirect_uri=login.redirect_uri,
+                resource="",
+            )
+            answer = await self._fetch(request)
+        except (CredentialUnavailable, oauth.ConsentSetupError) as exc:
+            logger.warning("consent.login_failed", backend=login.backend, error=str(exc))
+            raise LoginRefused(Refusal.EXCHANGE_FAILED, str(exc)) from None
+        if answer.status != 200:
+            logger.warning("consent.login_failed", backend=login.backend, status=answer.status)
+            raise LoginRefused(Refusal.EXCHANGE_FAILED, f"HTTP {answer.status}")
+        proven = login_binding.identity_of(
+            answer.body,
+            issuer=server.issuer,
+            client_id=bind.client_id,
+            nonce=login.nonce,
+            now=self._wall(),
+        )
+        if proven != login.principal:
+            logger.warning("consent.login_mismatch", backend=login.backend)
+            raise LoginRefused(Refusal.NOT_THE_CALLER)
+        link = ConsentLink(
+            principal=login.principal,
+            backend=login.backend,
+            elicitation_id=login.elicitation_id,
+            expires_at=login.expires_at,
+        )
+        return await self._authorize(link)
+
+    async def _identity_server(self, issuer: str) -> oauth.AuthorizationServer:
+        if self._login_server is not None:
+            return self._login_server
+        for url in oauth.metadata_urls(issuer):
+            status, body = await self._get(url)
+            if status == 200:
+                self._login_server = oauth.parse_authorization_server(body, issuer)
+                return self._login_server
+        raise oauth.ConsentSetupError(f"no OpenID provider metadata for {issuer}")
 
     # -- the operator's view --------------------------------------------------------
 
@@ -370,11 +564,7 @@ class ConsentTokens:
         Raises:
             StoreUnavailable: the store did not answer.
         """
-        found = dict.fromkeys(self._backends(), 0)
-        for _principal, backend, tokens in await self.list():
-            if tokens is not None and backend in found:
-                found[backend] += 1
-        return found
+        return {count.backend: count.consented for count in (await self.survey()).backends}
 
     async def revoke(self, principal: str, backend: str) -> tuple[bool, AtServer]:
         """Revoke ``principal``'s tokens at ``backend`` at its server, then forget them (rule 5).
@@ -392,6 +582,7 @@ class ConsentTokens:
             outcome = await self._revoke_at_server(config, tokens)
         deleted = await self._store.delete(token_key(principal, backend))
         self._refused.pop((principal, backend), None)
+        self._changed.set()
         log = logger.warning if outcome is AtServer.FAILED else logger.info
         log("consent.revoked", backend=backend, principal=principal, at_server=outcome.value)
         return deleted, outcome
@@ -480,6 +671,8 @@ class ConsentTokens:
         except TokenEndpointError as exc:
             # Rule 3: a refused refresh token sends the person back through consent.
             logger.warning("consent.refresh_refused", backend=backend, error=str(exc))
+            self._refresh_failures[backend] = self._refresh_failures.get(backend, 0) + 1
+            self._changed.set()
             await self._store.delete(token_key(principal, backend))
             return None
         await self._put(principal, backend, fresh)

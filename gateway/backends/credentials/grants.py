@@ -353,7 +353,7 @@ def authorization_code_request(
         code: the authorization code from the callback.
         verifier: the PKCE verifier of that login.
         redirect_uri: the redirect URI the authorization request named.
-        resource: the backend's canonical URL.
+        resource: the backend's canonical URL; "" sends none.
     """
     headers = {"content-type": FORM_MEDIA_TYPE, "accept": "application/json"}
     form = {
@@ -362,8 +362,9 @@ def authorization_code_request(
         "code": code,
         "redirect_uri": redirect_uri,
         "code_verifier": verifier,
-        "resource": resource,
     }
+    if resource:  # "" for the gateway's own OpenID login (consent.bind_login)
+        form["resource"] = resource
     return TokenRequest(token_url, headers, form)
 
 
