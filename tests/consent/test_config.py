@@ -140,6 +140,8 @@ def test_user_consent_without_client_id_or_authorization_server_is_valid() -> No
     (backend,) = parse(text, env={}).backends
     assert isinstance(backend, NetworkBackend) and backend.auth is not None
     assert backend.auth.client_id == ""
+
+
 def _vault_config(**consent: Any) -> Any:
     return parse(_config(_CONSENT_AUTH, auth=_AUTH, consent=consent), env={})
 

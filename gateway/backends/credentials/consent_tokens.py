@@ -55,8 +55,8 @@ refresh; the pure record rules are in :mod:`gateway.consent.records` and
 
 from __future__ import annotations
 
-import enum
 import contextlib
+import enum
 import secrets
 import time
 from typing import TYPE_CHECKING, Final

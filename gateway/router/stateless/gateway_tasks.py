@@ -79,8 +79,8 @@ if TYPE_CHECKING:
     from gateway.router.context import Call, ModernRequest
     from gateway.router.neighbours import PoolView
     from gateway.router.stateless.held_calls import HeldCalls
-    from gateway.router.stateless.task_records import TaskRecords
     from gateway.router.stateless.native_tasks import NativeTasks
+    from gateway.router.stateless.task_records import TaskRecords
     from gateway.router.to_clients import ToClients
 
     RunModern = Callable[[ModernRequest, Request, object], Awaitable[bytes]]
