@@ -127,21 +127,29 @@ class H11Server:
             request = await self._next_request(wire)
             if request is None:
                 return
+            headers = _headers(request)
             exchange = Exchange(
                 wire,
                 head=request.method == b"HEAD",
-                keep_alive=_keep_alive(request),
-                closing=lambda: self.stopping,
+                keep_alive=_keep_alive(request, headers),
+                closing=self._closing,
             )
-            scope = build_scope(request, self._scheme, client, server)
+            scope = build_scope(request, headers, self._scheme, client, server)
             try:
                 await self._app(scope, exchange.receive, exchange.send)
             finally:
-                with trio.CancelScope(shield=True, deadline=trio.current_time() + CLOSE_TIMEOUT):
-                    await exchange.finish()
+                # A response that ended needs nothing more: no shielded scope for it.
+                if not exchange.complete:
+                    with trio.CancelScope(
+                        shield=True, deadline=trio.current_time() + CLOSE_TIMEOUT
+                    ):
+                        await exchange.finish()
             if not self._reusable(wire, exchange):
                 return
             wire.next_cycle()
+
+    def _closing(self) -> bool:
+        return self.stopping
 
     def _reusable(self, wire: Wire, exchange: Exchange) -> bool:
         if not exchange.pull_buffered_body():
@@ -154,6 +162,7 @@ class H11Server:
         conn = wire.conn
         idle = not conn.trailing_data[0]
         timeout = self._limits.idle_timeout if idle else self._limits.header_timeout
+        arrived: float | None = None
         with trio.move_on_after(timeout) as scope:
             if idle:
                 if self.stopping:
@@ -163,12 +172,17 @@ class H11Server:
                 while True:
                     event = conn.next_event()
                     if event is h11.NEED_DATA:
+                        if arrived is not None:  # a head still incomplete: its own deadline
+                            scope.deadline = arrived + self._limits.header_timeout
+                            arrived = None
                         data = await wire.read()
                         conn.receive_data(data)
                         if data and idle:  # a request is arriving: no longer idle
                             self._idle.discard(scope)
                             idle = False
-                            scope.deadline = trio.current_time() + self._limits.header_timeout
+                            # The header timeout runs from now; the deadline
+                            # moves only if the head needs another read.
+                            arrived = trio.current_time()
                     elif isinstance(event, h11.Request):
                         # h11 checks the size only of a head still incomplete;
                         # one that arrived whole in a single read is measured here.
@@ -186,11 +200,20 @@ class H11Server:
         return None
 
 
-def _keep_alive(request: h11.Request) -> bool:
+def _headers(request: h11.Request) -> list[tuple[bytes, bytes]]:
+    """The request's headers, names lowercased: read from h11 once a request.
+
+    Iterating h11's ``Headers`` costs two Python calls a header; its raw
+    items are a plain list (names as sent, which h11 lowercases the same way).
+    """
+    return [(name.lower(), value) for name, value in request.headers.raw_items()]
+
+
+def _keep_alive(request: h11.Request, headers: list[tuple[bytes, bytes]]) -> bool:
     """Whether the host lets the connection carry another request after this one."""
     if request.http_version != b"1.1":
         return False  # HTTP/1.0 keep-alive is not offered: one request, then close
-    for name, value in request.headers:
+    for name, value in headers:
         if name == b"connection" and b"close" in value.lower():
             return False
     return True
@@ -199,9 +222,9 @@ def _keep_alive(request: h11.Request) -> bool:
 def _head_size(request: h11.Request) -> int:
     """About the size of the request's head on the wire (the line and the headers)."""
     size = len(request.method) + len(request.target) + 12
-    for name, value in request.headers:
-        size += len(name) + len(value) + 4
-    return size
+    for name, value in request.headers.raw_items():
+        size += len(name) + len(value)
+    return size + 4 * len(request.headers)
 
 
 def _addresses(
