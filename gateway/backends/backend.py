@@ -464,8 +464,9 @@ class Backend:
         started = trio.current_time()
         handler = on_progress
         deadline = clock if clock is not None else CallClock(trio.current_time)
-        with trio.CancelScope() as scope:
-            deadline.bind(scope, timeouts.request, started + timeouts.max_total)
+        first = deadline.start(timeouts.request, started + timeouts.max_total)
+        with trio.CancelScope(deadline=first) as scope:
+            deadline.attach(scope)
             if timeouts.reset_on_progress and on_progress is not None:
 
                 def handler(body: dict[str, Any]) -> None:
