@@ -394,7 +394,9 @@ class Backend:
         on_progress: ProgressHandler | None,
         clock: CallClock | None,
     ) -> msgspec.Raw:
-        async with self._gate.admit():
+        gate = self._gate
+        await gate.enter()
+        try:
             peer: Peer | None = None
             try:
                 peer = self._shared_peer()
@@ -420,6 +422,8 @@ class Backend:
                 return await self._request_on(
                     peer, method, params, progress_token, on_progress, clock
                 )
+        finally:
+            gate.leave()
 
     def _shared_peer(self) -> Peer:
         supervisor = self._supervisor

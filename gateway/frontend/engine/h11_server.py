@@ -160,7 +160,8 @@ class H11Server:
     async def _next_request(self, wire: Wire) -> h11.Request | None:
         """The next request's head, or None: closed, refused, timed out, or shutting down."""
         conn = wire.conn
-        idle = not conn.trailing_data[0]
+        buffered = len(conn.trailing_data[0])
+        idle = not buffered
         timeout = self._limits.idle_timeout if idle else self._limits.header_timeout
         arrived: float | None = None
         with trio.move_on_after(timeout) as scope:
@@ -176,6 +177,7 @@ class H11Server:
                             scope.deadline = arrived + self._limits.header_timeout
                             arrived = None
                         data = await wire.read()
+                        buffered += len(data)
                         conn.receive_data(data)
                         if data and idle:  # a request is arriving: no longer idle
                             self._idle.discard(scope)
@@ -185,8 +187,10 @@ class H11Server:
                             arrived = trio.current_time()
                     elif isinstance(event, h11.Request):
                         # h11 checks the size only of a head still incomplete;
-                        # one that arrived whole in a single read is measured here.
-                        if _head_size(event) > self._limits.max_header_bytes:
+                        # one that arrived whole in a single read is measured here
+                        # (unless fewer bytes than the limit arrived at all).
+                        limit = self._limits.max_header_bytes
+                        if buffered > limit and _head_size(event) > limit:
                             await _refuse(wire, 431, "request header block too large")
                             return None
                         return event
@@ -213,7 +217,7 @@ def _keep_alive(request: h11.Request, headers: list[tuple[bytes, bytes]]) -> boo
     """Whether the host lets the connection carry another request after this one."""
     if request.http_version != b"1.1":
         return False  # HTTP/1.0 keep-alive is not offered: one request, then close
-    for name, value in headers:
+    for name, value in headers:  # noqa: SIM110 - a plain loop: no generator a request
         if name == b"connection" and b"close" in value.lower():
             return False
     return True
