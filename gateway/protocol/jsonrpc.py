@@ -114,7 +114,8 @@ def _read_id(raw: msgspec.Raw) -> RequestId | None:
     value = _id_decoder.decode(raw)
     kind = value.__class__  # exact types: a bool is not an int here
     if kind is str:
-        return value  # type: ignore[no-any-return]
+        text: str = value
+        return text
     if kind is not int:
         raise LocalProtocolError(
             f"invalid request id {bytes(raw)[:40]!r}: must be a string or an integer",
@@ -127,7 +128,8 @@ def _read_id(raw: msgspec.Raw) -> RequestId | None:
             f"invalid request id {bytes(raw)[:40]!r}: an integer id must fit in 64 bits",
             INVALID_REQUEST,
         )
-    return value
+    number: int = value
+    return number
 
 
 def _readable_id(raw: msgspec.Raw | None) -> RequestId | None:
