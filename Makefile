@@ -162,19 +162,31 @@ bench-peers: install-dev
 # machine and day); bench-quick is the smoke run of both.
 # Byte-compiled first, as an installed wheel is (the build machine sets
 # PYTHONDONTWRITEBYTECODE: without it every start compiles the gateway).
-bench: install-dev bench-peers redis
+# The start-up rows with official SDK 2.x backends (idle, then pinned to one
+# core beside a CPU hog), the cache, the store's cost and the single caller's
+# work a call against the baseline commit (task steps and function calls),
+# each with pass/miss; the c=1 rate against the SDK backend is in
+# benchmarks.run's calls table.
+BASELINE ?= ce1d5b4
+bench: install-dev bench-peers sdk2-venv redis
 	$(BIN)/python -m compileall -q gateway
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.scale $(SCALE_ARGS)
 	$(BIN)/python -m benchmarks.cache
 	$(BIN)/python -m benchmarks.store_cost
+	$(BIN)/python -m benchmarks.startup_sdk2 --backends 10 --repeats 2
+	$(BIN)/python -m benchmarks.startup_sdk2 --backends 50 --repeats 1
+	$(BIN)/python -m benchmarks.startup_sdk2 --backends 10 --repeats 2 --loaded
+	$(BIN)/python -m benchmarks.task_steps --baseline $(BASELINE) --concurrency 1 --rounds 2 --profile
 
-bench-quick: install-dev bench-peers redis
+bench-quick: install-dev bench-peers sdk2-venv redis
 	$(BIN)/python -m compileall -q gateway
 	$(BIN)/python -m benchmarks.run --quick $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.scale --quick $(SCALE_ARGS)
 	$(BIN)/python -m benchmarks.cache --quick
 	$(BIN)/python -m benchmarks.store_cost --quick
+	$(BIN)/python -m benchmarks.startup_sdk2 --backends 10 --repeats 1 --loaded
+	$(BIN)/python -m benchmarks.task_steps --baseline $(BASELINE) --concurrency 1 --rounds 1 --seconds 1 --profile
 
 clean:
 	rm -rf $(VENV) $(SDK2_VENV) benchmarks/.peers $(NODE_DIR)/node_modules $(CONFORMANCE_DIR)/node_modules \

@@ -13,6 +13,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from io import BytesIO
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,9 @@ def running_gateway(
     engine: str = "h11",
     tree: Path | None = None,
     server_options: dict[str, Any] | None = None,
+    *,
+    cpus: set[int] | None = None,
+    ready_poll: float = 0.005,
     **sections: Any,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes], float]]:
     """Run ``trio-mcp-gateway serve`` in a child; yields (url, process, seconds to ready).
@@ -76,7 +80,9 @@ def running_gateway(
     ``tree`` a folder holding another build of the ``gateway`` package
     (:func:`baseline_tree`), run instead of the working tree's;
     ``server_options`` more ``server`` keys (``max_sessions`` for a run
-    past the default 10,000 sessions).
+    past the default 10,000 sessions); ``cpus`` the cores the gateway (and
+    so its backends, which inherit it) may run on; ``ready_poll`` the
+    seconds between two ``/readyz`` polls.
     """
     port = free_port()
     server = {**(server_options or {}), "host": "127.0.0.1", "port": port, "engine": engine}
@@ -97,6 +103,7 @@ def running_gateway(
         stderr=subprocess.DEVNULL,
         cwd=tree or ROOT,
         env=env,
+        preexec_fn=None if cpus is None else partial(os.sched_setaffinity, 0, cpus),
     )
     try:
         base = f"http://127.0.0.1:{port}"
@@ -110,7 +117,7 @@ def running_gateway(
                     pass
                 if time.monotonic() > deadline or proc.poll() is not None:
                     raise RuntimeError("gateway did not become ready")
-                time.sleep(0.005)
+                time.sleep(ready_poll)
         ready = time.perf_counter() - started
         yield base + "/mcp", proc, ready
     finally:

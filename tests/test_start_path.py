@@ -4,9 +4,11 @@ A fresh interpreter, as ``trio-mcp-gateway serve`` starts: the command line
 parsed, the process and app modules imported, a config of one stdio backend
 loaded (what runs after that, the backends' start, is measured by
 ``benchmarks/imports.py`` on a real ``serve``). PyJWT and cryptography
-(token checks and grants), httpx (HTTP backends, token endpoints, JWKS) and
-``gateway.cli.host_files`` (``import`` and ``connect``) must not be among the
-modules loaded: each is imported where it is used. ``-X importtime`` put
+(token checks and grants), httpx (HTTP backends, token endpoints, JWKS),
+``gateway.cli.host_files`` (``import`` and ``connect``), detect-secrets (the
+guardrails' secret detectors), jsonschema (the ``schema`` filter, held
+calls' argument checks) and jinja2 (the console's pages, ``admin.enabled``)
+must not be among the modules loaded: each is imported where it is used. ``-X importtime`` put
 them at about a ninth of the start path's import time
 (docs/performance.md); no timing is asserted here.
 """
@@ -17,7 +19,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-RARE = ("jwt", "cryptography", "httpx", "gateway.cli.host_files")
+RARE = (
+    "jwt",
+    "cryptography",
+    "httpx",
+    "gateway.cli.host_files",
+    "detect_secrets",
+    "jsonschema",
+    "jinja2",
+)
 
 PROBE = """
 import sys

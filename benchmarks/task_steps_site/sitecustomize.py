@@ -11,6 +11,7 @@ imported by the gateway itself.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 FLUSH_EVERY = 128
@@ -44,3 +45,27 @@ if _target:
         return _run(*args, instruments=instruments, **kwargs)
 
     trio.run = _counted_run
+
+# Python and builtin function calls, counted by cProfile when
+# ``GATEWAY_BENCH_PROFILE`` names a file: each SIGUSR1 writes the profile so
+# far there (pstats' format), so the benchmark takes the difference of two
+# dumps around a load window: calls per tool call, which no machine's speed
+# bends (the instructions a call retires, where the kernel exposes no
+# counters to measure them).
+# Only the gateway (``-m gateway serve``) is profiled, not its backends.
+_profile_target = os.environ.get("GATEWAY_BENCH_PROFILE")
+if _profile_target and "serve" in sys.argv:
+    import cProfile
+    import signal
+
+    _profiler = cProfile.Profile()
+
+    def _dump(signum: int, frame: Any) -> None:
+        _profiler.disable()
+        partial = f"{_profile_target}.part"
+        _profiler.dump_stats(partial)
+        os.replace(partial, _profile_target)
+        _profiler.enable()
+
+    signal.signal(signal.SIGUSR1, _dump)
+    _profiler.enable()

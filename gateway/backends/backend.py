@@ -410,7 +410,9 @@ class Backend:
         on_progress: ProgressHandler | None,
         clock: CallClock | None,
     ) -> msgspec.Raw:
-        async with self._gate.admit():
+        gate = self._gate
+        await gate.enter()
+        try:
             peer: Peer | None = None
             try:
                 peer = self._shared_peer()
@@ -436,6 +438,8 @@ class Backend:
                 return await self._request_on(
                     peer, method, params, progress_token, on_progress, clock
                 )
+        finally:
+            gate.leave()
 
     def _shared_peer(self) -> Peer:
         supervisor = self._supervisor
@@ -480,8 +484,9 @@ class Backend:
         started = trio.current_time()
         handler = on_progress
         deadline = clock if clock is not None else CallClock(trio.current_time)
-        with trio.CancelScope() as scope:
-            deadline.bind(scope, timeouts.request, started + timeouts.max_total)
+        first = deadline.start(timeouts.request, started + timeouts.max_total)
+        with trio.CancelScope(deadline=first) as scope:
+            deadline.attach(scope)
             if timeouts.reset_on_progress and on_progress is not None:
 
                 def handler(body: dict[str, Any]) -> None:

@@ -50,11 +50,25 @@ class CallClock:
 
     def bind(self, scope: Deadline, request: float, hard_deadline: float) -> None:
         """The call started: ``scope`` ends it ``request`` seconds from now (rule 1)."""
+        scope.deadline = self.start(request, hard_deadline)
         self._scope = scope
+
+    def start(self, request: float, hard_deadline: float) -> float:
+        """The call starts: the deadline its scope gets (rule 1); ``attach`` that scope.
+
+        The caller opens its cancel scope with this deadline: a scope's
+        deadline given at construction costs nothing, a later change is a
+        context manager in trio.
+        """
+        self._scope = None
         self._request = request
         self._hard = hard_deadline
         self._asking = 0
-        scope.deadline = min(self._now() + request, hard_deadline)
+        return min(self._now() + request, hard_deadline)
+
+    def attach(self, scope: Deadline) -> None:
+        """The scope opened with ``start``'s deadline: the clock moves it from now on."""
+        self._scope = scope
 
     @property
     def asking(self) -> bool:

@@ -42,35 +42,50 @@ class Gate:
         # False once the backend is being removed (reload, shutdown).
         self.accepting = True
         self.in_flight = 0
-        self._idle = trio.Event()
-        self._idle.set()
+        # Set when in_flight drops to 0; made only when ``drained`` waits, so
+        # a call does not create and set an Event each time.
+        self._idle: trio.Event | None = None
 
     @asynccontextmanager
     async def admit(self) -> AsyncIterator[None]:
-        """Hold the right to run one call for the body of the block.
+        """Hold the right to run one call for the body of the block (``enter``, ``leave``).
+
+        Raises:
+            BackendUnavailable: the backend is being removed, or overloaded.
+        """
+        await self.enter()
+        try:
+            yield
+        finally:
+            self.leave()
+
+    async def enter(self) -> None:
+        """Take the right to run one call; ``leave`` gives it back.
+
+        The call path uses this pair in a plain ``try``: a generator context
+        manager costs a dozen Python calls a call.
 
         Raises:
             BackendUnavailable: the backend is being removed, or overloaded.
         """
         if not self.accepting:
             raise BackendUnavailable(self._backend, "being removed from the configuration")
-        async with self._slot():
-            self.in_flight += 1
-            self._idle = trio.Event() if self.in_flight == 1 else self._idle
-            try:
-                yield
-            finally:
-                self.in_flight -= 1
-                if self.in_flight == 0:
-                    self._idle.set()
-
-    @asynccontextmanager
-    async def _slot(self) -> AsyncIterator[None]:
-        """Hold one of ``max_in_flight`` slots; refuse at once past ``max_pending``."""
         slots = self._slots
-        if slots is None:
-            yield
-            return
+        if slots is not None:
+            await self._take_slot(slots)
+        self.in_flight += 1
+
+    def leave(self) -> None:
+        """Give back what ``enter`` took."""
+        self.in_flight -= 1
+        if self.in_flight == 0 and self._idle is not None:
+            self._idle.set()
+            self._idle = None
+        if self._slots is not None:
+            self._slots.release()
+
+    async def _take_slot(self, slots: trio.Semaphore) -> None:
+        """One of ``max_in_flight`` slots; refuse at once past ``max_pending``."""
         try:
             slots.acquire_nowait()
         except trio.WouldBlock:
@@ -91,11 +106,12 @@ class Gate:
                 self._waiting -= 1
         else:
             await trio.lowlevel.cancel_shielded_checkpoint()
-        try:
-            yield
-        finally:
-            slots.release()
 
     async def drained(self) -> None:
         """Wait until no call is in flight."""
+        if self.in_flight == 0:
+            await trio.lowlevel.checkpoint()
+            return
+        if self._idle is None:
+            self._idle = trio.Event()
         await self._idle.wait()

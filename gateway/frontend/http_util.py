@@ -8,6 +8,7 @@ layer between hypercorn and the router costs time on every call.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from functools import lru_cache
 from typing import Any, Final
 
 import msgspec
@@ -71,12 +72,27 @@ def header(scope: Scope, name: bytes) -> bytes | None:
     return None
 
 
-def media_types(value: bytes | None) -> set[str]:
-    """The media types in an Accept or Content-Type value, without parameters."""
+def media_types(value: bytes | None) -> frozenset[str]:
+    """The media types in an Accept or Content-Type value, without parameters.
+
+    Hosts send the same few values on every request: the parse is kept for
+    the last ``MEDIA_TYPE_CACHE`` values seen.
+    """
     if not value:
-        return set()
+        return frozenset()
+    return _media_types(value)
+
+
+# Distinct Accept / Content-Type values whose parse is kept.
+MEDIA_TYPE_CACHE: Final = 128
+
+
+@lru_cache(maxsize=MEDIA_TYPE_CACHE)
+def _media_types(value: bytes) -> frozenset[str]:
     text = value.decode("latin-1")
-    return {part.split(";", 1)[0].strip().lower() for part in text.split(",") if part.strip()}
+    return frozenset(
+        part.split(";", 1)[0].strip().lower() for part in text.split(",") if part.strip()
+    )
 
 
 def accepts(scope: Scope, wanted: str) -> bool:
@@ -84,7 +100,8 @@ def accepts(scope: Scope, wanted: str) -> bool:
     return accepts_type(media_types(header(scope, b"accept")), wanted)
 
 
-def accepts_type(types: set[str], wanted: str) -> bool:
+@lru_cache(maxsize=MEDIA_TYPE_CACHE)
+def accepts_type(types: frozenset[str], wanted: str) -> bool:
     """Whether parsed Accept media types admit ``wanted`` (wildcards count)."""
     major = wanted.split("/", 1)[0]
     return bool(types & {wanted, f"{major}/*", "*/*"})

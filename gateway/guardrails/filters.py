@@ -30,9 +30,6 @@ import unicodedata
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
-from jsonschema import exceptions as schema_exceptions
-from jsonschema import validators
-from referencing import exceptions as reference_exceptions
 
 from gateway.config.schema_filters import (
     ArgumentsFilter,
@@ -280,6 +277,11 @@ def schema_violation(schema: dict[str, Any], arguments: dict[str, Any]) -> str |
     nothing: None. Shared by the ``schema`` filter and by pinning's held
     calls (``router.calls``), which check against the definition a host was shown.
     """
+    # jsonschema is loaded by the first check, not by every gateway's start.
+    from jsonschema import exceptions as schema_exceptions
+    from jsonschema import validators
+    from referencing import exceptions as reference_exceptions
+
     try:
         validator_class = validators.validator_for(schema)
         validator = validator_class(schema)

@@ -29,7 +29,6 @@ from functools import cache
 from typing import Any, Final
 
 import msgspec
-from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
 __all__ = ["SecretSpan", "find_secrets", "redact", "splice"]
 
@@ -58,6 +57,10 @@ class SecretSpan(msgspec.Struct, frozen=True, order=True):
 
 @cache
 def _detectors() -> tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]:
+    # detect-secrets loads every plugin it has (half a second of a start on
+    # a 2-core machine): only a guardrail that looks for secrets pays for it.
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
     found = []
     detectors: dict[str, Any] = dict(get_mapping_from_secret_type_to_class())
     for kind, detector in sorted(detectors.items()):

@@ -36,10 +36,6 @@ EMPTY_OBJECT: Final = msgspec.Raw(b"{}")
 _ABSENT: Final = msgspec.Raw(b"")
 
 
-def _present(raw: msgspec.Raw) -> msgspec.Raw | None:
-    return raw if len(raw) else None
-
-
 class _Envelope(msgspec.Struct):
     """What every JSON-RPC message may carry at the top level.
 
@@ -116,19 +112,24 @@ def _read_id(raw: msgspec.Raw) -> RequestId | None:
     a boolean is never an id (msgspec would happily read ``true`` as int 1).
     """
     value = _id_decoder.decode(raw)
-    if isinstance(value, bool) or not isinstance(value, int | str):
+    kind = value.__class__  # exact types: a bool is not an int here
+    if kind is str:
+        text: str = value
+        return text
+    if kind is not int:
         raise LocalProtocolError(
             f"invalid request id {bytes(raw)[:40]!r}: must be a string or an integer",
             INVALID_REQUEST,
         )
-    if isinstance(value, int) and not _ID_MIN <= value <= _ID_MAX:
+    if not _ID_MIN <= value <= _ID_MAX:
         # JSON allows any integer; a peer (and msgspec's typed decoding)
         # holds 64 bits, so a larger id could not be answered faithfully.
         raise LocalProtocolError(
             f"invalid request id {bytes(raw)[:40]!r}: an integer id must fit in 64 bits",
             INVALID_REQUEST,
         )
-    return value
+    number: int = value
+    return number
 
 
 def _readable_id(raw: msgspec.Raw | None) -> RequestId | None:
@@ -210,12 +211,13 @@ def classify(env: _Envelope) -> Message:
         LocalProtocolError: ``-32600`` with ``data={"id": …}`` when the id
             could be read, so the caller can echo it.
     """
-    raw_id = _present(env.id)
-    raw_version = _present(env.jsonrpc)
-    raw_method = _present(env.method)
-    params = _present(env.params)
-    result = _present(env.result)
-    error = _present(env.error)
+    # An absent member is an empty Raw, which is false (``_present`` inlined).
+    raw_id = env.id or None
+    raw_version = env.jsonrpc or None
+    raw_method = env.method or None
+    params = env.params or None
+    result = env.result or None
+    error = env.error or None
     msg_id = _readable_id(raw_id)
 
     def invalid(why: str) -> LocalProtocolError:

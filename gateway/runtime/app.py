@@ -32,7 +32,6 @@ from gateway.catalog.naming import NamingRules
 from gateway.config import NetworkBackend
 from gateway.config.schema import TlsConfig
 from gateway.console.activity import Activity
-from gateway.console.handler import ConsoleApp, ConsoleParts
 from gateway.frontend.asgi import GatewayApp, OperationsApp, operations_access
 from gateway.frontend.clients import ClientRegistry, ClientSession
 from gateway.frontend.engine.selection import serve_http
@@ -74,6 +73,7 @@ if TYPE_CHECKING:
     from gateway.config import BackendConfig, GatewayConfig
     from gateway.config.schema_consent import ConsentConfig, LoginBinding
     from gateway.consent.vault import Vault
+    from gateway.console.handler import ConsoleApp
     from gateway.frontend.asgi import SubApp
     from gateway.identity.authenticator import AuthHolder
     from gateway.pinning.baseline import Baseline
@@ -561,6 +561,8 @@ def _console(
     store: Store,
 ) -> ConsoleApp:
     """The operator console (``admin.enabled``), showing what ``activity`` watches."""
+    # Loaded only with the console on: its pages (jinja2) are no part of a start without it.
+    from gateway.console.handler import ConsoleApp, ConsoleParts
 
     async def reload() -> object:
         path = gateway().config_path

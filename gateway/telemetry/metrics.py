@@ -155,6 +155,9 @@ class Metrics(FeatureSeries):
         self._request_children: dict[tuple[str, str, str], Any] = {}
         self._duration_children: dict[tuple[str, str], Any] = {}
         self._tool_labels: set[tuple[str, str]] = set()
+        # The labelled child of each counted (backend, tool): labels() costs
+        # more than the increment.
+        self._tool_children: dict[tuple[str, str], Any] = {}
         self.loop_lag = Histogram(
             PREFIX + "event_loop_lag_seconds",
             "How late a 0.5 s timer fires: time the event loop spent on other work.",
@@ -272,12 +275,18 @@ class Metrics(FeatureSeries):
     def count_tool_call(self, backend: str, tool: str) -> None:
         """Count a tool call; distinct (backend, tool) labels are capped."""
         key = (backend, tool)
-        if key not in self._tool_labels:
-            if len(self._tool_labels) >= self._tool_label_cap:
-                key = (backend, "_other")
-            else:
-                self._tool_labels.add(key)
-        self.tool_calls.labels(backend=key[0], tool=key[1]).inc()
+        counter = self._tool_children.get(key)
+        if counter is None:  # a new pair: the cap decides its label (children cached)
+            label = key
+            if key not in self._tool_labels:
+                if len(self._tool_labels) >= self._tool_label_cap:
+                    label = (backend, "_other")
+                else:
+                    self._tool_labels.add(key)
+            counter = self.tool_calls.labels(backend=label[0], tool=label[1])
+            if label == key:
+                self._tool_children[key] = counter
+        counter.inc()
 
 
 __all__ = [

@@ -60,6 +60,22 @@ def map_exceptions(mapping: Mapping[type[BaseException], type[TransportError]]) 
         raise
 
 
+def mapped(
+    exc: Exception, mapping: Mapping[type[BaseException], type[TransportError]]
+) -> Exception:
+    """``exc`` as :func:`map_exceptions` would raise it (``from exc``), for a hot path's ``except``.
+
+    A ``with map_exceptions(...)`` costs a generator and four calls even
+    when nothing is raised; a plain ``try`` costs nothing then.
+    """
+    if isinstance(exc, TransportError):
+        return exc
+    for source, target in mapping.items():
+        if isinstance(exc, source):
+            return target(str(exc) or type(exc).__name__)
+    return exc
+
+
 @runtime_checkable
 class NeedsToolSchemas(Protocol):
     """A channel that mints ``Mcp-Param-*`` headers from the backend's tool schemas.

@@ -28,7 +28,7 @@ from trio.lowlevel import FdStream
 from gateway import COMMAND
 from gateway.errors import ConnectError, TransportBroken, TransportClosed, TransportError
 from gateway.transports import fd_io
-from gateway.transports.base import map_exceptions
+from gateway.transports.base import mapped
 from gateway.transports.framing import DEFAULT_MAX_LINE_BYTES, LineFramer
 from gateway.transports.pipe_size import PipeSizer
 
@@ -149,12 +149,17 @@ class StdioChannel:
         except trio.WouldBlock:
             await lock.acquire()
         try:
-            with map_exceptions(_SEND_ERRORS):
+            try:
                 if self._direct:
                     # fileno() at the moment of use: -1 once closed, never a reused number.
                     await fd_io.write_all(_fileno(self._stdin), message + b"\n")
                 else:
                     await self._stdin.send_all(message + b"\n")
+            except Exception as exc:
+                error = mapped(exc, _SEND_ERRORS)
+                if error is exc:
+                    raise
+                raise error from exc
         except TransportBroken as exc:
             if self._tail is None:  # a stand-in (tests): no child to ask
                 raise
@@ -168,11 +173,16 @@ class StdioChannel:
         while not self._lines:
             if self._closed:
                 raise TransportClosed("stdio channel closed")
-            with map_exceptions(_RECEIVE_ERRORS):
+            try:
                 if self._direct:
                     chunk = await fd_io.read_some(_fileno(self._stdout), self._sizer.read_bytes)
                 else:
                     chunk = bytes(await self._stdout.receive_some(self._sizer.read_bytes))
+            except Exception as exc:
+                error = mapped(exc, _RECEIVE_ERRORS)
+                if error is exc:
+                    raise
+                raise error from exc
             if not chunk:
                 raise TransportBroken(await self._exit_description() or "process closed its stdout")
             self._lines.extend(self._framer.feed(chunk))

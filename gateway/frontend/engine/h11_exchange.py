@@ -128,11 +128,12 @@ class Wire:
 
 def build_scope(
     request: h11.Request,
+    headers: list[tuple[bytes, bytes]],
     scheme: str,
     client: tuple[str, int] | None,
     server: tuple[str, int] | None,
 ) -> h.Scope:
-    """The ASGI HTTP scope of one parsed request."""
+    """The ASGI HTTP scope of one parsed request (``headers``: its names lowercased)."""
     raw_path, _, query = bytes(request.target).partition(b"?")
     path = raw_path.decode("latin-1")
     return {
@@ -145,7 +146,7 @@ def build_scope(
         "raw_path": raw_path,
         "query_string": query,
         "root_path": "",
-        "headers": list(request.headers),
+        "headers": headers,
         "client": client,
         "server": server,
     }

@@ -31,6 +31,7 @@ Rules / theory of operation:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Final
@@ -123,25 +124,56 @@ class H11Server:
     async def _serve(
         self, wire: Wire, client: tuple[str, int] | None, server: tuple[str, int] | None
     ) -> None:
+        # One cancel scope serves the waits for every head on the connection
+        # (its deadline set for each wait, infinite while the app runs),
+        # instead of a scope a request.
         while True:
-            request = await self._next_request(wire)
+            request: h11.Request | None = None
+            with trio.CancelScope() as waiting:
+                while True:
+                    request = None
+                    request = await self._next_request(wire, waiting)
+                    if request is None or waiting.cancel_called:
+                        break
+                    if not await self._exchange(wire, request, client, server):
+                        return
             if request is None:
+                return  # closed, refused, timed out, or shutting down
+            # The head came in time, but the wait's deadline (or a shutdown)
+            # fell in the same instant: the scope is spent, the request served.
+            if not await self._exchange(wire, request, client, server):
                 return
-            exchange = Exchange(
-                wire,
-                head=request.method == b"HEAD",
-                keep_alive=_keep_alive(request),
-                closing=lambda: self.stopping,
-            )
-            scope = build_scope(request, self._scheme, client, server)
-            try:
-                await self._app(scope, exchange.receive, exchange.send)
-            finally:
+
+    async def _exchange(
+        self,
+        wire: Wire,
+        request: h11.Request,
+        client: tuple[str, int] | None,
+        server: tuple[str, int] | None,
+    ) -> bool:
+        """Run the app for one request; True when the connection can carry the next."""
+        headers = _headers(request)
+        exchange = Exchange(
+            wire,
+            head=request.method == b"HEAD",
+            keep_alive=_keep_alive(request, headers),
+            closing=self._closing,
+        )
+        scope = build_scope(request, headers, self._scheme, client, server)
+        try:
+            await self._app(scope, exchange.receive, exchange.send)
+        finally:
+            # A response that ended needs nothing more: no shielded scope for it.
+            if not exchange.complete:
                 with trio.CancelScope(shield=True, deadline=trio.current_time() + CLOSE_TIMEOUT):
                     await exchange.finish()
-            if not self._reusable(wire, exchange):
-                return
-            wire.next_cycle()
+        if not self._reusable(wire, exchange):
+            return False
+        wire.next_cycle()
+        return True
+
+    def _closing(self) -> bool:
+        return self.stopping
 
     def _reusable(self, wire: Wire, exchange: Exchange) -> bool:
         if not exchange.pull_buffered_body():
@@ -149,48 +181,72 @@ class H11Server:
             return False
         return not (self.stopping or wire.broken or wire.must_close) and exchange.complete
 
-    async def _next_request(self, wire: Wire) -> h11.Request | None:
-        """The next request's head, or None: closed, refused, timed out, or shutting down."""
+    async def _next_request(self, wire: Wire, scope: trio.CancelScope) -> h11.Request | None:
+        """The next request's head, or None: closed, refused, or shutting down.
+
+        ``scope`` is the connection's waiting scope: its deadline is the idle
+        or header timeout while this waits (a timeout cancels it), infinite
+        again when this returns.
+        """
         conn = wire.conn
-        idle = not conn.trailing_data[0]
+        buffered = len(conn.trailing_data[0])
+        idle = not buffered
         timeout = self._limits.idle_timeout if idle else self._limits.header_timeout
-        with trio.move_on_after(timeout) as scope:
-            if idle:
-                if self.stopping:
-                    return None
-                self._idle.add(scope)
-            try:
-                while True:
-                    event = conn.next_event()
-                    if event is h11.NEED_DATA:
-                        data = await wire.read()
-                        conn.receive_data(data)
-                        if data and idle:  # a request is arriving: no longer idle
-                            self._idle.discard(scope)
-                            idle = False
-                            scope.deadline = trio.current_time() + self._limits.header_timeout
-                    elif isinstance(event, h11.Request):
-                        # h11 checks the size only of a head still incomplete;
-                        # one that arrived whole in a single read is measured here.
-                        if _head_size(event) > self._limits.max_header_bytes:
-                            await _refuse(wire, 431, "request header block too large")
-                            return None
-                        return event
-                    else:  # ConnectionClosed (or PAUSED, which cannot happen here)
-                        return None
-            except h11.RemoteProtocolError as exc:
-                await _refuse(wire, exc.error_status_hint, str(exc))
+        arrived: float | None = None
+        if idle:
+            if self.stopping:
                 return None
-            finally:
-                self._idle.discard(scope)
-        return None
+            self._idle.add(scope)
+        scope.deadline = trio.current_time() + timeout
+        try:
+            while True:
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    if arrived is not None:  # a head still incomplete: its own deadline
+                        scope.deadline = arrived + self._limits.header_timeout
+                        arrived = None
+                    data = await wire.read()
+                    buffered += len(data)
+                    conn.receive_data(data)
+                    if data and idle:  # a request is arriving: no longer idle
+                        self._idle.discard(scope)
+                        idle = False
+                        # The header timeout runs from now; the deadline
+                        # moves only if the head needs another read.
+                        arrived = trio.current_time()
+                elif isinstance(event, h11.Request):
+                    # h11 checks the size only of a head still incomplete;
+                    # one that arrived whole in a single read is measured here
+                    # (unless fewer bytes than the limit arrived at all).
+                    limit = self._limits.max_header_bytes
+                    if buffered > limit and _head_size(event) > limit:
+                        await _refuse(wire, 431, "request header block too large")
+                        return None
+                    return event
+                else:  # ConnectionClosed (or PAUSED, which cannot happen here)
+                    return None
+        except h11.RemoteProtocolError as exc:
+            await _refuse(wire, exc.error_status_hint, str(exc))
+            return None
+        finally:
+            self._idle.discard(scope)
+            scope.deadline = math.inf
 
 
-def _keep_alive(request: h11.Request) -> bool:
+def _headers(request: h11.Request) -> list[tuple[bytes, bytes]]:
+    """The request's headers, names lowercased: read from h11 once a request.
+
+    Iterating h11's ``Headers`` costs two Python calls a header; its raw
+    items are a plain list (names as sent, which h11 lowercases the same way).
+    """
+    return [(name.lower(), value) for name, value in request.headers.raw_items()]
+
+
+def _keep_alive(request: h11.Request, headers: list[tuple[bytes, bytes]]) -> bool:
     """Whether the host lets the connection carry another request after this one."""
     if request.http_version != b"1.1":
         return False  # HTTP/1.0 keep-alive is not offered: one request, then close
-    for name, value in request.headers:
+    for name, value in headers:  # noqa: SIM110 - a plain loop: no generator a request
         if name == b"connection" and b"close" in value.lower():
             return False
     return True
@@ -199,9 +255,9 @@ def _keep_alive(request: h11.Request) -> bool:
 def _head_size(request: h11.Request) -> int:
     """About the size of the request's head on the wire (the line and the headers)."""
     size = len(request.method) + len(request.target) + 12
-    for name, value in request.headers:
-        size += len(name) + len(value) + 4
-    return size
+    for name, value in request.headers.raw_items():
+        size += len(name) + len(value)
+    return size + 4 * len(request.headers)
 
 
 def _addresses(
