@@ -12,7 +12,8 @@ serve it.
 
 Task progress is counted in polls, not time, so tests never depend on
 machine speed: ``countdown`` is ``working`` for its first ``polls``
-``tasks/get`` and then ``completed``; ``confirm`` is ``input_required``
+``tasks/get`` and then ``completed`` (its result ``done: <its id>``,
+followed by ``for <tag>`` when called with a ``tag``); ``confirm`` is ``input_required``
 (one form elicitation under the key ``confirm``) until ``tasks/update``
 answers it, then ``completed`` with the answer; ``round_then_task`` asks a
 name in an MRTR round first and becomes a task on the retry (sep-2663's
@@ -164,6 +165,7 @@ class Tasks(Extension):
             "createdAt": now,
             "lastUpdatedAt": now,
             "polls": int(arguments.get("polls", 1)),
+            "tag": str(arguments.get("tag", "")),
         }
         if params.name == "round_then_task":
             task["tool"] = "countdown"  # it ends like one, with the round's answer
@@ -188,6 +190,8 @@ class Tasks(Extension):
         if task["tool"] == "countdown" and task["status"] == "working":
             if task["polls"] <= 0:
                 text = json.dumps(task["answer"]) if "answer" in task else f"done: {task['taskId']}"
+                if task["tag"]:
+                    text += f" for {task['tag']}"
                 _set(task, "completed", _text(text))
             task["polls"] -= 1
         return {"resultType": "complete", **_view(task)}
@@ -229,8 +233,8 @@ server = MCPServer("modern-tasks", extensions=[Tasks()], middleware=[task_suppor
 
 
 @server.tool()
-def countdown(polls: int = 1) -> str:
-    """Counts down (a task when the caller declares the extension)."""
+def countdown(polls: int = 1, tag: str = "") -> str:
+    """Counts down (a task when the caller declares the extension); ``tag`` ends the result."""
     return f"done at once ({polls})"
 
 
