@@ -37,6 +37,7 @@ import httpx
 import pytest
 import trio
 
+from gateway.errors import http_status_for
 from gateway.protocol.stateless.task_record import OWNER_LOST
 from tests.e2e.test_replicas_store import (
     Replica,
@@ -118,8 +119,9 @@ async def _ask(
         headers["Mcp-Name"] = task_id  # a tasks/* request names its task
     response = await http.post(url + "/mcp", json=message, headers=headers)
     answer = _answer(response)
-    # An error in a request's params (an unknown task id) is HTTP 400 with its JSON-RPC error.
-    assert response.status_code == (400 if "error" in answer else 200), response.text
+    # A JSON-RPC error goes with its own HTTP status (an unknown task id: 400).
+    code = answer["error"]["code"] if "error" in answer else None
+    assert response.status_code == (http_status_for(code) if code else 200), response.text
     return answer
 
 
@@ -296,7 +298,14 @@ async def test_tasks_end_the_same_on_every_replica_through_a_kill_and_a_store_re
 
         # 4. Stop the redis-server and start it again; then more tasks.
         redis.stop()
-        await trio.sleep(1.0)
+        # While it is down: the replica running a task answers from memory; another
+        # cannot read its record and says why.
+        owned = surviving[0]  # created on survivors[0], completed above
+        ended = (await _get(http, survivors[0].url, owned))["result"]
+        _check(owned, ended)
+        elsewhere = (await _get(http, survivors[1].url, owned))["error"]
+        assert elsewhere["code"] == -32603, elsewhere
+        assert elsewhere["data"] == {"reason": "store_unavailable"}, elsewhere
         redis.start()
         with trio.fail_after(WAIT):
             for replica in survivors:
