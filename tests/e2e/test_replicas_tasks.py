@@ -14,8 +14,9 @@ task calls (the host declares the tasks extension) of
 
 Tasks are polled through HAProxy (any replica). One replica, running long
 gateway tasks and having created native ones, is SIGKILLed mid-run with
-``store.task_owner_timeout`` at 3 s; the redis-server is then stopped and
-started again. At the end every task is terminal and reads the same from
+``store.task_owner_timeout`` at 3 s; the redis-server is then stopped (the
+replica running a task answers for it from memory, another says the store
+is unavailable) and started again. At the end every task is terminal and reads the same from
 each live replica asked directly; the killed replica's running gateway
 tasks are ``failed`` saying its replica stopped; every result is what the
 tool computes; the other principal's ids are unknown on every replica.
