@@ -28,9 +28,9 @@ import structlog
 
 from gateway.config import load
 from gateway.consent.registration import consent_settings, purge_targets
-from gateway.identity.consent_standing import backend_items, may_use
 from gateway.errors import ConfigError
 from gateway.frontend.origin import OriginPolicy
+from gateway.identity.consent_standing import backend_items, may_use
 from gateway.identity.keys import JwksError
 from gateway.identity.policy import Policy
 from gateway.router.response_cache import cache_for
