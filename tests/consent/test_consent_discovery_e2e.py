@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import httpx
+import msgspec
 import pytest
 import trio
 from mcp import ClientSession
@@ -28,7 +29,7 @@ from mcp.types import TextContent
 from gateway.backends.credentials.consent_tokens import AtServer, ConsentTokens
 from gateway.backends.state import BackendState
 from gateway.config import parse
-from gateway.consent.records import open_tokens, token_key
+from gateway.consent.records import open_tokens, seal_tokens, token_key
 from gateway.consent.registration import client_binding, client_key, decode_client
 from gateway.consent.vault import Vault, generate_key
 from gateway.runtime.app import reload_config
@@ -380,3 +381,45 @@ async def test_a_reload_removing_a_static_token_purges_that_principals_consents(
         assert await found.store.get(token_key("token:bob", "tracker")) is None
         assert await found.store.get(token_key("token:alice", "tracker")) is not None
         assert [(p, b) for p, b, _ in await found.flow.list()] == [("token:alice", "tracker")]
+
+
+async def test_a_refresh_token_the_server_refuses_sends_the_person_through_consent_once(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """gateway choice: a due token whose refresh the server refuses (the grant ended there)
+    is forgotten; the call is answered with the sign-in link and a message naming the
+    backend, and after one sign-in the calls carry the new token without asking again."""
+    async with (
+        _discovered(nursery, tmp_path) as found,
+        _host(found.setup, "alice") as (alice, _, _),
+    ):
+        await _signs_in(alice, "tracker__whoami", "alice@tracker")
+        key = token_key("token:alice", "tracker")
+        tokens = open_tokens(found.vault, "token:alice", "tracker", await found.store.get(key))
+        async with httpx.AsyncClient() as client:
+            metadata = await client.get(found.issuer + "/.well-known/openid-configuration")
+            revoked = await client.post(
+                metadata.json()["revocation_endpoint"],
+                data={
+                    "token": tokens.refresh_token,
+                    "token_type_hint": "refresh_token",
+                    "client_id": await _client_id(found),
+                },
+            )
+        assert revoked.status_code == 200
+        # The token is due now: the next call refreshes it first.
+        due = msgspec.structs.replace(tokens, refresh_at=0.0)
+        await found.store.put(key, seal_tokens(found.vault, "token:alice", "tracker", due))
+        with pytest.raises(McpError) as caught:
+            await alice.call_tool("tracker__whoami", {})
+        assert caught.value.error.code == -32042
+        assert "'tracker'" in caught.value.error.message
+        assert "sign in" in caught.value.error.message
+        assert await found.store.get(key) is None
+        data = caught.value.error.data
+        assert isinstance(data, dict)
+        page = await _sign_in(data["elicitations"][0]["url"], "alice@tracker")
+        assert isinstance(page, httpx.Response) and page.status_code == 200, page
+        assert await _whoami(alice) == "acting for alice@tracker"
+        assert await _whoami(alice) == "acting for alice@tracker"
+    assert [sub for sub, _ in found.setup.carried()] == ["alice@tracker"] * 2
