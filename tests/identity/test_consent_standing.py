@@ -7,9 +7,11 @@ from typing import Any, Final
 import msgspec
 import pytest
 
-from gateway.catalog.snapshot import Kind
+from gateway.catalog.effective import narrow
+from gateway.catalog.naming import NamingRules
+from gateway.catalog.snapshot import BackendListing, Kind, Snapshot, build_snapshot
 from gateway.config import PolicyRule
-from gateway.identity.consent_standing import may_use, principal_from_key
+from gateway.identity.consent_standing import backend_items, may_use, principal_from_key
 from gateway.identity.policy import Policy
 from gateway.identity.principal import Principal
 
@@ -117,3 +119,75 @@ def test_a_stored_key_names_the_principal_it_was_made_for(
 ) -> None:
     """gateway choice: ``Principal.key`` read back; any other form names nobody."""
     assert principal_from_key(key) == principal
+
+
+def _catalog() -> Snapshot:
+    """alpha with a tool, a prompt, a resource and a skill; beta with a tool."""
+    skill = {
+        "uri": "skill://git-workflow/SKILL.md",
+        "frontmatter": {"name": "git-workflow", "description": "d"},
+        "resources": [{"uri": "skill://git-workflow/SKILL.md", "size": 1}],
+    }
+    return build_snapshot(
+        [
+            BackendListing(
+                "alpha",
+                "alpha",
+                tools=({"name": "search"},),
+                prompts=({"name": "triage"},),
+                resources=({"uri": "file:///notes", "name": "notes"},),
+                skills=(skill,),
+            ),
+            BackendListing("beta", "beta", tools=({"name": "search"},)),
+        ],
+        NamingRules(),
+    )
+
+
+def _only(**allow: list[str]) -> list[dict[str, Any]]:
+    """One rule for everyone on ``default`` allowing only ``allow`` (per kind; others none)."""
+    kinds = ("tools", "prompts", "resources", "skills")
+    rule: dict[str, Any] = {k: {"allow": allow.get(k, ["none-such"])} for k in kinds}
+    return [{"everyone": True, "profiles": ["default"], **rule}]
+
+
+@pytest.mark.parametrize(
+    ("rules", "reaches"),
+    [
+        (_only(tools=["alpha__*"]), True),
+        (_only(tools=["beta__*"]), False),
+        (_only(prompts=["alpha__*"]), True),
+        (_only(resources=["alpha+*"]), True),
+        (_only(resources=["beta+*"]), False),
+        (_only(skills=["alpha__git*"], resources=["alpha+skill://*"]), True),
+        (_only(skills=["beta__*"]), False),
+        (_only(skills=["beta__*"], resources=["alpha+skill://*"]), False),
+        (_only(), False),
+        (
+            [
+                {"everyone": True, "profiles": ["default"]},
+                {"tokens": ["bob"], **{k: {"deny": ["alpha*"]} for k in ("tools", "prompts")}},
+                {"tokens": ["bob"], **{k: {"deny": ["alpha*"]} for k in ("resources", "skills")}},
+            ],
+            False,
+        ),
+    ],
+)
+def test_the_backends_items_are_judged_as_the_routers_effective_view_narrows_them(
+    rules: list[dict[str, Any]], reaches: bool
+) -> None:
+    """gateway choice: a backend is reachable exactly when the caller's effective view (the
+    router's ``narrow``) keeps one of its items."""
+    view = _catalog()
+    policy = _policy(rules)
+    assert policy is not None
+    admits = policy.decide(Principal("static", "bob")).on("default").admitter()
+    narrowed = narrow(view, admits)
+    kept = any(entry.backend == "alpha" for kind in Kind for entry in narrowed.view(kind))
+    assert kept is reaches
+    items = backend_items(view, "alpha", "__")
+    assert {kind for kind, _ in items} >= {Kind.TOOLS, Kind.PROMPTS, Kind.SKILLS}
+    verdict = may_use(
+        "token:bob", {"default": items}, policy=policy, auth_enabled=True, static_names=STATIC
+    )
+    assert verdict is kept
