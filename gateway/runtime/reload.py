@@ -12,7 +12,9 @@ naming) is refused with a log line that says so, and the rest still
 applies. ``config.reload.applied`` lists the sections that changed. A
 ``user_consent`` backend the reload removed, or whose URL,
 ``authorization_server``, ``client_id`` or ``scopes`` changed, loses its
-stored consents (``consent.registration`` rule 3).
+stored consents (``consent.registration`` rule 3). A reload of ``auth`` or
+the policy revokes and deletes the consents of principals it took a backend
+from (``identity.consent_standing``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from gateway.config import load
 from gateway.consent.registration import consent_settings, purge_targets
 from gateway.errors import ConfigError
 from gateway.frontend.origin import OriginPolicy
+from gateway.identity.consent_standing import backend_items, may_use
 from gateway.identity.keys import JwksError
 from gateway.identity.policy import Policy
 from gateway.router.response_cache import cache_for
@@ -390,6 +393,8 @@ async def apply(live: Live, plan: ConfigPlan) -> list[str]:
     consents = consent_settings(backend.config for backend in live.pool.backends.values())
     await live.pool.reload(plan.new.backends, plan.new.shutdown.drain_timeout)
     await _purge_consents(live.pool, purge_targets(consents, consent_settings(plan.new.backends)))
+    if plan.auth is not None or plan.policy is not None:
+        await _purge_withdrawn(live, plan.new.auth.enabled)
     return list(plan.changed)
 
 
@@ -408,6 +413,48 @@ async def _purge_consents(pool: Pool, backends: set[str]) -> None:
         await personal.purge(backends)
     except StoreUnavailable as exc:
         logger.warning("consent.purge_failed", backends=sorted(backends), error=str(exc))
+
+
+async def _purge_withdrawn(live: Live, auth_enabled: bool) -> None:
+    """Revoke the consents of principals the new ``auth`` or policy took a backend from.
+
+    Judged with the policy now in force (``identity.consent_standing``) against the
+    profiles' views of the current catalog; a store that does not answer is
+    logged (each replica's own reload tries again).
+    """
+    from gateway.backends.credentials.consent_tokens import ConsentTokens
+
+    personal = live.pool.personal
+    if not isinstance(personal, ConsentTokens):
+        return
+    router = live.router
+    static_names = live.identity.holder.current.static_names if live.identity.holder else None
+    reach: dict[str, dict[str, list[tuple[Kind, str]]]] = {}
+
+    def reach_of(backend: str) -> dict[str, list[tuple[Kind, str]]]:
+        if backend not in reach:
+            separator = router.profiles.separator
+            reach[backend] = {
+                name: backend_items(router.view(name), backend, separator)
+                for name in router.profiles.names
+                if (profile := router.profiles.profile(name)) is not None
+                and profile.backends.allows(backend)
+            }
+        return reach[backend]
+
+    def still_may(principal: str, backend: str) -> bool:
+        return may_use(
+            principal,
+            reach_of(backend),
+            policy=router.access.policy,
+            auth_enabled=auth_enabled and static_names is not None,
+            static_names=static_names or frozenset(),
+        )
+
+    try:
+        await personal.purge_withdrawn(still_may)
+    except StoreUnavailable as exc:
+        logger.warning("consent.purge_failed", reason="access removed", error=str(exc))
 
 
 def _close_sessions_of_removed_tokens(clients: ClientRegistry, removed: AbstractSet[str]) -> None:

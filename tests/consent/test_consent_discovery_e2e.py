@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import httpx
+import msgspec
 import pytest
 import trio
 from mcp import ClientSession
@@ -28,7 +29,7 @@ from mcp.types import TextContent
 from gateway.backends.credentials.consent_tokens import AtServer, ConsentTokens
 from gateway.backends.state import BackendState
 from gateway.config import parse
-from gateway.consent.records import open_tokens, token_key
+from gateway.consent.records import open_tokens, seal_tokens, token_key
 from gateway.consent.registration import client_binding, client_key, decode_client
 from gateway.consent.vault import Vault, generate_key
 from gateway.runtime.app import reload_config
@@ -314,3 +315,111 @@ async def test_the_console_revokes_a_consent_at_the_server_and_says_what_it_did(
             again = await console.post("/admin/consents/revoke", data=form)
             assert again.headers["location"] == "/admin/?revoked=NONE"
         await _link(alice, "tracker__whoami")  # asked again
+
+
+async def _refresh_works(found: Discovered, refresh_token: str) -> bool:
+    """Whether the authorization server still honours ``refresh_token`` at the tracker."""
+    async with httpx.AsyncClient() as client:
+        metadata = await client.get(found.issuer + "/.well-known/openid-configuration")
+        answer = await client.post(
+            metadata.json()["token_endpoint"],
+            data={
+                "grant_type": "refresh_token",
+                "refresh_token": refresh_token,
+                "client_id": await _client_id(found),
+            },
+        )
+    return answer.status_code == 200
+
+
+async def test_a_reload_taking_a_backend_from_one_principal_revokes_their_consent_only(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """gateway choice: once the policy no longer lets bob reach any item of the backend, his
+    tokens there are revoked at the server (RFC 7009) and deleted; alice's stay and work."""
+    async with (
+        _discovered(nursery, tmp_path) as found,
+        _host(found.setup, "alice") as (alice, _, _),
+        _host(found.setup, "bob") as (bob, _, _),
+    ):
+        await _signs_in(alice, "tracker__whoami", "alice@tracker")
+        await _signs_in(bob, "tracker__whoami", "bob@tracker")
+        bobs = await found.store.get(token_key("token:bob", "tracker"))
+        bobs_tokens = open_tokens(found.vault, "token:bob", "tracker", bobs)
+        found.document["policy"] = [
+            {"tokens": ["alice"], "profiles": ["*"]},
+            {"tokens": ["bob"], "profiles": ["*"], "tools": {"allow": ["notes__*"]}},
+        ]
+        found.path.write_text(json.dumps(found.document))
+        assert await reload_config(found.setup.running.gateway, str(found.path)) is True
+        assert await found.store.get(token_key("token:bob", "tracker")) is None
+        assert await found.store.get(token_key("token:alice", "tracker")) is not None
+        assert await _whoami(alice) == "acting for alice@tracker"
+        alices = await found.store.get(token_key("token:alice", "tracker"))
+        alices_tokens = open_tokens(found.vault, "token:alice", "tracker", alices)
+        assert await _refresh_works(found, alices_tokens.refresh_token)
+        # Bob's grant ended at the server too: his refresh token is refused there.
+        assert bobs_tokens.refresh_token
+        assert not await _refresh_works(found, bobs_tokens.refresh_token)
+        # A second reload of the same file (another replica's, say) finds nothing to do.
+        assert await reload_config(found.setup.running.gateway, str(found.path)) is True
+        assert await found.store.get(token_key("token:alice", "tracker")) is not None
+
+
+async def test_a_reload_removing_a_static_token_purges_that_principals_consents(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """gateway choice: a principal whose static token the reload removed is nobody: its
+    consents are revoked and deleted, the other principal's stay."""
+    async with _discovered(nursery, tmp_path) as found:
+        for principal in ("alice", "bob"):
+            async with _host(found.setup, principal) as (session, _, _):
+                await _signs_in(session, "tracker__whoami", f"{principal}@tracker")
+        found.document["auth"] = {"tokens": {"alice": TOKENS["alice"]}}
+        found.path.write_text(json.dumps(found.document))
+        assert await reload_config(found.setup.running.gateway, str(found.path)) is True
+        assert await found.store.get(token_key("token:bob", "tracker")) is None
+        assert await found.store.get(token_key("token:alice", "tracker")) is not None
+        assert [(p, b) for p, b, _ in await found.flow.list()] == [("token:alice", "tracker")]
+
+
+async def test_a_refresh_token_the_server_refuses_sends_the_person_through_consent_once(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """gateway choice: a due token whose refresh the server refuses (the grant ended there)
+    is forgotten; the call is answered with the sign-in link and a message naming the
+    backend, and after one sign-in the calls carry the new token without asking again."""
+    async with (
+        _discovered(nursery, tmp_path) as found,
+        _host(found.setup, "alice") as (alice, _, _),
+    ):
+        await _signs_in(alice, "tracker__whoami", "alice@tracker")
+        key = token_key("token:alice", "tracker")
+        tokens = open_tokens(found.vault, "token:alice", "tracker", await found.store.get(key))
+        async with httpx.AsyncClient() as client:
+            metadata = await client.get(found.issuer + "/.well-known/openid-configuration")
+            revoked = await client.post(
+                metadata.json()["revocation_endpoint"],
+                data={
+                    "token": tokens.refresh_token,
+                    "token_type_hint": "refresh_token",
+                    "client_id": await _client_id(found),
+                },
+            )
+        assert revoked.status_code == 200
+        # The token is due now: the next call refreshes it first.
+        due = msgspec.structs.replace(tokens, refresh_at=0.0)
+        await found.store.put(key, seal_tokens(found.vault, "token:alice", "tracker", due))
+        with pytest.raises(McpError) as caught:
+            await alice.call_tool("tracker__whoami", {})
+        assert caught.value.error.code == -32042
+        assert "'tracker'" in caught.value.error.message
+        assert "sign in" in caught.value.error.message
+        assert await found.store.get(key) is None
+        data = caught.value.error.data
+        assert isinstance(data, dict)
+        page = await _sign_in(data["elicitations"][0]["url"], "alice@tracker")
+        assert isinstance(page, httpx.Response) and page.status_code == 200, page
+        assert await _whoami(alice) == "acting for alice@tracker"
+        assert await _whoami(alice) == "acting for alice@tracker"
+    assert [sub for sub, _ in found.setup.carried()] == ["alice@tracker"] * 2

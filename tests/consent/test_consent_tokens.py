@@ -356,3 +356,58 @@ async def test_the_survey_is_kept_current_after_a_change(autojump_clock: MockClo
         assert tokens.last_survey.backends[0].consented == 1
         assert tokens.last_survey.backends[0].expiring_soon == 1  # no refresh token
         nursery.cancel_scope.cancel()
+
+
+class RevokingServer(FakeServer):
+    """A fake server that also advertises RFC 7009 revocation and records each request."""
+
+    async def get(self, url: str) -> tuple[int, bytes]:
+        if not url.endswith("oauth-authorization-server"):
+            return 404, b""
+        document = msgspec.json.decode(METADATA)
+        return 200, msgspec.json.encode({**document, "revocation_endpoint": ISSUER + "/revoke"})
+
+    async def fetch(self, request: TokenRequest) -> TokenAnswer:
+        if "grant_type" not in request.form:
+            self.requests.append(dict(request.form))
+            return TokenAnswer(200, b"")
+        return await super().fetch(request)
+
+
+async def test_replicas_purging_a_withdrawn_consent_revoke_it_once_and_keep_the_rest() -> None:
+    """gateway choice: each replica's reload judges the same pairs; the record is taken, so
+    bob's tokens are revoked at the server once, alice's stay, and a later run finds none."""
+    server, wall = RevokingServer(), [1000.0]
+    store, vault = EmbeddedStore("", clock=lambda: wall[0]), Vault.from_text(generate_key())
+    auth = BackendAuth(
+        type="user_consent", client_id="gw", client_secret="s", authorization_server=ISSUER
+    )
+    replicas = [
+        ConsentTokens(
+            lambda: {"tracker": ConsentBackend("tracker", "http://tracker.test/mcp", auth)},
+            store,
+            vault,
+            public_origin="http://gw.test",
+            callback_path="/oauth/callback",
+            login_timeout=600.0,
+            fetch=server.fetch,
+            get=server.get,
+            wall=lambda: wall[0],
+        )
+        for _ in range(2)
+    ]
+    for principal in ("token:alice", "token:bob"):
+        await _consent(replicas[0], principal)
+    purged: list[int] = []
+
+    async def purge(replica: ConsentTokens) -> None:
+        purged.append(await replica.purge_withdrawn(lambda principal, _: principal != "token:bob"))
+
+    async with trio.open_nursery() as nursery:
+        for replica in replicas:
+            nursery.start_soon(purge, replica)
+    assert sorted(purged) == [0, 1]
+    revoked = [r for r in server.requests if "grant_type" not in r]
+    assert [r["token_type_hint"] for r in revoked] == ["refresh_token", "access_token"]
+    assert [(p, b) for p, b, _ in await replicas[1].list()] == [("token:alice", "tracker")]
+    assert await replicas[1].purge_withdrawn(lambda principal, _: principal != "token:bob") == 0

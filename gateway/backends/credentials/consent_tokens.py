@@ -32,7 +32,9 @@ Rules:
    it advertises a ``revocation_endpoint``; whatever the server answers, or
    when it cannot be reached, the sealed tokens are deleted and the outcome
    is logged and returned. :meth:`ConsentTokens.purge` deletes a backend's
-   records when policy removed it (``registration`` rule 3).
+   records when policy removed it (``registration`` rule 3);
+   :meth:`ConsentTokens.purge_withdrawn` revokes those of principals a
+   reload took the backend from (``identity.consent_standing``).
 6. Nothing here logs a token, a code or a verifier.
 7. **Counts for operators, never who.** :meth:`ConsentTokens.survey`
    counts per backend the principals holding tokens that open, those whose
@@ -575,12 +577,14 @@ class ConsentTokens:
         Raises:
             StoreUnavailable: the store did not answer (nothing was deleted).
         """
-        tokens = await self._tokens(principal, backend)
+        # Taken, not read: of replicas revoking the same consent, one revokes.
+        blob = await self._store.take(token_key(principal, backend))
+        tokens = None if blob is None else self._open(principal, backend, blob)
         outcome = AtServer.NOTHING
         config = self._backends().get(backend)
         if tokens is not None and config is not None:
             outcome = await self._revoke_at_server(config, tokens)
-        deleted = await self._store.delete(token_key(principal, backend))
+        deleted = blob is not None
         self._refused.pop((principal, backend), None)
         self._changed.set()
         log = logger.warning if outcome is AtServer.FAILED else logger.info
@@ -636,12 +640,44 @@ class ConsentTokens:
         logger.info("consent.purged", backends=sorted(backends), tokens=purged)
         return purged
 
+    async def purge_withdrawn(self, may_use: Callable[[str, str], bool]) -> int:
+        """Revoke and delete the consents whose principal lost the backend (rule 5); how many.
+
+        ``may_use(principal, backend)`` judges each stored pair
+        (:func:`gateway.identity.consent_standing.may_use`); each refused pair goes
+        through :meth:`revoke`, so with replicas judging the same reload
+        each consent is revoked once, and a second run finds nothing.
+
+        Raises:
+            StoreUnavailable: the store did not answer.
+        """
+        purged: list[tuple[str, str]] = []
+        for key, _blob in await self._store.scan(TOKEN_PREFIX):
+            names = parse_token_key(key)
+            if names is None or may_use(*names):
+                continue
+            deleted, _at_server = await self.revoke(*names)
+            if deleted:
+                purged.append(names)
+        if purged:
+            logger.info(
+                "consent.purged",
+                reason="access removed",
+                tokens=len(purged),
+                principals=len({principal for principal, _ in purged}),
+                backends=sorted({backend for _, backend in purged}),
+            )
+        return len(purged)
+
     # -- inside ----------------------------------------------------------------------------
 
     async def _tokens(self, principal: str, backend: str) -> StoredTokens | None:
         blob = await self._store.get(token_key(principal, backend))
         if blob is None:
             return None
+        return self._open(principal, backend, blob)
+
+    def _open(self, principal: str, backend: str, blob: bytes) -> StoredTokens | None:
         try:
             return open_tokens(self._vault, principal, backend, blob)
         except VaultError as exc:
