@@ -81,6 +81,7 @@ class FakeBackend:
     closed_clients: list[str] = field(default_factory=list)
     rekeyed_clients: list[str] = field(default_factory=list)
     refused: frozenset[str] = frozenset()
+    refused_listing: bool = False
     config: BackendConfig = field(init=False)
     info: ServerInfo | None = field(init=False)
 
