@@ -314,11 +314,20 @@ async def test_a_backend_that_lists_only_for_a_person_is_listed_and_called_per_p
         }
         await _link(bob, "tracker__whoami")
         assert [sub for sub, _ in found.setup.carried()] == ["alice@tracker"]
-        # A revoke takes it out of alice's list at once.
+        # Once bob signed in too, each call carries its own principal's token.
+        await _signs_in(bob, "tracker__whoami", "bob@tracker")
+        assert await _whoami(bob) == "acting for bob@tracker"
+        assert await _whoami(alice) == "acting for alice@tracker"
+        carried = found.setup.carried()
+        assert [sub for sub, _ in carried] == ["alice@tracker", "bob@tracker", "alice@tracker"]
+        assert carried[0][1] == carried[2][1] != carried[1][1]
+        # A revoke takes it out of alice's list at once; bob's stays.
         await found.flow.revoke("token:alice", "tracker")
         again = await alice.list_tools()
         assert [tool.name for tool in again.tools] == ["notes__whoami"]
         assert (again.meta or {})["dev.mcp-gateway/consent"]["unlisted"] == ["tracker"]
+        theirs = await bob.list_tools()
+        assert [tool.name for tool in theirs.tools] == ["notes__whoami", "tracker__whoami"]
 
 
 async def test_the_console_revokes_a_consent_at_the_server_and_says_what_it_did(
