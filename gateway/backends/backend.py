@@ -222,9 +222,10 @@ class Backend:
     def refused_listing(self) -> bool:
         """Down because it answered the catalog session HTTP 401: it lists only for a person.
 
-        Decided on the failure's type and its ``data.httpStatus``, never on text.
+        Decided on the failure's type and its ``data.httpStatus``, never on text;
+        between two attempts (restarting, connecting) the last attempt's stands.
         """
-        cause = self._supervisor.cause
+        cause = self._supervisor.last_failure
         if self.state is BackendState.UP or cause is None:
             return False
         cause = condition(cause)
@@ -234,7 +235,12 @@ class Backend:
     @property
     def serves_people_only(self) -> bool:
         """Rule 3: refused to the catalog, its calls go to each principal's own session."""
-        return self.refused_listing and self.per_client and self._supervisor.peer is None
+        return (
+            self.refused_listing
+            and self.per_client
+            and self._supervisor.peer is None
+            and self.state is not BackendState.STOPPED  # its own nursery is gone
+        )
 
     @property
     def info(self) -> ServerInfo | None:

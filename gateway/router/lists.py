@@ -29,10 +29,11 @@ Rules:
    of that caller's list only; the list is per principal in its cache
    hint, and nothing of it is kept, so a revoked consent or a
    ``list_changed`` shows at the next list. A listing that fails names
-   the backend in ``_meta.unavailable``. Only a caller whose view no
-   profile or access policy narrows (``Call.sees_everything``) gets these
-   items: they never passed through a view's rules; any other caller
-   finds the backend named as ``unlisted``.
+   the backend in ``_meta["dev.mcp-gateway/unavailable"]``. Only a
+   caller whose view no profile or access policy narrows
+   (``Call.sees_everything``) gets these items: they never passed
+   through a view's rules; any other caller finds the backend named as
+   ``unlisted``.
 7. ``skills/list`` pages carry ``ttlMs``/``cacheScope`` for hosts of every
    era (gateway choice: the extension's result schema requires them; a
    2025-11-25 host's SDK rejects a page without them).

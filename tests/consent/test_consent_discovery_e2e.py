@@ -302,7 +302,7 @@ async def test_a_backend_that_lists_only_for_a_person_is_listed_and_called_per_p
         listed = await alice.list_tools()
         assert [tool.name for tool in listed.tools] == ["notes__whoami", "tracker__whoami"]
         assert "dev.mcp-gateway/consent" not in (listed.meta or {})
-        assert "tracker" not in (listed.meta or {}).get("unavailable", [])
+        assert "dev.mcp-gateway/unavailable" not in (listed.meta or {})
         assert await _whoami(alice) == "acting for alice@tracker"
         assert gateway.pool.backends["tracker"].state is not BackendState.UP  # catalog still 401
         # Bob sees the hint, never alice's tools, and is asked for his own sign-in.
