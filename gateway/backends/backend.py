@@ -25,6 +25,13 @@ Rules:
    our session), a request that is safe to repeat is sent once more on the
    new session; a ``tools/call`` never is (robustness D14, B11). The
    decision is made on the type, never on a message.
+3. A ``user_consent`` backend that refused the catalog session with HTTP
+   401 (``refused_listing``) is down for the catalog but not for the
+   people who consented: a call from a client goes to its principal's own
+   backend session (``personal_links``), which carries that principal's
+   token, runs in the backend's own nursery rather than the shared
+   session's, and closes when idle like any link. Without a client (the
+   catalog), or in ``shared`` mode, rule 1 holds.
 """
 
 from __future__ import annotations
@@ -163,19 +170,25 @@ class Backend:
         # Sessions opened and requests sent, by era (metrics read at scrape time).
         self.handshake = Handshake()
         self._gate = Gate(self.name, config.max_in_flight, config.max_pending)
-        self._links = Links(
-            config,
-            connect=opener,
-            connect_client=client_opener,
-            handshake=self.handshake,
-            on_request=self._handle_request,
-            on_notification=self._handle_notification,
-            log=log,
-            mode=lambda: "per_client" if self.session_mode == "per_client" else "per_principal",
-            hosts=hosts,
-            tool_schema=lambda name: self._supervisor.tool_schema(name),
-            shared_info=lambda: self._supervisor.info,
-        )
+
+        def links() -> Links:
+            return Links(
+                config,
+                connect=opener,
+                connect_client=client_opener,
+                handshake=self.handshake,
+                on_request=self._handle_request,
+                on_notification=self._handle_notification,
+                log=log,
+                mode=lambda: "per_client" if self.session_mode == "per_client" else "per_principal",
+                hosts=hosts,
+                tool_schema=lambda name: self._supervisor.tool_schema(name),
+                shared_info=lambda: self._supervisor.info,
+            )
+
+        self._links = links()
+        # Rule 3: the people's own sessions while the catalog session is refused.
+        self._personal_links = links()
         self._supervisor = Supervisor(
             config,
             connect=opener,
@@ -209,14 +222,25 @@ class Backend:
     def refused_listing(self) -> bool:
         """Down because it answered the catalog session HTTP 401: it lists only for a person.
 
-        Decided on the failure's type and its ``data.httpStatus``, never on text.
+        Decided on the failure's type and its ``data.httpStatus``, never on text;
+        between two attempts (restarting, connecting) the last attempt's stands.
         """
-        cause = self._supervisor.cause
+        cause = self._supervisor.last_failure
         if self.state is BackendState.UP or cause is None:
             return False
         cause = condition(cause)
         data = cause.data if isinstance(cause, RemoteProtocolError) else None
         return isinstance(data, dict) and data.get("httpStatus") == HTTP_UNAUTHORIZED
+
+    @property
+    def serves_people_only(self) -> bool:
+        """Rule 3: refused to the catalog, its calls go to each principal's own session."""
+        return (
+            self.refused_listing
+            and self.per_client
+            and self._supervisor.peer is None
+            and self.state is not BackendState.STOPPED  # its own nursery is gone
+        )
 
     @property
     def info(self) -> ServerInfo | None:
@@ -294,7 +318,7 @@ class Backend:
     @property
     def open_links(self) -> int:
         """Per-principal or per-client backend sessions open now (a metric)."""
-        return self._links.open_count
+        return self._links.open_count + self._personal_links.open_count
 
     @property
     def _peer(self) -> Peer | None:
@@ -345,7 +369,13 @@ class Backend:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Keep the backend alive until cancelled. Returns at once to ``start``."""
-        await self._supervisor.run(task_status=task_status)
+        async with trio.open_nursery() as nursery:
+            self._personal_links.attach(nursery)  # rule 3
+            try:
+                await self._supervisor.run(task_status=task_status)
+            finally:
+                self._personal_links.detach()
+                self._personal_links.close_all()
 
     async def drained(self) -> None:
         """Wait until no call is in flight."""
@@ -415,6 +445,16 @@ class Backend:
         try:
             peer: Peer | None = None
             try:
+                if client is not None and self.serves_people_only:
+                    return await self._on_link(  # rule 3
+                        client,
+                        method,
+                        params,
+                        progress_token,
+                        on_progress,
+                        clock,
+                        links=self._personal_links,
+                    )
                 peer = self._shared_peer()
                 if client is None or not self.per_client:
                     return await self._request_on(
@@ -456,20 +496,23 @@ class Backend:
         progress_token: RequestId | None,
         on_progress: ProgressHandler | None,
         clock: CallClock | None,
+        *,
+        links: Links | None = None,
     ) -> msgspec.Raw:
         """One request on a backend session of the client's principal or its own."""
-        lane = await self._links.acquire(client, method)
+        links = self._links if links is None else links
+        lane = await links.acquire(client, method)
         try:
-            if not self._links.before(lane, client, method, params):
+            if not links.before(lane, client, method, params):
                 return jsonrpc.EMPTY_OBJECT
             assert lane.peer is not None  # acquire returns open lanes only
             result = await self._request_on(
                 lane.peer, method, params, progress_token, on_progress, clock
             )
-            self._links.after(lane, client, method, params)
+            links.after(lane, client, method, params)
             return result
         finally:
-            self._links.release(lane, client)
+            links.release(lane, client)
 
     async def _request_on(
         self,
@@ -529,10 +572,11 @@ class Backend:
     ) -> None:
         """Forward a notification; dropped when there is no session to carry it."""
         if client is not None and self.per_client:
+            links = self._personal_links if self.serves_people_only else self._links
             if method == "notifications/roots/list_changed":
-                peer = self._links.roots_changed(client)  # links rule 6
+                peer = links.roots_changed(client)  # links rule 6
             else:
-                peer = self._links.peer_of(client)
+                peer = links.peer_of(client)
         else:
             peer = self._supervisor.peer
         if peer is None:
@@ -542,11 +586,12 @@ class Backend:
 
     def has_link(self, client: str) -> bool:
         """Whether a backend session of this client's principal or its own is open."""
-        return client in self._links
+        return client in self._links or client in self._personal_links
 
     def close_client(self, client: str) -> None:
         """The client session ended: close its own backend session, if any."""
         self._links.close(client)
+        self._personal_links.close(client)
 
     @property
     def keyed_by_roots(self) -> bool:
@@ -557,6 +602,7 @@ class Backend:
         """The client's roots are known anew: its principal's session follows them."""
         if self.per_client:
             self._links.rekey(client)
+            self._personal_links.rekey(client)
 
     # -- messages from the backend --------------------------------------------
 

@@ -11,7 +11,12 @@ Rules:
    change awaits approval under ``pinning: block`` (-32602,
    ``AwaitingApproval``).
 3. A request for an item of a backend that is down fails at once with
-   -32603 and ``data.reason = "backend_unavailable"`` naming the backend.
+   -32603 and ``data.reason = "backend_unavailable"`` naming the backend;
+   except a tool or prompt name under the prefix of a ``user_consent``
+   backend that refused the catalog session (HTTP 401) and serves each
+   principal on its own session: the catalog cannot know its items, so
+   the name after the prefix goes to the caller's session there (after
+   the consent gate), and the backend says whether it knows it.
 4. Payloads are forwarded as Raw bytes; the router decodes params only to
    swap a public name, URI or progress token for the backend's, and results
    only when they carry URIs to namespace.
@@ -127,8 +132,13 @@ class Targets:
             raise BackendUnavailable(name, "removed from the configuration")
         return backend
 
-    def named(self, kind: Kind, public: str, snap: Snapshot, what: str) -> Target:
+    def named(
+        self, kind: Kind, public: str, snap: Snapshot, what: str, *, personal: bool = False
+    ) -> Target:
         """The target of a public tool or prompt name.
+
+        ``personal``: the caller may reach items a backend lists to its
+        principal alone (rule 3's exception; ``Call.sees_everything``).
 
         Raises:
             LocalProtocolError: -32602, no such item.
@@ -142,6 +152,14 @@ class Targets:
             head, sep, _ = public.partition(self._separator)
             owner = snap.prefixes.get(head) if sep else None
             backend = self._pool.get(owner) if owner is not None else None
+            if (
+                personal
+                and backend is not None
+                and kind in (Kind.TOOLS, Kind.PROMPTS)
+                and backend.refused_listing
+                and backend.per_client
+            ):
+                return Target(backend, public[len(head) + len(sep) :])  # rule 3
             if backend is not None and backend.state is not BackendState.UP:
                 raise BackendUnavailable(backend.name, backend.reason)
             raise LocalProtocolError(f"Unknown {what}: {public}", INVALID_PARAMS)
@@ -530,7 +548,9 @@ class Calls:
                 f"invalid params: tool arguments must be an object, not {type(arguments).__name__}",
                 INVALID_PARAMS,
             )
-        target = self._targets.named(Kind.TOOLS, name, call.snapshot, "tool")
+        target = self._targets.named(
+            Kind.TOOLS, name, call.snapshot, "tool", personal=call.sees_everything
+        )
         if self._targets.withheld(target.backend.name, Kind.TOOLS, target.original):
             _fit_shown_definition(call, name, target, arguments)
         params["name"] = target.original
@@ -569,7 +589,9 @@ class Calls:
     async def get_prompt(self, call: Call, params: dict[str, Any]) -> msgspec.Raw:
         """``prompts/get``: forward under the original name, namespace URIs in the result."""
         name = mcp.require_str(params, "name", "prompt")
-        target = self._targets.named(Kind.PROMPTS, name, call.snapshot, "prompt")
+        target = self._targets.named(
+            Kind.PROMPTS, name, call.snapshot, "prompt", personal=call.sees_everything
+        )
         params["name"] = target.original
         result = await self._named(call, target, name, "prompts/get", params)
         result = mcp.rewrite_prompt_result(result, _uri_mapper(target.backend))

@@ -68,6 +68,15 @@ class Call:
     # the backend waits on the host for input (``backends/call_clock``).
     clock: CallClock | None = None
 
+    @property
+    def sees_everything(self) -> bool:
+        """Whether neither a profile nor an access policy narrows what the caller sees.
+
+        Only such a caller is shown, and may call, the items a backend lists
+        to its principal alone (they never passed through a view's rules).
+        """
+        return not self.view_tag and self.client.profile == DEFAULT_PROFILE
+
 
 @dataclass(frozen=True, slots=True)
 class Target:

@@ -191,6 +191,7 @@ class Router:
         self._guardrails: Guardrails | None = None
         self._lists = Lists(pool, cursors, page_size, metrics, guardrails)
         self._lists.consent = consent
+        self._lists.separator = separator
         self.search = SearchMode(
             lambda: pool.snapshot,
             calls.call_tool,

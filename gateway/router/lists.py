@@ -22,7 +22,19 @@ Rules:
    ``_meta["dev.mcp-gateway/consent"] = {"required": true, "unlisted":
    [NAME, ...]}``, so the list is never silently shorter; every other
    backend is listed as before.
-6. ``skills/list`` pages carry ``ttlMs``/``cacheScope`` for hosts of every
+6. Such a backend is listed per principal once that principal has
+   consented: its tools (prompts) are asked for on the caller's own
+   session there, with the caller's token (``backends.backend`` rule 3),
+   named under the backend's prefix as usual, and added to the last page
+   of that caller's list only; the list is per principal in its cache
+   hint, and nothing of it is kept, so a revoked consent or a
+   ``list_changed`` shows at the next list. A listing that fails names
+   the backend in ``_meta["dev.mcp-gateway/unavailable"]``. Only a
+   caller whose view no profile or access policy narrows
+   (``Call.sees_everything``) gets these items: they never passed
+   through a view's rules; any other caller finds the backend named as
+   ``unlisted``.
+7. ``skills/list`` pages carry ``ttlMs``/``cacheScope`` for hosts of every
    era (gateway choice: the extension's result schema requires them; a
    2025-11-25 host's SDK rejects a page without them).
 """
@@ -36,11 +48,12 @@ import structlog
 from msgspec.structs import replace
 
 from gateway.backends.state import BackendState
+from gateway.catalog.kindview import Entry
 from gateway.catalog.naming import public_uri
 from gateway.catalog.pages import after_passthrough, plan_page, render_page
 from gateway.catalog.profiles import DEFAULT_PROFILE
 from gateway.catalog.snapshot import Kind
-from gateway.errors import LocalProtocolError
+from gateway.errors import BackendUnavailable, LocalProtocolError, ProtocolError, RequestTimeout
 from gateway.protocol import mcp, revisions
 from gateway.protocol.stateless.cache_hints import combined_hint
 from gateway.router.context import ModernRequest
@@ -61,6 +74,8 @@ logger = structlog.get_logger("gateway.router")
 
 #: The ``_meta`` key marking an item whose backend needs the caller's sign-in (rule 5).
 CONSENT_META_KEY = "dev.mcp-gateway/consent"
+#: The most pages of one backend's list walked for one caller (rule 6).
+PERSONAL_PAGES = 100
 
 
 def _in_view(snap: Snapshot, backend: BackendView) -> bool:
@@ -125,6 +140,8 @@ class Lists:
         self.guard = guard
         self.consent: ConsentDesk | None = None
         """The consent flow, to mark items needing a sign-in (rule 5)."""
+        self.separator = "__"
+        """The naming separator, for items listed per principal (rule 6)."""
 
     def filters_of(self, backend: str) -> list[FilterConfig]:
         """A backend's configured guardrail filters, by its name (none once it is gone)."""
@@ -213,6 +230,12 @@ class Lists:
             if (backend := self._pool.get(name)) is not None and backend.refused_listing
         )
         unavailable = self._unavailable_backends(call.snapshot)
+        if personal and plan.next is None and not plan.fetch:
+            # The last page of the walk: the caller's own listings (rule 6).
+            mine, listed, hidden, failed = await self._listed_for(kind, call, awaiting)
+            items.extend(mine)
+            unlisted = sorted({*unlisted, *hidden})
+            unavailable = sorted({*(n for n in unavailable if n not in listed), *failed})
         following = plan.next
         fetch, fetch_cursor = plan.fetch, plan.fetch_cursor
         while fetch:
@@ -261,6 +284,76 @@ class Lists:
         ]
         awaiting = {name for name in names if not await desk.has_consent(principal, name)}
         return awaiting, bool(names)
+
+    async def _listed_for(
+        self, kind: Kind, call: Call, awaiting: set[str]
+    ) -> tuple[list[bytes], set[str], list[str], list[str]]:
+        """Rule 6: the caller's own listing of each backend it alone may list.
+
+        Returns:
+            (the encoded public items, the backends they came from, the
+            backends the caller's view keeps it from listing this way, the
+            backends whose listing failed).
+        """
+        items: list[bytes] = []
+        listed: set[str] = set()
+        hidden: list[str] = []
+        failed: list[str] = []
+        desk = self.consent
+        if desk is None or kind not in (Kind.TOOLS, Kind.PROMPTS):
+            return items, listed, hidden, failed
+        for backend in sorted(self._pool.backends.values(), key=lambda b: b.name):
+            if (
+                backend.name in awaiting
+                or not backend.refused_listing
+                or not backend.per_client
+                or not desk.acts_for_people(backend.name)
+                or not _in_view(call.snapshot, backend)
+            ):
+                continue
+            if not call.sees_everything or not backend.prefix:
+                hidden.append(backend.name)  # its names could not be routed back
+                continue
+            try:
+                found = await self._walk(backend, kind, call.client.session_id)
+            except (BackendUnavailable, RequestTimeout, ProtocolError) as exc:
+                logger.info("backend.list.personal_failed", backend=backend.name, error=str(exc))
+                failed.append(backend.name)
+                continue
+            entries = []
+            for item in found:
+                original = item.get("name")
+                if not isinstance(original, str):
+                    continue
+                item["name"] = public = f"{backend.prefix}{self.separator}{original}"
+                entries.append(Entry(public, backend.name, original, bytes(mcp.encode(item))))
+            encoded = [entry.encoded for entry in entries]
+            if self.guard is not None and kind is Kind.TOOLS:
+                encoded = await filter_list(self.guard, call, entries, encoded, self.filters_of)
+            version = call.client.protocol_version
+            if revisions.needs_downgrade(version):
+                encoded = [
+                    bytes(mcp.encode(revisions.list_item(kind.value, _decode_item(e), version)))
+                    for e in encoded
+                ]
+            items.extend(encoded)
+            listed.add(backend.name)
+        return items, listed, hidden, failed
+
+    @staticmethod
+    async def _walk(backend: BackendView, kind: Kind, client: str) -> list[dict[str, Any]]:
+        """Every page of a backend's list, on the client's own session there (rule 6)."""
+        found: list[dict[str, Any]] = []
+        cursor: str | None = None
+        for _ in range(PERSONAL_PAGES):
+            params = None if cursor is None else mcp.encode({"cursor": cursor})
+            result = await backend.request(kind.list_method, params, client=client)
+            page, following = mcp.list_items(result, kind.value)
+            found.extend(page)
+            if following is None or following == cursor:
+                break
+            cursor = following
+        return found
 
     def _with_hint(self, kind: Kind, page: msgspec.Raw, *, per_principal: bool) -> msgspec.Raw:
         """A modern host's page with the merged hint of the backends behind the list.

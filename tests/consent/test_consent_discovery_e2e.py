@@ -285,6 +285,52 @@ async def test_a_backend_that_refuses_to_list_without_a_token_is_named_not_silen
         assert await _whoami(alice, "notes__whoami") == "acting for alice@tracker"
 
 
+async def test_a_backend_that_lists_only_for_a_person_is_listed_and_called_per_principal(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    """gateway choice: once a principal signed in at a user_consent backend that refuses the
+    catalog session (401), its tools are listed on that principal's own session, in that
+    principal's list only, and calls go there with that principal's token; another principal
+    still finds it named in _meta and is asked to sign in; a revoke unlists it again."""
+    async with (
+        _discovered(nursery, tmp_path, "tracker", "notes", unlisted=("tracker",)) as found,
+        _host(found.setup, "alice") as (alice, _, _),
+        _host(found.setup, "bob") as (bob, _, _),
+    ):
+        gateway = found.setup.running.gateway
+        await wait_for_states(gateway, {"tracker": BackendState.DOWN})
+        await _signs_in(alice, "tracker__whoami", "alice@tracker")
+        listed = await alice.list_tools()
+        assert [tool.name for tool in listed.tools] == ["notes__whoami", "tracker__whoami"]
+        assert "dev.mcp-gateway/consent" not in (listed.meta or {})
+        assert "dev.mcp-gateway/unavailable" not in (listed.meta or {})
+        assert await _whoami(alice) == "acting for alice@tracker"
+        assert gateway.pool.backends["tracker"].state is not BackendState.UP  # catalog still 401
+        # Bob sees the hint, never alice's tools, and is asked for his own sign-in.
+        theirs = await bob.list_tools()
+        assert [tool.name for tool in theirs.tools] == ["notes__whoami"]
+        assert (theirs.meta or {})["dev.mcp-gateway/consent"] == {
+            "required": True,
+            "unlisted": ["tracker"],
+        }
+        await _link(bob, "tracker__whoami")
+        assert [sub for sub, _ in found.setup.carried()] == ["alice@tracker"]
+        # Once bob signed in too, each call carries its own principal's token.
+        await _signs_in(bob, "tracker__whoami", "bob@tracker")
+        assert await _whoami(bob) == "acting for bob@tracker"
+        assert await _whoami(alice) == "acting for alice@tracker"
+        carried = found.setup.carried()
+        assert [sub for sub, _ in carried] == ["alice@tracker", "bob@tracker", "alice@tracker"]
+        assert carried[0][1] == carried[2][1] != carried[1][1]
+        # A revoke takes it out of alice's list at once; bob's stays.
+        await found.flow.revoke("token:alice", "tracker")
+        again = await alice.list_tools()
+        assert [tool.name for tool in again.tools] == ["notes__whoami"]
+        assert (again.meta or {})["dev.mcp-gateway/consent"]["unlisted"] == ["tracker"]
+        theirs = await bob.list_tools()
+        assert [tool.name for tool in theirs.tools] == ["notes__whoami", "tracker__whoami"]
+
+
 async def test_the_console_revokes_a_consent_at_the_server_and_says_what_it_did(
     nursery: trio.Nursery, tmp_path: Path
 ) -> None:

@@ -81,6 +81,7 @@ class FakeBackend:
     closed_clients: list[str] = field(default_factory=list)
     rekeyed_clients: list[str] = field(default_factory=list)
     refused: frozenset[str] = frozenset()
+    refused_listing: bool = False
     config: BackendConfig = field(init=False)
     info: ServerInfo | None = field(init=False)
 
@@ -135,7 +136,9 @@ class FakeBackend:
         clock: CallClock | None = None,
     ) -> msgspec.Raw:
         """Record the request, then answer it as ``answers`` says (or with ``{}``)."""
-        if self.state is not BackendState.UP:
+        if self.state is not BackendState.UP and not (
+            self.refused_listing and self.per_client and client is not None
+        ):  # a backend refused to the catalog still serves a principal's own session
             raise BackendUnavailable(self.name, self.reason)
         body = decoded(params) or {}
         self.sent.append(Sent(method, body, client))

@@ -152,6 +152,7 @@ class Supervisor:
         self._state = BackendState.STARTING
         self._reason = "starting"
         self._cause: BaseException | None = None
+        self._last_failure: BaseException | None = None
         self.peer: Peer | None = None
         self.info: ServerInfo | None = None
         self.listing: BackendListing | None = None
@@ -219,12 +220,19 @@ class Supervisor:
         """The exception that took the backend down, when one did and it is still down."""
         return self._cause
 
+    @property
+    def last_failure(self) -> BaseException | None:
+        """What ended the last attempt, kept between attempts; None once up again."""
+        return self._last_failure
+
     def _set_state(
         self, state: BackendState, reason: str, cause: BaseException | None = None
     ) -> None:
         self._state = state
         self._reason = reason
         self._cause = cause
+        if state is BackendState.UP or cause is not None:
+            self._last_failure = cause
         if state is not BackendState.UP:
             self.peer = None  # a session exists only while up (rule 2)
         self._state_event.set()
