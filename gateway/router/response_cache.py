@@ -18,7 +18,11 @@ Rules:
 5. **Scope.** ``private`` answers are kept per principal and only served to
    it; without a principal they are not kept (``cache.responses`` rule 2).
    An opt-in's ``scope: auto`` is ``private`` when the backend's sessions
-   are per principal, else ``public``. The item is resolved in the caller's
+   are per principal, else ``public``. A backend that is sent each caller's
+   own credential (``auth.type`` ``user_consent`` or ``token_exchange``)
+   answers as that person, so its answers are ``private`` whatever the
+   opt-in or the backend's own hint says: one person's answer never
+   reaches another. The item is resolved in the caller's
    effective view before the lookup, so a shared answer reaches only callers
    the access policy lets reach the item.
 6. **Key**: the backend, the request in the backend's names (``_meta`` left
@@ -88,8 +92,20 @@ def cache_for(
     return RouterCache(config, backends, profiles, clock)
 
 
+#: Backend credentials that are each caller's own (rule 5).
+PERSONAL_AUTH: Final = frozenset({"user_consent", "token_exchange"})
+
+
+def _personal(backend: BackendView) -> bool:
+    """Whether the backend is sent each caller's own credential (rule 5)."""
+    auth = getattr(backend.config, "auth", None)
+    return auth is not None and auth.type in PERSONAL_AUTH
+
+
 def _scope(choice: CacheScopeChoice, backend: BackendView, principal: str) -> Scope:
     """An opt-in's scope with ``auto`` resolved (rule 5)."""
+    if _personal(backend):
+        return "private"
     if choice != "auto":
         return choice
     per_principal = backend.config.effective_session(bool(principal)) == "per_principal"
@@ -240,7 +256,7 @@ class RouterCache:
     ) -> tuple[float, Scope]:
         """How long and for whom a complete read is kept (rule 2)."""
         if modern:
-            return own.ttl_ms / 1000, own.scope
+            return own.ttl_ms / 1000, "private" if _personal(backend) else own.scope
         opt_in = self._reads.get(backend.name)
         if opt_in is None:
             return 0.0, "private"

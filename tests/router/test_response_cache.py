@@ -9,11 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+import pytest
 import trio
 import trio.testing
 
 from gateway.backends.state import BackendState
 from gateway.config import StdioBackend
+from gateway.config.schema_backend_auth import BackendAuth
+from gateway.config.schema_backends import HttpBackend
 from gateway.config.schema_cache import BackendCache, CacheConfig, ToolCache
 from gateway.config.schema_profiles import ProfileConfig
 from gateway.protocol import mcp
@@ -391,4 +394,50 @@ async def test_scope_auto_keeps_a_per_principal_backends_reads_per_principal(
     router = await cached_router(pool, nursery)
     for principal in (ALICE, BOB, ALICE, BOB):
         await ask(router, FakeClient("c", principal=principal), "resources/read", uri="old+mem://a")
+    assert reads_sent(backend) == 2
+
+
+def _personal_config(kind: str, name: str = "old", **cache: Any) -> HttpBackend:
+    """An HTTP backend ``name`` that is sent each caller's own credential (``kind``)."""
+    token_url = "http://127.0.0.1:9/token" if kind == "token_exchange" else ""
+    auth = BackendAuth(type=kind, client_id="gateway", token_url=token_url)  # type: ignore[arg-type]
+    return HttpBackend(
+        name=name,
+        url="http://127.0.0.1:9/mcp",
+        prefix=name,
+        auth=auth,
+        cache=BackendCache(**cache),
+    )
+
+
+@pytest.mark.parametrize("kind", ["user_consent", "token_exchange"])
+async def test_a_backend_answering_as_each_person_never_shares_a_read_even_when_told_public(
+    nursery: trio.Nursery, kind: str
+) -> None:
+    """Gateway choice (rule 5): an answer made with alice's token is alice's, whatever
+    the opt-in says; bob's read reaches the backend with his own."""
+    pool = FakePool()
+    backend = pool.add(legacy_backend(), resources=({"uri": "mem://a", "name": "a"},))
+    backend.config = _personal_config(kind, ttl=30, scope="public")
+    router = await cached_router(pool, nursery)
+    for principal in (ALICE, BOB, ALICE, BOB):
+        await ask(router, FakeClient("c", principal=principal), "resources/read", uri="old+mem://a")
+    assert reads_sent(backend) == 2
+
+
+async def test_a_personal_backends_public_hint_is_kept_per_principal(
+    nursery: trio.Nursery,
+) -> None:
+    """Gateway choice (rule 5): a 2026-07-28 backend saying ``public`` of an answer it
+    made with one person's token is still kept for that person only."""
+    pool = FakePool()
+    backend = pool.add(
+        modern_backend({"ttlMs": 60000, "cacheScope": "public"}),
+        resources=({"uri": "mem://a", "name": "a"},),
+    )
+    backend.config = _personal_config("user_consent", name=backend.name)
+    router = await cached_router(pool, nursery)
+    uri = f"{backend.name}+mem://a"
+    for principal in (ALICE, BOB, ALICE, BOB):
+        await ask(router, FakeClient("c", principal=principal), "resources/read", uri=uri)
     assert reads_sent(backend) == 2
