@@ -11,6 +11,12 @@ audit log (issue 16 item 3):
   many it hides.
 - ``policy.call``: with ``policy_audit: calls``, one line per call, read
   and get (principal, method, item, outcome).
+
+The items a ``user_consent`` backend lists to one principal alone
+(``router.lists`` rule 6) are in no view; :class:`PersonalView` holds them
+to the same rules, sans-IO: the profile's selection (backend, public name
+per kind; in search mode only its pinned tools are listed) and the
+policy's admitter on that profile.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 import structlog
 
 from gateway.catalog.effective import EffectiveViews, changed_kinds, hidden, narrow
-from gateway.catalog.profiles import restrict
+from gateway.catalog.profiles import SEARCH, restrict
 from gateway.catalog.snapshot import Kind
 from gateway.identity.policy import EVERYTHING_ON, ProfileAccess, decide
 from gateway.router.call_metrics import NO_METRICS
@@ -28,7 +34,7 @@ from gateway.router.call_metrics import NO_METRICS
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
-    from gateway.catalog.profiles import ProfileViews
+    from gateway.catalog.profiles import Profile, ProfileViews
     from gateway.catalog.snapshot import Snapshot
     from gateway.identity.policy import Policy
     from gateway.identity.principal import Principal
@@ -76,6 +82,49 @@ def _exists(view: Snapshot, kind: Kind, public: str) -> bool:
     if kind is Kind.RESOURCES:
         return view.resolve_uri(public) is not None
     return view.resolve(kind, public) is not None
+
+
+class PersonalView:
+    """What a caller may see and use of the items a backend lists to its principal alone.
+
+    Those items never pass through a view (``router.lists`` rule 6), so
+    they meet the view's rules here, by public name, per kind: the
+    profile must select the backend and the name, and the access policy
+    on that profile must admit the name; a hidden item does not exist for
+    the caller, exactly like a catalog item its view leaves out.
+
+    Args:
+        profile: the caller's profile (None: no such profile, nothing).
+        access: what the caller's principal may see on that profile, asked
+            for at the first item (most requests name none).
+    """
+
+    def __init__(self, profile: Profile | None, access: Callable[[], ProfileAccess]) -> None:
+        self._profile = profile
+        self._access = access
+        self._admits: Callable[[Kind, str], bool] | None = None
+
+    def admits(self, kind: Kind, public: str, backend: str) -> bool:
+        """Whether the caller may call (get) the item: its profile and policy admit it."""
+        profile = self._profile
+        if profile is None or not profile.admits(kind, public, backend):
+            return False
+        if self._admits is None:  # the globs are built once, at the first item
+            self._admits = self._access().admitter()
+        return self._admits(kind, public)
+
+    def lists(self, kind: Kind, public: str, backend: str) -> bool:
+        """Whether the item is listed to the caller: admitted, and a search-mode
+        profile lists only its pinned tools (``catalog.profiles`` rule 6)."""
+        profile = self._profile
+        if (
+            profile is not None
+            and kind is Kind.TOOLS
+            and profile.mode == SEARCH
+            and public not in profile.pinned
+        ):
+            return False
+        return self.admits(kind, public, backend)
 
 
 class AccessControl:
@@ -185,6 +234,10 @@ class AccessControl:
         if self.policy is None:
             return EVERYTHING_ON
         return decide(self.policy, principal).on(profile)
+
+    def personal(self, client: ClientPeer, profile: Profile | None) -> PersonalView:
+        """What the client may see of items listed to its principal alone, under ``profile``."""
+        return PersonalView(profile, lambda: self.on(client))
 
     def effective(self, client: ClientPeer, base: Snapshot) -> tuple[Snapshot, str]:
         """(the client's effective view of ``base``, the view's tag)."""

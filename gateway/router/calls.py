@@ -16,7 +16,10 @@ Rules:
    backend that refused the catalog session (HTTP 401) and serves each
    principal on its own session: the catalog cannot know its items, so
    the name after the prefix goes to the caller's session there (after
-   the consent gate), and the backend says whether it knows it.
+   the consent gate), and the backend says whether it knows it. The name
+   must be one the caller's profile and access policy admit
+   (``Call.admits_personal``); any other is "Unknown tool" (prompt), as
+   for a catalog item the caller's view leaves out.
 4. Payloads are forwarded as Raw bytes; the router decodes params only to
    swap a public name, URI or progress token for the backend's, and results
    only when they carry URIs to namespace.
@@ -133,12 +136,18 @@ class Targets:
         return backend
 
     def named(
-        self, kind: Kind, public: str, snap: Snapshot, what: str, *, personal: bool = False
+        self,
+        kind: Kind,
+        public: str,
+        snap: Snapshot,
+        what: str,
+        *,
+        personal: Callable[[Kind, str, str], bool] | None = None,
     ) -> Target:
         """The target of a public tool or prompt name.
 
-        ``personal``: the caller may reach items a backend lists to its
-        principal alone (rule 3's exception; ``Call.sees_everything``).
+        ``personal``: which items a backend lists to the caller's principal
+        alone the caller may reach (rule 3's exception; ``Call.admits_personal``).
 
         Raises:
             LocalProtocolError: -32602, no such item.
@@ -153,12 +162,15 @@ class Targets:
             owner = snap.prefixes.get(head) if sep else None
             backend = self._pool.get(owner) if owner is not None else None
             if (
-                personal
+                personal is not None
                 and backend is not None
                 and kind in (Kind.TOOLS, Kind.PROMPTS)
                 and backend.refused_listing
                 and backend.per_client
             ):
+                if not personal(kind, public, backend.name):
+                    # Left out by the caller's profile or policy: no such item.
+                    raise LocalProtocolError(f"Unknown {what}: {public}", INVALID_PARAMS)
                 return Target(backend, public[len(head) + len(sep) :])  # rule 3
             if backend is not None and backend.state is not BackendState.UP:
                 raise BackendUnavailable(backend.name, backend.reason)
@@ -549,7 +561,11 @@ class Calls:
                 INVALID_PARAMS,
             )
         target = self._targets.named(
-            Kind.TOOLS, name, call.snapshot, "tool", personal=call.sees_everything
+            Kind.TOOLS,
+            name,
+            call.snapshot,
+            "tool",
+            personal=partial(call.admits_personal, listed=False),
         )
         if self._targets.withheld(target.backend.name, Kind.TOOLS, target.original):
             _fit_shown_definition(call, name, target, arguments)
@@ -590,7 +606,11 @@ class Calls:
         """``prompts/get``: forward under the original name, namespace URIs in the result."""
         name = mcp.require_str(params, "name", "prompt")
         target = self._targets.named(
-            Kind.PROMPTS, name, call.snapshot, "prompt", personal=call.sees_everything
+            Kind.PROMPTS,
+            name,
+            call.snapshot,
+            "prompt",
+            personal=partial(call.admits_personal, listed=False),
         )
         params["name"] = target.original
         result = await self._named(call, target, name, "prompts/get", params)

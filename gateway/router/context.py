@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     from gateway.backends.call_clock import CallClock
     from gateway.backends.state import BackendView
-    from gateway.catalog.snapshot import Snapshot
+    from gateway.catalog.snapshot import Kind, Snapshot
     from gateway.identity.principal import Principal
     from gateway.protocol.stateless.envelope import Envelope
     from gateway.protocol.stateless.tasks import Task
@@ -67,15 +67,39 @@ class Call:
     # The request clock of the call's forward to its backend, stopped while
     # the backend waits on the host for input (``backends/call_clock``).
     clock: CallClock | None = None
+    # What the caller's profile and policy admit of the items a backend
+    # lists to its principal alone (``router.access.PersonalView``); None:
+    # a call made without a request's view (a background call).
+    personal: PersonalItems | None = None
 
     @property
     def sees_everything(self) -> bool:
-        """Whether neither a profile nor an access policy narrows what the caller sees.
-
-        Only such a caller is shown, and may call, the items a backend lists
-        to its principal alone (they never passed through a view's rules).
-        """
+        """Whether neither a profile nor an access policy narrows what the caller sees."""
         return not self.view_tag and self.client.profile == DEFAULT_PROFILE
+
+    def admits_personal(self, kind: Kind, public: str, backend: str, *, listed: bool) -> bool:
+        """Whether an item a backend lists to the caller's principal alone exists for it.
+
+        ``listed``: the question is whether it is listed (else: called).
+        Without a ``personal`` view, only a caller that sees everything.
+        """
+        personal = self.personal
+        if personal is None:
+            return self.sees_everything
+        return (personal.lists if listed else personal.admits)(kind, public, backend)
+
+
+class PersonalItems(Protocol):
+    """What a caller's profile and policy admit of items listed per principal
+    (``router.access.PersonalView`` has it)."""
+
+    def admits(self, kind: Kind, public: str, backend: str) -> bool:
+        """Whether the caller may call (get) the item."""
+        ...
+
+    def lists(self, kind: Kind, public: str, backend: str) -> bool:
+        """Whether the item is listed to the caller."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,6 +336,7 @@ __all__ = [
     "Call",
     "HeldCallView",
     "ModernRequest",
+    "PersonalItems",
     "Target",
     "TaskRequest",
 ]

@@ -539,7 +539,12 @@ class Router:
         outcome = "ok"
         base, effective, tag = self.effective(client)
         call = Call(
-            client, effective, emit, view_tag=tag, per_principal=self.access.policy is not None
+            client,
+            effective,
+            emit,
+            view_tag=tag,
+            per_principal=self.access.policy is not None,
+            personal=self.access.personal(client, self.profiles.profile(client.profile)),
         )
         err: ProtocolError | None = None
         span: tracing.ServerSpan | None = None

@@ -29,11 +29,14 @@ Rules:
    of that caller's list only; the list is per principal in its cache
    hint, and nothing of it is kept, so a revoked consent or a
    ``list_changed`` shows at the next list. A listing that fails names
-   the backend in ``_meta["dev.mcp-gateway/unavailable"]``. Only a
-   caller whose view no profile or access policy narrows
-   (``Call.sees_everything``) gets these items: they never passed
-   through a view's rules; any other caller finds the backend named as
-   ``unlisted``.
+   the backend in ``_meta["dev.mcp-gateway/unavailable"]``. Each item
+   meets the rules a catalog item meets, by its public name: the
+   caller's profile must select the backend and the name (a search-mode
+   profile lists only its pinned tools) and the access policy must admit
+   it there (``router.access.PersonalView``); what they leave out is not
+   listed, and a profile that does not select the backend shows nothing
+   of it. A backend without a prefix is named ``unlisted``: its names
+   could not be routed back.
 7. ``skills/list`` pages carry ``ttlMs``/``cacheScope`` for hosts of every
    era (gateway choice: the extension's result schema requires them; a
    2025-11-25 host's SDK rejects a page without them).
@@ -311,7 +314,7 @@ class Lists:
                 or not _in_view(call.snapshot, backend)
             ):
                 continue
-            if not call.sees_everything or not backend.prefix:
+            if not backend.prefix:
                 hidden.append(backend.name)  # its names could not be routed back
                 continue
             try:
@@ -325,7 +328,10 @@ class Lists:
                 original = item.get("name")
                 if not isinstance(original, str):
                     continue
-                item["name"] = public = f"{backend.prefix}{self.separator}{original}"
+                public = f"{backend.prefix}{self.separator}{original}"
+                if not call.admits_personal(kind, public, backend.name, listed=True):
+                    continue  # the caller's profile or policy leaves it out
+                item["name"] = public
                 entries.append(Entry(public, backend.name, original, bytes(mcp.encode(item))))
             encoded = [entry.encoded for entry in entries]
             if self.guard is not None and kind is Kind.TOOLS:
