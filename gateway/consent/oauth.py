@@ -227,8 +227,14 @@ def authorization_url(
     return server.authorization_endpoint + separator + urlencode(query)
 
 
-def registration_body(*, client_name: str, redirect_uri: str, scopes: list[str]) -> bytes:
-    """A dynamic client registration request (RFC 7591 section 2): a public client with PKCE."""
+def public_client_metadata(
+    *, client_name: str, redirect_uri: str, scopes: list[str]
+) -> dict[str, Any]:
+    """The gateway's client metadata (RFC 7591 section 2): a public client with PKCE.
+
+    One description serves both ways of becoming a client: the body of a
+    dynamic registration and the client ID metadata document.
+    """
     body: dict[str, Any] = {
         "client_name": client_name,
         "redirect_uris": [redirect_uri],
@@ -238,4 +244,11 @@ def registration_body(*, client_name: str, redirect_uri: str, scopes: list[str])
     }
     if scopes:
         body["scope"] = " ".join(scopes)
-    return msgspec.json.encode(body)
+    return body
+
+
+def registration_body(*, client_name: str, redirect_uri: str, scopes: list[str]) -> bytes:
+    """A dynamic client registration request (RFC 7591 section 2): a public client with PKCE."""
+    return msgspec.json.encode(
+        public_client_metadata(client_name=client_name, redirect_uri=redirect_uri, scopes=scopes)
+    )

@@ -32,7 +32,7 @@ from urllib.parse import quote
 import msgspec
 
 from gateway.config import NetworkBackend
-from gateway.consent.oauth import ConsentSetupError
+from gateway.consent.oauth import ConsentSetupError, public_client_metadata
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -132,17 +132,8 @@ def metadata_document(
     *, client_id: str, client_name: str, redirect_uri: str, scopes: list[str]
 ) -> bytes:
     """The client ID metadata document served at ``client_id`` itself (a public client)."""
-    body: dict[str, object] = {
-        "client_id": client_id,
-        "client_name": client_name,
-        "redirect_uris": [redirect_uri],
-        "grant_types": ["authorization_code", "refresh_token"],
-        "response_types": ["code"],
-        "token_endpoint_auth_method": "none",
-    }
-    if scopes:
-        body["scope"] = " ".join(scopes)
-    return msgspec.json.encode(body)
+    body = public_client_metadata(client_name=client_name, redirect_uri=redirect_uri, scopes=scopes)
+    return msgspec.json.encode({"client_id": client_id, **body})
 
 
 def _issued_for(url: str, auth: BackendAuth) -> tuple[str, str, str, tuple[str, ...]]:
