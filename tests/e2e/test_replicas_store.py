@@ -34,7 +34,7 @@ import signal
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -266,6 +266,50 @@ def _parent(pid: int) -> int:
     return int(stat.rsplit(")", 1)[1].split()[1])
 
 
+async def _behind_haproxy(
+    stack: contextlib.AsyncExitStack,
+    http: httpx.AsyncClient,
+    replicas: list[Replica],
+    tmp_path: Path,
+    config_of: Callable[[Replica], str],
+) -> str:
+    """Start every replica on its config, then HAProxy round robin before them; its URL.
+
+    Every process is told to stop at once when ``stack`` closes (the stack
+    then waits for each).
+    """
+    for replica in replicas:
+        replica.config.write_text(config_of(replica))
+        replica.process = await stack.enter_async_context(
+            _process(
+                [sys.executable, "-m", "gateway", "serve", "-c", str(replica.config)],
+                replica.log,
+            )
+        )
+    for replica in replicas:
+        assert replica.process is not None
+        await _wait_ready(http, replica.url + "/readyz", replica.process)
+    front_port = free_port()
+    (tmp_path / "haproxy.cfg").write_text(
+        _haproxy_config(front_port, [replica.port for replica in replicas])
+    )
+    haproxy = shutil.which("haproxy")
+    assert haproxy is not None
+    balancer = await stack.enter_async_context(
+        _process([haproxy, "-f", str(tmp_path / "haproxy.cfg"), "-db"])
+    )
+    front = f"http://127.0.0.1:{front_port}"
+
+    def stop_all() -> None:
+        for process in [balancer, *(replica.process for replica in replicas)]:
+            if process is not None and process.returncode is None:
+                process.send_signal(signal.SIGTERM)
+
+    stack.callback(stop_all)
+    await _wait_ready(http, front + "/readyz", balancer)
+    return front
+
+
 async def test_three_replicas_share_budget_login_and_reload_and_survive_a_kill_and_a_store_restart(
     nursery: trio.Nursery, tmp_path: Path
 ) -> None:
@@ -276,36 +320,9 @@ async def test_three_replicas_share_budget_login_and_reload_and_survive_a_kill_a
     figures: dict[str, Any] = {}
     async with contextlib.AsyncExitStack() as stack, httpx.AsyncClient(timeout=60) as http:
         stack.callback(redis.stop)
-        for replica in replicas:
-            replica.config.write_text(_config(replica.port, redis.url, TOKENS))
-            replica.process = await stack.enter_async_context(
-                _process(
-                    [sys.executable, "-m", "gateway", "serve", "-c", str(replica.config)],
-                    replica.log,
-                )
-            )
-        for replica in replicas:
-            assert replica.process is not None
-            await _wait_ready(http, replica.url + "/readyz", replica.process)
-        front_port = free_port()
-        (tmp_path / "haproxy.cfg").write_text(
-            _haproxy_config(front_port, [replica.port for replica in replicas])
+        front = await _behind_haproxy(
+            stack, http, replicas, tmp_path, lambda r: _config(r.port, redis.url, TOKENS)
         )
-        haproxy = shutil.which("haproxy")
-        assert haproxy is not None
-        balancer = await stack.enter_async_context(
-            _process([haproxy, "-f", str(tmp_path / "haproxy.cfg"), "-db"])
-        )
-        front = f"http://127.0.0.1:{front_port}"
-
-        def stop_all() -> None:
-            # Every process told at once: the exit stack then waits for each.
-            for process in [balancer, *(replica.process for replica in replicas)]:
-                if process is not None and process.returncode is None:
-                    process.send_signal(signal.SIGTERM)
-
-        stack.callback(stop_all)
-        await _wait_ready(http, front + "/readyz", balancer)
 
         # 1. One budget: dave's burst is spent across all three replicas.
         statuses = [await _list(http, replicas[n % 3].url, "dave") for n in range(BURST + 6)]

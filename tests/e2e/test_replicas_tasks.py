@@ -29,7 +29,6 @@ import itertools
 import json
 import shutil
 import signal
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any, Final
@@ -43,10 +42,8 @@ from gateway.protocol.stateless.task_record import OWNER_LOST
 from tests.e2e.test_replicas_store import (
     Replica,
     _answer,
-    _haproxy_config,
-    _process,
+    _behind_haproxy,
     _store_state,
-    _wait_ready,
 )
 from tests.e2e.test_tasks import WITH_TASKS
 from tests.frontend.test_modern_http import modern, modern_headers
@@ -84,7 +81,7 @@ def _config(port: int, store_url: str, modern_url: str) -> str:
             "server": {"host": "127.0.0.1", "port": port},
             "logging": {"level": "warning", "format": "json"},
             "auth": {"tokens": TOKENS},
-            "store": {"url": store_url, "key_prefix": "three-tasks:", "timeout": 0.5,
+            "store": {"url": store_url, "key_prefix": "three-tasks:", "timeout": 2,
                       "task_owner_timeout": OWNER_TIMEOUT},
             "pagination": {"cursor_secret": "three-replicas-cursor-secret"},
             "mrtr": {"state_secret": "three-replicas-state-secret"},
@@ -144,7 +141,9 @@ class Run:
         else:
             call = {"name": "t__countdown", "arguments": {"polls": 2, "tag": tag}}
             expected = f" for {tag}"
-        created = (await _ask(http, url, principal, "tools/call", call))["result"]
+        answer = await _ask(http, url, principal, "tools/call", call)
+        assert "result" in answer, (url, tag, answer)
+        created = answer["result"]
         assert created["resultType"] == "task", created
         task = Task(principal, kind, created["taskId"], expected)
         self.tasks.append(task)
@@ -229,35 +228,10 @@ async def test_tasks_end_the_same_on_every_replica_through_a_kill_and_a_store_re
                 env={"MODERN_TASKS_RECORD": str(tmp_path / "record.jsonl")},
             )
         )
-        for replica in replicas:
-            replica.config.write_text(_config(replica.port, redis.url, modern_server.url("/mcp")))
-            replica.process = await stack.enter_async_context(
-                _process(
-                    [sys.executable, "-m", "gateway", "serve", "-c", str(replica.config)],
-                    replica.log,
-                )
-            )
-        for replica in replicas:
-            assert replica.process is not None
-            await _wait_ready(http, replica.url + "/readyz", replica.process)
-        front_port = free_port()
-        (tmp_path / "haproxy.cfg").write_text(
-            _haproxy_config(front_port, [replica.port for replica in replicas])
+        modern_url = modern_server.url("/mcp")
+        front = await _behind_haproxy(
+            stack, http, replicas, tmp_path, lambda r: _config(r.port, redis.url, modern_url)
         )
-        haproxy = shutil.which("haproxy")
-        assert haproxy is not None
-        balancer = await stack.enter_async_context(
-            _process([haproxy, "-f", str(tmp_path / "haproxy.cfg"), "-db"])
-        )
-        front = f"http://127.0.0.1:{front_port}"
-
-        def stop_all() -> None:
-            for process in [balancer, *(replica.process for replica in replicas)]:
-                if process is not None and process.returncode is None:
-                    process.send_signal(signal.SIGTERM)
-
-        stack.callback(stop_all)
-        await _wait_ready(http, front + "/readyz", balancer)
         started = trio.current_time()
 
         # 1. Tasks of both kinds from both principals at once, polled through HAProxy.
