@@ -42,21 +42,27 @@ class Activity:
 
     def __init__(self) -> None:
         self.active = 0
-        self._idle = trio.Event()
-        self._idle.set()
+        # Set when ``active`` drops to 0; made only while ``wait_idle`` waits,
+        # so a request does not create and set an Event each time (one
+        # caller's every request took ``active`` from 0 to 1 and back).
+        self._idle: trio.Event | None = None
 
     def __enter__(self) -> None:
         self.active += 1
-        if self.active == 1:
-            self._idle = trio.Event()
 
     def __exit__(self, *exc_info: object) -> None:
         self.active -= 1
-        if self.active == 0:
+        if self.active == 0 and self._idle is not None:
             self._idle.set()
+            self._idle = None
 
     async def wait_idle(self) -> None:
         """Return once nothing is being handled."""
+        if self.active == 0:
+            await trio.lowlevel.checkpoint()
+            return
+        if self._idle is None:
+            self._idle = trio.Event()
         await self._idle.wait()
 
 
