@@ -527,7 +527,7 @@ class Backend:
         started = trio.current_time()
         handler = on_progress
         deadline = clock if clock is not None else CallClock(trio.current_time)
-        first = deadline.start(timeouts.request, started + timeouts.max_total)
+        first = deadline.start(timeouts.request, started + timeouts.max_total, started)
         with trio.CancelScope(deadline=first) as scope:
             deadline.attach(scope)
             if timeouts.reset_on_progress and on_progress is not None:
