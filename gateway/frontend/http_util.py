@@ -15,7 +15,12 @@ import msgspec
 import trio
 
 from gateway.errors import GatewayError
-from gateway.protocol.headers import JSON_MEDIA_TYPE_RAW, SSE_MEDIA_TYPE_RAW
+from gateway.protocol.headers import (
+    JSON_MEDIA_TYPE_RAW,
+    MCP_PROTOCOL_VERSION_HEADER_RAW,
+    MCP_SESSION_ID_HEADER_RAW,
+    SSE_MEDIA_TYPE_RAW,
+)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -76,6 +81,48 @@ def header(scope: Scope, name: bytes) -> bytes | None:
         if key == name:
             return bytes(value)
     return None
+
+
+class McpHeaders(msgspec.Struct, frozen=True, gc=False):
+    """The headers an MCP endpoint reads, each its first value or None (``mcp_headers``).
+
+    Positional, not ``kw_only``: ``mcp_headers`` fills it in field order.
+    """
+
+    host: bytes | None
+    origin: bytes | None
+    authorization: bytes | None
+    content_type: bytes | None
+    accept: bytes | None
+    content_length: bytes | None
+    session_id: bytes | None
+    protocol_version: bytes | None
+
+
+# The header names of McpHeaders' fields, in its field order.
+_MCP_HEADER_NAMES: Final = (
+    b"host",
+    b"origin",
+    b"authorization",
+    b"content-type",
+    b"accept",
+    b"content-length",
+    MCP_SESSION_ID_HEADER_RAW,
+    MCP_PROTOCOL_VERSION_HEADER_RAW,
+)
+
+
+def mcp_headers(scope: Scope) -> McpHeaders:
+    """The headers the front door and the MCP endpoint read, found in one pass.
+
+    A request to ``/mcp`` read them one ``header`` scan at a time, nine scans
+    a call (Origin and Host, the media types, the length, the session and
+    version headers twice). The table keeps each name's first value, as
+    ``header`` does (``reversed``: the first occurrence is written last),
+    and is read in C (``map``), not by a Python call per name.
+    """
+    table = dict(reversed(scope["headers"]))
+    return McpHeaders(*map(table.get, _MCP_HEADER_NAMES))
 
 
 def media_types(value: bytes | None) -> frozenset[str]:

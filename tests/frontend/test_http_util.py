@@ -1,4 +1,4 @@
-"""The frontend's request count, which a drain waits on before it closes connections."""
+"""Raw ASGI helpers: the request count a drain waits on, the headers an endpoint reads."""
 
 from __future__ import annotations
 
@@ -36,3 +36,21 @@ async def test_wait_idle_returns_when_the_last_of_several_requests_ends(
     with trio.fail_after(1):
         await done.wait()
     assert activity.active == 0
+
+
+def test_the_endpoint_headers_are_each_the_first_value_sent_or_none() -> None:
+    """Gateway choice: read in one pass, a header sent twice counts by its first
+    value, as a scan for it did (an Origin sent twice is judged by the first)."""
+    scope = {
+        "headers": [
+            (b"origin", b"http://localhost"),
+            (b"mcp-session-id", b"abc"),
+            (b"origin", b"https://evil.example"),
+            (b"user-agent", b"test"),
+        ]
+    }
+    headers = h.mcp_headers(scope)
+    assert headers.origin == b"http://localhost" == h.header(scope, b"origin")
+    assert headers.session_id == b"abc"
+    assert headers.host is None
+    assert headers.protocol_version is None
