@@ -130,8 +130,11 @@ class StdioChannel:
         self._closed = False
         # A real child's pipes: ask the kernel first (fd_io); a stand-in's
         # streams (tests) are used as they are.
-        self._direct = isinstance(self._stdin, trio.lowlevel.FdStream) and isinstance(
-            self._stdout, trio.lowlevel.FdStream
+        stdin, stdout = self._stdin, self._stdout
+        self._direct: tuple[FdStream, FdStream] | None = (
+            (stdin, stdout)
+            if isinstance(stdin, FdStream) and isinstance(stdout, FdStream)
+            else None
         )
 
     @property
@@ -150,9 +153,10 @@ class StdioChannel:
             await lock.acquire()
         try:
             try:
-                if self._direct:
+                direct = self._direct
+                if direct is not None:
                     # fileno() at the moment of use: -1 once closed, never a reused number.
-                    await fd_io.write_all(_fileno(self._stdin), message + b"\n")
+                    await fd_io.write_all(direct[0].fileno(), message + b"\n")
                 else:
                     await self._stdin.send_all(message + b"\n")
             except Exception as exc:
@@ -174,8 +178,9 @@ class StdioChannel:
             if self._closed:
                 raise TransportClosed("stdio channel closed")
             try:
-                if self._direct:
-                    chunk = await fd_io.read_some(_fileno(self._stdout), self._sizer.read_bytes)
+                direct = self._direct
+                if direct is not None:
+                    chunk = await fd_io.read_some(direct[1].fileno(), self._sizer.read_bytes)
                 else:
                     chunk = bytes(await self._stdout.receive_some(self._sizer.read_bytes))
             except Exception as exc:
@@ -212,11 +217,6 @@ class StdioChannel:
     async def aclose(self) -> None:
         """Mark closed; the owning ``open_stdio`` ends the process."""
         self._closed = True
-
-
-def _fileno(stream: object) -> int:
-    assert isinstance(stream, trio.lowlevel.FdStream)
-    return stream.fileno()
 
 
 def _signal_group(pid: int, signum: int) -> None:
