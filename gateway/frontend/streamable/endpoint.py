@@ -18,6 +18,7 @@ GET stream can do is refused with its own answer: the GET itself (409) and
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Final
 
 import structlog
@@ -458,8 +459,7 @@ class McpEndpoint:
         return answer
 
     async def _post_request(self, send: h.Send, session: ClientSession, request: Request) -> None:
-        async def route(emit: Emit) -> bytes:
-            return await self._route(session, request, emit)
-
+        # A partial, not a closure: one coroutine fewer to enter and resume.
+        route = partial(self._route, session, request)
         may_emit = may_emit_related(session.capabilities, request.params)
         await respond_to_request(send, session.session_id, route, may_emit=may_emit)
