@@ -62,16 +62,19 @@ def has_body(method_is_head: bool, status: int) -> bool:
     return not (method_is_head or status < 200 or status in (204, 304))
 
 
+def status_line(status: int) -> bytes:
+    """``HTTP/1.1 <status> <reason phrase>`` and its CRLF."""
+    line = _STATUS_LINES.get(status)
+    return b"HTTP/1.1 %d \r\n" % status if line is None else line
+
+
 def head(status: int, headers: Iterable[tuple[bytes, bytes]]) -> bytes:
     """The status line and header block, ending with the blank line; adds ``Date``.
 
     Raises:
         UnsafeHeader: a name or value contains CR or LF.
     """
-    line = _STATUS_LINES.get(status)
-    if line is None:
-        line = b"HTTP/1.1 %d \r\n" % status
-    parts = [line]
+    parts = [status_line(status)]
     for name, value in headers:
         if b"\n" in value or b"\r" in value or b"\n" in name or b"\r" in name:
             raise UnsafeHeader(name[:40])
