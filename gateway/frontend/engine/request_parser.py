@@ -4,7 +4,7 @@ The engine's server reads the socket and feeds the bytes here; what comes
 out is a queue the engine takes from one request at a time: a ``Request``
 (the head), ``bytes`` (body data, chunked coding removed), ``END`` (the
 request is complete), ``CLOSED`` (the host closed its side) or a
-``Refusal`` (answer with its status, then close).
+``RequestRefused`` (answer with its status, then close).
 
 Rules / theory of operation:
 
@@ -20,7 +20,8 @@ Rules / theory of operation:
   head limit: what waits is bounded by that limit plus one read.
 - **A malformed request is refused in its place.** The requests before it
   are answered; then it is a 400 (or the status below) and the connection
-  closes; llhttp is not fed again.
+  closes; llhttp is not fed again (a callback that refuses raises
+  ``RequestRefused``, which stops it where it is).
 - **A head over ``max_header_bytes`` is a 431**: a complete one is measured
   (the request line and headers, as sent); an incomplete one as soon as the
   reads after the one it began in exceed the limit, so a head never holds
@@ -49,6 +50,8 @@ from functools import partial
 from typing import Final, TypeAlias
 
 import httptools
+
+from gateway.errors import GatewayError
 
 # The header names the parser looks at, beyond lowercasing them.
 _HOST: Final = b"host"
@@ -96,22 +99,21 @@ class Request:
         return f"<Request {self.method!r} {self.target!r} HTTP/{self.http_version}>"
 
 
-class Refusal:
+class RequestRefused(GatewayError):
     """A request that cannot be served: answer ``status`` with ``reason``, then close.
 
-    Attributes:
+    Queued as an event in the request's place; raised from llhttp's
+    callbacks too, to stop it there.
+
+    Args:
         status: 400, 431, 501 or 505.
         reason: what was wrong, for the body of the answer.
     """
 
-    __slots__ = ("reason", "status")
-
     def __init__(self, status: int, reason: str) -> None:
+        super().__init__(status, reason)
         self.status = status
         self.reason = reason
-
-    def __repr__(self) -> str:
-        return f"<Refusal {self.status} {self.reason!r}>"
 
 
 class Marker:
@@ -133,7 +135,7 @@ class Marker:
 END: Final = Marker("END")
 CLOSED: Final = Marker("CLOSED")
 
-Event: TypeAlias = Request | bytes | Marker | Refusal
+Event: TypeAlias = Request | bytes | Marker | RequestRefused
 
 
 def _head_size(request: Request) -> int:
@@ -203,10 +205,13 @@ class RequestParser:
         if self.head_open and self._after > self._limit:
             self._refuse(431, "request header block too large")
 
-    def _refuse(self, status: int, reason: str) -> None:
+    def _refuse(self, status: int, reason: str) -> RequestRefused:
+        """Queue a refusal, unless the events have already ended; raise it to stop llhttp."""
+        refused = RequestRefused(status, reason)
         if not self._done:
             self._done = True
-            self.events.append(Refusal(status, reason))
+            self.events.append(refused)
+        return refused
 
     def _upgraded(self, rest: bytes) -> None:
         """llhttp stopped after a request that asked to upgrade: go on without the upgrade."""
@@ -258,8 +263,7 @@ class RequestParser:
         version = parser.get_http_version()
         request = Request(parser.get_method(), self._target, version, self._headers, True, False)
         if self._first + self._after > self._limit and _head_size(request) > self._limit:
-            self._refuse(431, "request header block too large")
-            return
+            raise self._refuse(431, "request header block too large")
         hosts = 0
         for name, value in self._headers:
             if name in _CHECKED:
@@ -271,15 +275,12 @@ class RequestParser:
                 elif name == _EXPECT:
                     request.expect_continue = b"100-continue" in value.lower()
                 elif value.strip().lower() != b"chunked":  # Transfer-Encoding
-                    self._refuse(501, "only Transfer-Encoding: chunked is supported")
-                    return
+                    raise self._refuse(501, "only Transfer-Encoding: chunked is supported")
         if version != "1.1":
             if version != "1.0":
-                self._refuse(505, f"HTTP/{version} is not supported")
-                return
+                raise self._refuse(505, f"HTTP/{version} is not supported")
             request.keep_alive = request.expect_continue = False
         elif hosts != 1:
-            self._refuse(400, "an HTTP/1.1 request needs exactly one Host header")
-            return
+            raise self._refuse(400, "an HTTP/1.1 request needs exactly one Host header")
         self._last = request
         self.events.append(request)

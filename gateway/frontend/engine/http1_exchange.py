@@ -1,4 +1,4 @@
-"""One HTTP request on the h11 engine, as the ASGI ``receive`` and ``send`` of the app.
+"""One HTTP request on the HTTP/1.1 engine, as the ASGI ``receive`` and ``send`` of the app.
 
 Theory of operation:
 
@@ -29,7 +29,7 @@ from urllib.parse import unquote
 
 import trio
 
-from gateway.frontend.engine import h11_response as wire_format
+from gateway.frontend.engine import http1_response as wire_format
 from gateway.frontend.engine.request_parser import END, Request, RequestParser
 from gateway.transports import fd_io
 
@@ -74,7 +74,7 @@ class Wire:
         # Close after this response: it said so, or it was cut.
         self.must_close = False
         # Input from the host we did not read (a refused or unread body):
-        # the close lets the host finish sending first (h11_server._close).
+        # the close lets the host finish sending first (http1_server._close).
         self.unread = False
         # Plain TCP is written through its descriptor (fd_io: no scheduler
         # pass when the kernel takes the bytes); TLS through its stream.

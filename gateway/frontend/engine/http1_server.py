@@ -1,8 +1,12 @@
-"""The h11 engine: the gateway's own HTTP/1.1 server, carrying the ASGI app.
+"""The HTTP/1.1 engine: the gateway's own server, carrying the ASGI app (``server.engine: h11``).
+
+The engine was built on h11 and the config value keeps its name; requests
+are now parsed by llhttp (``request_parser.py``), responses written by
+``http1_response.py``.
 
 Rules / theory of operation:
 
-- **One task per connection**, in one nursery ``serve_h11`` owns; the
+- **One task per connection**, in one nursery ``serve_http1`` owns; the
   listeners are served in a nursery of their own, so shutdown can stop
   accepting without touching the connections.
 - **One request at a time per connection.** llhttp parses
@@ -42,10 +46,10 @@ from typing import TYPE_CHECKING, Final
 import structlog
 import trio
 
-from gateway.frontend.engine import h11_response as wire_format
-from gateway.frontend.engine.h11_exchange import Exchange, Wire, build_scope
-from gateway.frontend.engine.h11_response import DATE
-from gateway.frontend.engine.request_parser import Refusal, Request
+from gateway.frontend.engine import http1_response as wire_format
+from gateway.frontend.engine.http1_exchange import Exchange, Wire, build_scope
+from gateway.frontend.engine.http1_response import DATE
+from gateway.frontend.engine.request_parser import Request, RequestRefused
 
 if TYPE_CHECKING:
     import ssl
@@ -55,7 +59,7 @@ if TYPE_CHECKING:
 
     App = Callable[[h.Scope, h.Receive, h.Send], Awaitable[None]]
 
-logger = structlog.get_logger("gateway.frontend.h11")
+logger = structlog.get_logger("gateway.frontend.http1")
 
 # How long a close with input unread waits for the host to finish sending.
 LINGER_TIMEOUT: Final = 1.0
@@ -86,7 +90,7 @@ class Limits:
     backlog: int = 1024
 
 
-class H11Server:
+class Http1Server:
     """The connections of one server: serves each, and closes the idle ones on shutdown.
 
     Args:
@@ -209,7 +213,7 @@ class H11Server:
             event = events.popleft()
             if type(event) is Request:
                 return event
-            if type(event) is Refusal:
+            if type(event) is RequestRefused:
                 await _refuse(wire, event.status, event.reason)
             return None  # CLOSED (a previous body is always taken whole: _reusable)
         finally:
@@ -267,7 +271,7 @@ def _url(scheme: str, listener: trio.SocketListener) -> str:
     return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
 
-async def serve_h11(
+async def serve_http1(
     app: App,
     host: str,
     port: int,
@@ -282,7 +286,7 @@ async def serve_h11(
     ``task_status.started`` receives the bound URLs (``http://127.0.0.1:PORT``).
     """
     listeners = await trio.open_tcp_listeners(port, host=host, backlog=limits.backlog)
-    server = H11Server(app, limits, ssl_context)
+    server = Http1Server(app, limits, ssl_context)
     scheme = "https" if ssl_context is not None else "http"
     async with trio.open_nursery() as connections:
         async with trio.open_nursery() as accepting:
