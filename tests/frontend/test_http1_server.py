@@ -613,7 +613,7 @@ async def test_a_body_over_the_coalesce_limit_follows_its_head_in_a_write_of_its
 async def test_a_request_framed_two_ways_is_400_and_what_it_smuggled_never_reaches_the_app() -> (
     None
 ):
-    """Gateway choice (RFC 9112 section 6.3; robustness A51): both Content-Length and
+    """Gateway choice (RFC 9112 section 6.3; robustness A56): both Content-Length and
     Transfer-Encoding is a 400 and a close; the request hidden in its body is not served."""
     app = App()
     smuggled = b"GET /admin HTTP/1.1\r\nHost: test\r\n\r\n"
@@ -679,7 +679,7 @@ FRAGMENTS = st.sampled_from(
 def test_any_bytes_a_host_sends_get_no_500_and_the_server_survives(
     pieces: list[bytes], close: bool
 ) -> None:
-    """Gateway choice (robustness A51): whatever bytes a host sends, in whatever pieces,
+    """Gateway choice (robustness A56): whatever bytes a host sends, in whatever pieces,
     the engine answers with no 500, logs no failure of its own, and ends the
     connection (at the latest at its timeouts, on virtual time)."""
 
