@@ -11,7 +11,9 @@ hypothesis property feeds arbitrary bytes in arbitrary pieces.
 
 from __future__ import annotations
 
+import gc
 import itertools
+import weakref
 
 import pytest
 from hypothesis import given
@@ -300,3 +302,21 @@ def test_any_bytes_in_any_pieces_give_well_formed_events_and_never_raise(
         else:
             assert in_body, events
             in_body = event is not END
+
+
+def test_a_closed_parser_is_freed_without_the_cyclic_collector() -> None:
+    """Gateway choice: llhttp holds the parser's callbacks; closing lets go of it, so a
+    closed connection's parser goes at once (serve makes full collections rare)."""
+    parser = RequestParser(LIMIT)
+    parser.feed(HEAD + b"\r\n")
+    parser.close()
+    parser.feed(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")  # ignored, not an error
+    alive = weakref.ref(parser)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        del parser
+        assert alive() is None
+    finally:
+        if collecting:
+            gc.enable()

@@ -127,6 +127,7 @@ class Http1Server:
             logger.exception("http.connection.failed", client=client)
         finally:
             self.connections -= 1
+            wire.parser.close()
             await _close(wire)  # noqa: ASYNC102 - shields itself, with a deadline
 
     async def _serve(

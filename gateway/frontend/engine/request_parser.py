@@ -137,6 +137,10 @@ CLOSED: Final = Marker("CLOSED")
 
 Event: TypeAlias = Request | bytes | Marker | RequestRefused
 
+# What a closed RequestParser holds in llhttp's place: a parser with no
+# callbacks, so nothing refers back to the closed one.
+_DETACHED: Final = httptools.HttpRequestParser(object())
+
 
 def _head_size(request: Request) -> int:
     """About the size of a head on the wire (the request line and the headers)."""
@@ -204,6 +208,16 @@ class RequestParser:
             self._refuse(400, str(exc) or "malformed request")
         if self.head_open and self._after > self._limit:
             self._refuse(431, "request header block too large")
+
+    def close(self) -> None:
+        """The connection is closed: let go of llhttp.
+
+        llhttp holds this object's callbacks, and this object holds llhttp:
+        without this the pair waits for a full run of the cyclic collector,
+        which ``serve`` makes rare (``gateway/cli/collector.py``).
+        """
+        self._done = True
+        self._parser = _DETACHED
 
     def _refuse(self, status: int, reason: str) -> RequestRefused:
         """Queue a refusal, unless the events have already ended; raise it to stop llhttp."""
