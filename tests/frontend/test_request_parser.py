@@ -249,8 +249,8 @@ def test_an_upgrade_request_is_served_as_plain_http_with_its_body() -> None:
 def test_a_connect_is_answered_and_nothing_after_it_is_read_as_http() -> None:
     """Gateway choice: what follows a CONNECT is a tunnel's bytes, not requests."""
     events = parse(b"CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n")
-    request, end = events
-    assert isinstance(request, Request) and end is END
+    request, end, closed = events
+    assert isinstance(request, Request) and (end, closed) == (END, CLOSED)
     assert not request.keep_alive
 
 

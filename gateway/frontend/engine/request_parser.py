@@ -167,7 +167,8 @@ class RequestParser:
         self.backlog = 0
         self.head_open = False
         self._limit = max_header_bytes
-        # Fed, or CLOSED queued: llhttp is fed no more.
+        # The events have ended (a refusal or CLOSED queued, or the parser
+        # closed): llhttp is fed no more.
         self._done = False
         self._feeding = 0  # the size of the read being fed
         self._first = 0  # the size of the read the open head began in
@@ -235,6 +236,7 @@ class RequestParser:
         if request.method == b"CONNECT":
             request.keep_alive = False  # what follows is a tunnel's bytes: not read
             self._done = True
+            self.events.append(CLOSED)
             return
         framing = b""
         for name, value in request.headers:
