@@ -58,6 +58,20 @@ def test_a_request_is_its_head_its_body_and_its_end() -> None:
     assert (body, end) == (b"hi", END)
 
 
+def test_header_values_lose_the_whitespace_around_them() -> None:
+    """Spec (RFC 9110 section 5.5): optional whitespace before and after a field value
+    is not part of it (llhttp trims only the leading; the 2026-07-28 conformance suite
+    sends ``Mcp-Name:   alpha__add  ``)."""
+    raw = HEAD + b"Mcp-Name: \t alpha__add \t \r\nX-Inner: a  b\r\nX-Empty:   \r\n\r\n"
+    request = parse(raw)[0]
+    assert isinstance(request, Request)
+    assert request.headers[1:] == [
+        (b"mcp-name", b"alpha__add"),
+        (b"x-inner", b"a  b"),
+        (b"x-empty", b""),
+    ]
+
+
 @pytest.mark.parametrize(
     "framing",
     [

@@ -60,6 +60,7 @@ _EXPECT: Final = b"expect"
 _TRANSFER_ENCODING: Final = b"transfer-encoding"
 _CONTENT_LENGTH: Final = b"content-length"
 _CHECKED: Final = frozenset((_HOST, _CONNECTION, _EXPECT, _TRANSFER_ENCODING))
+_OWS: Final = frozenset(b" \t")  # optional whitespace (RFC 9110 section 5.6.3), as ints
 
 
 class Request:
@@ -268,6 +269,10 @@ class RequestParser:
 
     def on_header(self, name: bytes, value: bytes) -> None:
         """One header, whole."""
+        # llhttp trims the whitespace before a value, not after it; RFC 9110
+        # section 5.5 excludes both (the 2026-07-28 suite checks Mcp-Name's).
+        if value and value[-1] in _OWS:
+            value = value.rstrip(b" \t")
         self._headers.append((name.lower(), value))
 
     def on_headers_complete(self) -> None:
