@@ -26,6 +26,8 @@ Rules / theory of operation:
   (the request line and headers, as sent); an incomplete one as soon as the
   reads after the one it began in exceed the limit, so a head never holds
   more than the limit and one read.
+- **Header values lose the whitespace around them**, as on h11 (llhttp
+  trims only what comes before a value; RFC 9110 section 5.5).
 - **What h11 refused that llhttp accepts is refused here too**: a
   Transfer-Encoding other than ``chunked`` (501, h11's answer); an HTTP/1.1
   request without exactly one Host (400, RFC 9112 section 3.2); a version
