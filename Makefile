@@ -17,7 +17,7 @@ CONFORMANCE_MODERN_DIR := tests/conformance_modern
 # finding in benchmarks/soak.py is fixed.
 FLAKE8_ASYNC_ARGS := \
 	--enable=ASYNC102,ASYNC103,ASYNC104,ASYNC106,ASYNC111,ASYNC112,ASYNC113,ASYNC114,ASYNC118,ASYNC119,ASYNC120,ASYNC122,ASYNC123,ASYNC125,ASYNC300,ASYNC400 \
-	--startable-in-context-manager=run,_run,_run_link,call_into,serve_h11,serve_http,_run_source
+	--startable-in-context-manager=run,_run,_run_link,call_into,serve_http1,serve_http,_run_source
 
 SDK2_VENV := .venv-sdk2
 

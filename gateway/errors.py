@@ -57,7 +57,8 @@ of each class defined elsewhere::
     ├── InsufficientScope           identity.authenticator: 403
     ├── Rejection                   frontend.rejection: an HTTP refusal before routing
     ├── BodyTooLarge                frontend.http_util
-    ├── UnsafeHeader (ValueError)   frontend.engine.h11_response: CR/LF in a header
+    ├── UnsafeHeader (ValueError)   frontend.engine.http1_response: CR/LF in a header
+    ├── RequestRefused              frontend.engine.request_parser: a request answered 4xx/5xx
     ├── EnvelopeRefused             frontend.stateless.stdio_requests
     ├── ConsoleDenied               console.caller: status and page message
     ├── FormError (ValueError)      console.forms

@@ -7,8 +7,10 @@ loaded (what runs after that, the backends' start, is measured by
 (token checks and grants), httpx (HTTP backends, token endpoints, JWKS),
 ``gateway.cli.host_files`` (``import`` and ``connect``), detect-secrets (the
 guardrails' secret detectors), jsonschema (the ``schema`` filter, held
-calls' argument checks) and jinja2 (the console's pages, ``admin.enabled``)
-must not be among the modules loaded: each is imported where it is used. ``-X importtime`` put
+calls' argument checks), jinja2 (the console's pages, ``admin.enabled``)
+and h11 (only hypercorn's, ``server.engine: hypercorn``, since llhttp parses
+for the gateway's own engine) must not be among the modules loaded: each is
+imported where it is used. ``-X importtime`` put
 them at about a ninth of the start path's import time
 (docs/performance.md); no timing is asserted here.
 """
@@ -27,6 +29,7 @@ RARE = (
     "detect_secrets",
     "jsonschema",
     "jinja2",
+    "h11",
 )
 
 PROBE = """

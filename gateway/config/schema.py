@@ -145,7 +145,7 @@ class Base(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True
     """
 
 
-# Which HTTP server carries the frontend (docs/performance.md, "The h11 engine").
+# Which HTTP server carries the frontend (docs/performance.md, "The HTTP/1.1 engine").
 Engine: TypeAlias = Literal["h11", "hypercorn"]
 
 
@@ -195,7 +195,9 @@ class ServerConfig(Base, frozen=True, kw_only=True):
             say): the resource identifier of RFC 8707/9728 and the default
             JWT audience. Empty: ``http://{host}:{port}{path}``.
         engine: the HTTP server: ``h11`` (the gateway's own HTTP/1.1 loop,
-            the fast default) or ``hypercorn`` (HTTP/2-capable, the cross-check).
+            the fast default; named for the parser it was first built on,
+            llhttp parses now) or ``hypercorn`` (HTTP/2-capable, the
+            cross-check).
         tls: certificate and key for HTTPS, on either engine.
     """
 

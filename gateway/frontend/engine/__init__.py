@@ -1,4 +1,5 @@
 """The HTTP engines that carry the ASGI app.
 
-The h11 engine (the default) and the selection of hypercorn.
+The gateway's own HTTP/1.1 engine (the default, ``server.engine: h11``)
+and the selection of hypercorn.
 """

@@ -1,7 +1,8 @@
 """The engine seam: which HTTP server carries the ASGI app (``server.engine``).
 
-``h11`` is the gateway's own HTTP/1.1 server (``h11_server.py``), the
-default: it costs a fraction of hypercorn's CPU per call
+``h11`` is the gateway's own HTTP/1.1 server (``http1_server.py``; the
+value keeps the name of the parser it was built on, llhttp parses now),
+the default: it costs a fraction of hypercorn's CPU per call
 (docs/performance.md). ``hypercorn`` stays for deployments that want
 HTTP/2, and as the cross-check the tests run every HTTP path on. Both get
 the same limits, and both shut down the same way: when ``stopping`` is set
@@ -17,14 +18,14 @@ from typing import TYPE_CHECKING, Final, cast
 
 import trio
 
-from gateway.frontend.engine.h11_server import Limits, serve_h11
+from gateway.frontend.engine.http1_server import Limits, serve_http1
 
 if TYPE_CHECKING:
     import hypercorn.config
     from hypercorn.typing import ASGIFramework
 
     from gateway.config.schema import ServerConfig, TlsConfig
-    from gateway.frontend.engine.h11_server import App
+    from gateway.frontend.engine.http1_server import App
 
 # Idle HTTP connections are closed after this. Three things set it:
 # - longer than clients' own idle expiry (httpx, and so the official SDKs,
@@ -39,7 +40,7 @@ KEEP_ALIVE_TIMEOUT: Final = 8.0
 # A burst of hosts reconnecting at once must queue in the kernel and be
 # answered (503 past max_sessions), not reset (robustness B15).
 LISTEN_BACKLOG: Final = 1024
-# Header blocks past this size are refused (431 on h11; hypercorn closes).
+# Header blocks past this size are refused (431 on our engine; hypercorn closes).
 MAX_HEADER_BYTES: Final = 64 * 1024
 
 
@@ -54,7 +55,7 @@ def ssl_context(tls: TlsConfig) -> ssl.SSLContext | None:
 
 
 def hypercorn_config(server: ServerConfig, drain_timeout: float) -> hypercorn.config.Config:
-    """hypercorn's settings for the same limits the h11 engine keeps."""
+    """hypercorn's settings for the same limits the HTTP/1.1 engine keeps."""
     import hypercorn.config  # only when asked for: about 35 ms of start-up otherwise
 
     hc = hypercorn.config.Config()
@@ -81,8 +82,8 @@ def hypercorn_config(server: ServerConfig, drain_timeout: float) -> hypercorn.co
     return hc
 
 
-def h11_limits(drain_timeout: float) -> Limits:
-    """The h11 engine's limits: the same figures hypercorn is given."""
+def http1_limits(drain_timeout: float) -> Limits:
+    """The HTTP/1.1 engine's limits: the same figures hypercorn is given."""
     return Limits(
         max_header_bytes=MAX_HEADER_BYTES,
         header_timeout=KEEP_ALIVE_TIMEOUT,
@@ -119,11 +120,11 @@ async def serve_http(
         )
     else:
         serve = partial(
-            serve_h11,
+            serve_http1,
             app,
             server.host,
             server.port,
-            h11_limits(drain_timeout),
+            http1_limits(drain_timeout),
             stopping=stopping,
             ssl_context=ssl_context(server.tls),
         )

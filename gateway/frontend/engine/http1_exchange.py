@@ -1,4 +1,4 @@
-"""One HTTP request on the h11 engine, as the ASGI ``receive`` and ``send`` of the app.
+"""One HTTP request on the HTTP/1.1 engine, as the ASGI ``receive`` and ``send`` of the app.
 
 Theory of operation:
 
@@ -6,9 +6,9 @@ Theory of operation:
   message (a small POST is one call), then, once the body is complete, waits
   for the host to hang up and returns ``http.disconnect``: the frontend's
   streams and modern requests cancel on it. While it waits it reads the
-  socket, so bytes of a pipelined next request are buffered in h11 (about
-  one header block's worth at most; then it only waits for the response to
-  end).
+  socket, so a pipelined next request is parsed and queued (about one
+  header block's worth and one read at most; then it only waits for the
+  response to end).
   The host closing its side (EOF, a half-close included) counts as a
   disconnect, as it does on hypercorn.
 - **send** holds ``http.response.start`` back until the first body message,
@@ -27,10 +27,10 @@ import math
 from typing import TYPE_CHECKING, Final
 from urllib.parse import unquote
 
-import h11
 import trio
 
-from gateway.frontend.engine import h11_response as wire_format
+from gateway.frontend.engine import http1_response as wire_format
+from gateway.frontend.engine.request_parser import END, Request, RequestParser
 from gateway.transports import fd_io
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from gateway.frontend import http_util as h
 
 # The most read from a socket at once: a typical request in one read, and
-# a bound on what one read can add to h11's buffer.
+# a bound on what one read can add to the parser's queue.
 READ_SIZE: Final = 64 * 1024
 
 _DISCONNECT: Final = {"type": "http.disconnect"}
@@ -52,7 +52,7 @@ COALESCE_LIMIT: Final = 64 * 1024
 
 
 class Wire:
-    """One connection's stream and h11 state, shared by its successive exchanges.
+    """One connection's stream and parser, shared by its successive exchanges.
 
     Args:
         stream: the accepted stream (TCP, or TLS over it).
@@ -68,32 +68,18 @@ class Wire:
         self.stream = stream
         self.max_header_bytes = max_header_bytes
         self.body_timeout = body_timeout
-        self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=max_header_bytes)
+        self.parser = RequestParser(max_header_bytes)
         # The host hung up or a write failed: nothing more is read or written.
         self.broken = False
         # Close after this response: it said so, or it was cut.
         self.must_close = False
         # Input from the host we did not read (a refused or unread body):
-        # the close lets the host finish sending first (h11_server._close).
+        # the close lets the host finish sending first (http1_server._close).
         self.unread = False
         # Plain TCP is written through its descriptor (fd_io: no scheduler
         # pass when the kernel takes the bytes); TLS through its stream.
         self._socket = stream.socket if isinstance(stream, trio.SocketStream) else None
         self._writing = False
-
-    def next_cycle(self) -> None:
-        """Ready for the next request: h11 starts afresh from the bytes already buffered.
-
-        Responses do not go through h11 (h11_response.py), so its state
-        machine never sees them end; a new parser per request is cheaper
-        (under 1 µs) than telling it.
-        """
-        data, closed = self.conn.trailing_data
-        self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=self.max_header_bytes)
-        if data:
-            self.conn.receive_data(data)
-        if closed:
-            self.conn.receive_data(b"")
 
     async def read(self) -> bytes:
         """Bytes from the host; ``b""`` once it closed or the stream broke."""
@@ -127,26 +113,25 @@ class Wire:
 
 
 def build_scope(
-    request: h11.Request,
-    headers: list[tuple[bytes, bytes]],
+    request: Request,
     scheme: str,
     client: tuple[str, int] | None,
     server: tuple[str, int] | None,
 ) -> h.Scope:
-    """The ASGI HTTP scope of one parsed request (``headers``: its names lowercased)."""
-    raw_path, _, query = bytes(request.target).partition(b"?")
+    """The ASGI HTTP scope of one parsed request."""
+    raw_path, _, query = request.target.partition(b"?")
     path = raw_path.decode("latin-1")
     return {
         "type": "http",
         "asgi": _ASGI,
-        "http_version": request.http_version.decode("ascii"),
+        "http_version": request.http_version,
         "method": request.method.decode("ascii"),
         "scheme": scheme,
         "path": unquote(path) if "%" in path else path,
         "raw_path": raw_path,
         "query_string": query,
         "root_path": "",
-        "headers": headers,
+        "headers": request.headers,
         "client": client,
         "server": server,
     }
@@ -157,19 +142,16 @@ class Exchange:
 
     Args:
         wire: the connection.
-        head: whether the request is a HEAD (its response carries no body).
-        keep_alive: whether the host lets the connection carry another
-            request (HTTP/1.1 without ``Connection: close``).
+        request: the request's head.
         closing: returns True when the connection will close after this
             response (the server is shutting down): the response says so.
     """
 
-    def __init__(
-        self, wire: Wire, *, head: bool, keep_alive: bool, closing: Callable[[], bool]
-    ) -> None:
+    def __init__(self, wire: Wire, request: Request, closing: Callable[[], bool]) -> None:
         self._wire = wire
-        self._head = head
-        self._keep_alive = keep_alive
+        self._head = request.method == b"HEAD"
+        self._keep_alive = request.keep_alive
+        self._expect_continue = request.expect_continue
         self._closing = closing
         self._chunked = False
         self._bodyless = False
@@ -199,62 +181,61 @@ class Exchange:
         GET the app never ``receive``s from would look unfinished and close
         its connection.
         """
-        conn = self._wire.conn
+        events = self._wire.parser.events
         while not self._body_done:
-            try:
-                event = conn.next_event()
-            except h11.RemoteProtocolError:
+            if not events:
                 return False
-            if isinstance(event, h11.EndOfMessage):
+            event = events[0]
+            if event is END:
                 self._body_done = True
-            elif not isinstance(event, h11.Data):
+            elif type(event) is not bytes:  # a refusal (a malformed chunk) or the host's close
                 return False
+            events.popleft()
         return True
 
     async def _read_body(self) -> h.Message:
-        conn = self._wire.conn
-        if conn.they_are_waiting_for_100_continue and not self._continued:
+        wire = self._wire
+        if self._expect_continue and not self._continued:
             self._continued = True
-            await self._wire.write(wire_format.CONTINUE)
+            await wire.write(wire_format.CONTINUE)
+        events = wire.parser.events
         chunks: list[bytes] = []
         while True:
-            try:
-                event = conn.next_event()
-            except h11.RemoteProtocolError:  # a malformed chunk, or EOF mid-body
-                self._wire.broken = True
-                return dict(_DISCONNECT)
-            if isinstance(event, h11.Data):
-                chunks.append(bytes(event.data))
-            elif isinstance(event, h11.EndOfMessage):
-                self._body_done = True
-                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-            elif event is h11.NEED_DATA:
-                if chunks:
-                    return {"type": "http.request", "body": b"".join(chunks), "more_body": True}
-                with trio.move_on_after(self._wire.body_timeout) as stalled:
-                    data = await self._wire.read()
-                if stalled.cancelled_caught:  # a body trickled or stopped (slow client)
-                    self._wire.broken = True
+            if events:
+                event = events.popleft()
+                if type(event) is bytes:
+                    chunks.append(event)
+                elif event is END:
+                    self._body_done = True
+                    return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+                else:  # a malformed chunk, or the host closed mid-body
+                    wire.broken = True
                     return dict(_DISCONNECT)
-                conn.receive_data(data)
-            else:  # ConnectionClosed
-                self._wire.broken = True
-                return dict(_DISCONNECT)
+            elif chunks:
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": True}
+            else:
+                with trio.move_on_after(wire.body_timeout) as stalled:
+                    data = await wire.read()
+                if stalled.cancelled_caught or not data:  # stopped, or the host closed
+                    wire.broken = True
+                    return dict(_DISCONNECT)
+                wire.parser.feed(data)
 
     async def _wait_for_hangup(self) -> None:
         """Read until the host closes or the response ends, whichever is first."""
         wire = self._wire
+        parser = wire.parser
         while not (wire.broken or self.complete):
             with trio.CancelScope() as waiter:  # the response's end cancels it
                 self._waiter = waiter
-                if len(wire.conn.trailing_data[0]) >= wire.max_header_bytes:
-                    await trio.sleep_forever()  # enough of the next request is buffered
+                if parser.events and parser.backlog >= wire.max_header_bytes:
+                    await trio.sleep_forever()  # enough of what follows is queued
                 data = await wire.read()
             self._waiter = None
             if waiter.cancelled_caught:
                 return
             if data:
-                wire.conn.receive_data(data)
+                parser.feed(data)
 
     # -- send ----------------------------------------------------------------
 

@@ -1,16 +1,23 @@
-"""The h11 engine: the gateway's own HTTP/1.1 server, carrying the ASGI app.
+"""The HTTP/1.1 engine: the gateway's own server, carrying the ASGI app (``server.engine: h11``).
+
+The engine was built on h11 and the config value keeps its name; requests
+are now parsed by llhttp (``request_parser.py``), responses written by
+``http1_response.py``.
 
 Rules / theory of operation:
 
-- **One task per connection**, in one nursery ``serve_h11`` owns; the
+- **One task per connection**, in one nursery ``serve_http1`` owns; the
   listeners are served in a nursery of their own, so shutdown can stop
   accepting without touching the connections.
-- **One request at a time per connection.** h11 parses; the next request is
-  read only after the response to this one has ended (pipelined bytes wait
-  in h11's buffer). A request body the app did not read closes the
-  connection after its response, which says ``Connection: close``.
+- **One request at a time per connection.** llhttp parses
+  (``request_parser.py``); the next request reaches the app only after the
+  response to this one has ended (a pipelined one waits in the parser's
+  queue). A request body the app did not read closes the connection after
+  its response, which says ``Connection: close``.
 - **Limits.** A header block over ``max_header_bytes`` gets 431, a malformed
-  request 400 (h11's ``error_status_hint``), then the connection closes.
+  request 400 (or the parser's status: 501 for a transfer coding other than
+  chunked, 505 for a version other than 1.0 and 1.1), then the connection
+  closes.
   The headers of a request must be complete within ``header_timeout`` of the
   connection going idle (slowloris, robustness A26): a connection that
   trickles or says nothing is closed without an answer, as hypercorn does at
@@ -36,12 +43,13 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Final
 
-import h11
 import structlog
 import trio
 
-from gateway.frontend.engine.h11_exchange import Exchange, Wire, build_scope
-from gateway.frontend.engine.h11_response import DATE
+from gateway.frontend.engine import http1_response as wire_format
+from gateway.frontend.engine.http1_exchange import Exchange, Wire, build_scope
+from gateway.frontend.engine.http1_response import DATE
+from gateway.frontend.engine.request_parser import Request, RequestRefused
 
 if TYPE_CHECKING:
     import ssl
@@ -51,7 +59,7 @@ if TYPE_CHECKING:
 
     App = Callable[[h.Scope, h.Receive, h.Send], Awaitable[None]]
 
-logger = structlog.get_logger("gateway.frontend.h11")
+logger = structlog.get_logger("gateway.frontend.http1")
 
 # How long a close with input unread waits for the host to finish sending.
 LINGER_TIMEOUT: Final = 1.0
@@ -82,7 +90,7 @@ class Limits:
     backlog: int = 1024
 
 
-class H11Server:
+class Http1Server:
     """The connections of one server: serves each, and closes the idle ones on shutdown.
 
     Args:
@@ -119,6 +127,7 @@ class H11Server:
             logger.exception("http.connection.failed", client=client)
         finally:
             self.connections -= 1
+            wire.parser.close()
             await _close(wire)  # noqa: ASYNC102 - shields itself, with a deadline
 
     async def _serve(
@@ -128,7 +137,7 @@ class H11Server:
         # (its deadline set for each wait, infinite while the app runs),
         # instead of a scope a request.
         while True:
-            request: h11.Request | None = None
+            request: Request | None = None
             with trio.CancelScope() as waiting:
                 while True:
                     request = None
@@ -147,19 +156,13 @@ class H11Server:
     async def _exchange(
         self,
         wire: Wire,
-        request: h11.Request,
+        request: Request,
         client: tuple[str, int] | None,
         server: tuple[str, int] | None,
     ) -> bool:
         """Run the app for one request; True when the connection can carry the next."""
-        headers = _headers(request)
-        exchange = Exchange(
-            wire,
-            head=request.method == b"HEAD",
-            keep_alive=_keep_alive(request, headers),
-            closing=self._closing,
-        )
-        scope = build_scope(request, headers, self._scheme, client, server)
+        exchange = Exchange(wire, request, self._closing)
+        scope = build_scope(request, self._scheme, client, server)
         try:
             await self._app(scope, exchange.receive, exchange.send)
         finally:
@@ -167,10 +170,7 @@ class H11Server:
             if not exchange.complete:
                 with trio.CancelScope(shield=True, deadline=trio.current_time() + CLOSE_TIMEOUT):
                     await exchange.finish()
-        if not self._reusable(wire, exchange):
-            return False
-        wire.next_cycle()
-        return True
+        return self._reusable(wire, exchange)
 
     def _closing(self) -> bool:
         return self.stopping
@@ -181,16 +181,16 @@ class H11Server:
             return False
         return not (self.stopping or wire.broken or wire.must_close) and exchange.complete
 
-    async def _next_request(self, wire: Wire, scope: trio.CancelScope) -> h11.Request | None:
+    async def _next_request(self, wire: Wire, scope: trio.CancelScope) -> Request | None:
         """The next request's head, or None: closed, refused, or shutting down.
 
         ``scope`` is the connection's waiting scope: its deadline is the idle
         or header timeout while this waits (a timeout cancels it), infinite
         again when this returns.
         """
-        conn = wire.conn
-        buffered = len(conn.trailing_data[0])
-        idle = not buffered
+        parser = wire.parser
+        events = parser.events
+        idle = not (events or parser.head_open)
         timeout = self._limits.idle_timeout if idle else self._limits.header_timeout
         arrived: float | None = None
         if idle:
@@ -199,65 +199,27 @@ class H11Server:
             self._idle.add(scope)
         scope.deadline = trio.current_time() + timeout
         try:
-            while True:
-                event = conn.next_event()
-                if event is h11.NEED_DATA:
-                    if arrived is not None:  # a head still incomplete: its own deadline
-                        scope.deadline = arrived + self._limits.header_timeout
-                        arrived = None
-                    data = await wire.read()
-                    buffered += len(data)
-                    conn.receive_data(data)
-                    if data and idle:  # a request is arriving: no longer idle
-                        self._idle.discard(scope)
-                        idle = False
-                        # The header timeout runs from now; the deadline
-                        # moves only if the head needs another read.
-                        arrived = trio.current_time()
-                elif isinstance(event, h11.Request):
-                    # h11 checks the size only of a head still incomplete;
-                    # one that arrived whole in a single read is measured here
-                    # (unless fewer bytes than the limit arrived at all).
-                    limit = self._limits.max_header_bytes
-                    if buffered > limit and _head_size(event) > limit:
-                        await _refuse(wire, 431, "request header block too large")
-                        return None
-                    return event
-                else:  # ConnectionClosed (or PAUSED, which cannot happen here)
-                    return None
-        except h11.RemoteProtocolError as exc:
-            await _refuse(wire, exc.error_status_hint, str(exc))
-            return None
+            while not events:
+                if arrived is not None:  # a head still incomplete: its own deadline
+                    scope.deadline = arrived + self._limits.header_timeout
+                    arrived = None
+                data = await wire.read()
+                parser.feed(data)
+                if data and idle:  # a request is arriving: no longer idle
+                    self._idle.discard(scope)
+                    idle = False
+                    # The header timeout runs from now; the deadline
+                    # moves only if the head needs another read.
+                    arrived = trio.current_time()
+            event = events.popleft()
+            if type(event) is Request:
+                return event
+            if type(event) is RequestRefused:
+                await _refuse(wire, event.status, event.reason)
+            return None  # CLOSED (a previous body is always taken whole: _reusable)
         finally:
             self._idle.discard(scope)
             scope.deadline = math.inf
-
-
-def _headers(request: h11.Request) -> list[tuple[bytes, bytes]]:
-    """The request's headers, names lowercased: read from h11 once a request.
-
-    Iterating h11's ``Headers`` costs two Python calls a header; its raw
-    items are a plain list (names as sent, which h11 lowercases the same way).
-    """
-    return [(name.lower(), value) for name, value in request.headers.raw_items()]
-
-
-def _keep_alive(request: h11.Request, headers: list[tuple[bytes, bytes]]) -> bool:
-    """Whether the host lets the connection carry another request after this one."""
-    if request.http_version != b"1.1":
-        return False  # HTTP/1.0 keep-alive is not offered: one request, then close
-    for name, value in headers:  # noqa: SIM110 - a plain loop: no generator a request
-        if name == b"connection" and b"close" in value.lower():
-            return False
-    return True
-
-
-def _head_size(request: h11.Request) -> int:
-    """About the size of the request's head on the wire (the line and the headers)."""
-    size = len(request.method) + len(request.target) + 12
-    for name, value in request.headers.raw_items():
-        size += len(name) + len(value)
-    return size + 4 * len(request.headers)
 
 
 def _addresses(
@@ -275,10 +237,9 @@ def _addresses(
 
 
 async def _refuse(wire: Wire, status: int, reason: str) -> None:
-    """Answer a request h11 could not parse, outside its state machine (it is in ERROR)."""
+    """Answer a request the parser refused; the connection closes after it."""
     body = f"{reason}\n".encode()
-    phrase = {400: b"Bad Request", 431: b"Request Header Fields Too Large"}.get(status, b"Error")
-    head = b"HTTP/1.1 %d %s\r\ncontent-type: text/plain; charset=utf-8\r\n" % (status, phrase)
+    head = b"%scontent-type: text/plain; charset=utf-8\r\n" % wire_format.status_line(status)
     head += b"content-length: %d\r\ndate: %s\r\nconnection: close\r\n\r\n" % (
         len(body),
         DATE.value(),
@@ -311,7 +272,7 @@ def _url(scheme: str, listener: trio.SocketListener) -> str:
     return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
 
-async def serve_h11(
+async def serve_http1(
     app: App,
     host: str,
     port: int,
@@ -326,7 +287,7 @@ async def serve_h11(
     ``task_status.started`` receives the bound URLs (``http://127.0.0.1:PORT``).
     """
     listeners = await trio.open_tcp_listeners(port, host=host, backlog=limits.backlog)
-    server = H11Server(app, limits, ssl_context)
+    server = Http1Server(app, limits, ssl_context)
     scheme = "https" if ssl_context is not None else "http"
     async with trio.open_nursery() as connections:
         async with trio.open_nursery() as accepting:

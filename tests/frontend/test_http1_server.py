@@ -1,7 +1,7 @@
-"""The h11 engine's connection loop, over in-memory streams (no sockets).
+"""The HTTP/1.1 engine's connection loop, over in-memory streams (no sockets).
 
 Each test hands one end of ``trio.testing.memory_stream_pair()`` to
-``H11Server.handle`` and plays the host on the other end with h11's client
+``Http1Server.handle`` and plays the host on the other end with h11's client
 side, so what is checked is the bytes a host sees. The ASGI app is a small
 one of the test's own: what the loop promises (keep-alive, pipelining,
 limits, disconnects, shutdown) does not depend on the gateway's endpoint,
@@ -18,12 +18,15 @@ import h11
 import pytest
 import trio
 import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
+from structlog.testing import capture_logs
 
 from gateway.frontend import http_util as h
-from gateway.frontend.engine import h11_response
-from gateway.frontend.engine.h11_exchange import COALESCE_LIMIT, READ_SIZE
-from gateway.frontend.engine.h11_response import DATE, DateCache, UnsafeHeader
-from gateway.frontend.engine.h11_server import H11Server, Limits
+from gateway.frontend.engine import http1_response
+from gateway.frontend.engine.http1_exchange import COALESCE_LIMIT, READ_SIZE
+from gateway.frontend.engine.http1_response import DATE, DateCache, UnsafeHeader
+from gateway.frontend.engine.http1_server import Http1Server, Limits
 
 LIMITS = Limits(max_header_bytes=4096, header_timeout=8.0, idle_timeout=8.0, drain_timeout=5.0)
 
@@ -114,7 +117,7 @@ class Host:
 
     stream: trio.abc.HalfCloseableStream
     server_end: CountingStream
-    server: H11Server
+    server: Http1Server
     done: trio.Event
     buffer: bytes = b""
 
@@ -156,7 +159,7 @@ class Host:
 @asynccontextmanager
 async def connected(app: App, limits: Limits = LIMITS) -> AsyncIterator[Host]:
     """One connection served by the loop, in a nursery of the test's."""
-    server = H11Server(app, limits, None)
+    server = Http1Server(app, limits, None)
     client_end, server_end = trio.testing.memory_stream_pair()
     counting = CountingStream(server_end)
     done = trio.Event()
@@ -242,7 +245,7 @@ async def test_a_body_arriving_in_pieces_reaches_the_app_as_it_comes() -> None:
 @pytest.mark.parametrize("pieces", [1, 50])
 async def test_oversized_headers_are_431_and_the_connection_closes(pieces: int) -> None:
     """A header block past max_header_bytes gets 431 and the connection is closed,
-    whether it arrives whole (h11 does not measure that) or in pieces."""
+    whether it arrives whole or in pieces."""
     app = App()
     async with connected(app) as host:
         raw_request = request("GET", "/echo", headers=(("X-Big", "a" * 5000),))
@@ -262,7 +265,7 @@ async def test_oversized_headers_are_431_and_the_connection_closes(pieces: int) 
 
 
 async def test_a_malformed_request_line_is_400_and_the_connection_closes() -> None:
-    """A request h11 cannot parse gets 400 (h11's error_status_hint), then a close."""
+    """A request the parser cannot parse gets 400, then a close."""
     app = App()
     async with connected(app) as host:
         await host.send(b"NOT HTTP AT ALL\r\n\r\n")
@@ -460,7 +463,7 @@ async def test_expect_100_continue_is_answered_when_the_app_reads_the_body() -> 
 def test_the_date_header_is_formatted_once_a_second(monkeypatch: pytest.MonkeyPatch) -> None:
     """The Date value is formatted once per second (the same bytes object within one)."""
     now = [1_000_000_000.2]
-    monkeypatch.setattr(h11_response.time, "time", lambda: now[0])
+    monkeypatch.setattr(http1_response.time, "time", lambda: now[0])
     cache = DateCache()
     first = cache.value()
     assert first == b"Sun, 09 Sep 2001 01:46:40 GMT"
@@ -500,22 +503,22 @@ def test_response_heads_refuse_header_injection_and_frame_chunks() -> None:
     """A CR or LF in a header cannot split the response; chunks carry their hex size;
     HEAD, 1xx, 204 and 304 responses have no body."""
     with pytest.raises(UnsafeHeader):
-        h11_response.head(200, [(b"x-session", b"abc\r\nset-cookie: evil=1")])
+        http1_response.head(200, [(b"x-session", b"abc\r\nset-cookie: evil=1")])
     with pytest.raises(UnsafeHeader):
-        h11_response.head(200, [(b"x-a\nb", b"v")])
-    head = h11_response.head(404, [(b"content-length", b"0")])
+        http1_response.head(200, [(b"x-a\nb", b"v")])
+    head = http1_response.head(404, [(b"content-length", b"0")])
     assert head.startswith(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\ndate: ")
     assert head.endswith(b" GMT\r\n\r\n")
-    assert h11_response.chunk(b"x" * 26) == b"1a\r\n" + b"x" * 26 + b"\r\n"
-    assert h11_response.chunk(b"") == b""
-    assert [h11_response.has_body(False, s) for s in (100, 200, 204, 304, 413)] == [
+    assert http1_response.chunk(b"x" * 26) == b"1a\r\n" + b"x" * 26 + b"\r\n"
+    assert http1_response.chunk(b"") == b""
+    assert [http1_response.has_body(False, s) for s in (100, 200, 204, 304, 413)] == [
         False,
         True,
         False,
         False,
         True,
     ]
-    assert not h11_response.has_body(True, 200)
+    assert not http1_response.has_body(True, 200)
 
 
 async def test_a_response_with_an_unsafe_header_is_never_written() -> None:
@@ -605,3 +608,97 @@ async def test_a_body_over_the_coalesce_limit_follows_its_head_in_a_write_of_its
         head, rest = host.server_end.writes
         assert head.startswith(b"HTTP/1.1 200 OK\r\n") and head.endswith(b"\r\n\r\n")
         assert rest == big
+
+
+async def test_a_request_framed_two_ways_is_400_and_what_it_smuggled_never_reaches_the_app() -> (
+    None
+):
+    """Gateway choice (RFC 9112 section 6.3; robustness A56): both Content-Length and
+    Transfer-Encoding is a 400 and a close; the request hidden in its body is not served."""
+    app = App()
+    smuggled = b"GET /admin HTTP/1.1\r\nHost: test\r\n\r\n"
+    async with connected(app) as host:
+        head = b"POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: 5\r\n"
+        await host.send(head + b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled)
+        raw = await host.rest()
+        await host.stream.aclose()
+    assert raw.startswith(b"HTTP/1.1 400 "), raw[:80]
+    assert b"connection: close" in raw
+    assert app.calls == []
+
+
+async def test_a_malformed_request_pipelined_behind_good_ones_is_refused_after_their_answers() -> (
+    None
+):
+    """Spec (RFC 9112 section 9.3.2): pipelined requests are answered in order; a
+    malformed one among them is a 400 in its turn, then the connection closes."""
+    app = App()
+    async with connected(app) as host:
+        await host.send(
+            request("POST", "/echo", b"one") + request("GET", "/x") + b"GET / HTTP/1.1\n\n"
+        )
+        first, second = await host.response("POST"), await host.response()
+        raw = await host.rest()
+    assert [(r.status_code, b) for r, b in (first, second)] == [(200, b"one"), (404, b"no")]
+    assert raw.startswith(b"HTTP/1.1 400 "), raw[:80]
+    assert app.calls == ["POST /echo", "GET /x"]
+
+
+FRAGMENTS = st.sampled_from(
+    [
+        b"GET /x HTTP/1.1\r\n",
+        b"POST /echo HTTP/1.1\r\n",
+        b"POST /refuse HTTP/1.1\r\n",
+        b"GET /x HTTP/1.0\r\n",
+        b"CONNECT a:1 HTTP/1.1\r\n",
+        b"Host: test\r\n",
+        b"Content-Length: 5\r\n",
+        b"Content-Length: 99999999999999999999999\r\n",
+        b"Transfer-Encoding: chunked\r\n",
+        b"Connection: upgrade\r\nUpgrade: h2c\r\n",
+        b"Connection: close\r\n",
+        b"Expect: 100-continue\r\n",
+        b" folded\r\n",
+        b"\r\n",
+        b"\n",
+        b"5\r\nhello\r\n",
+        b"ffffffffffffffffffff\r\n",
+        b"0\r\n\r\n",
+        b"hello",
+    ]
+)
+
+
+@given(
+    pieces=st.lists(
+        st.lists(st.one_of(FRAGMENTS, st.binary(max_size=16)), max_size=12).map(b"".join),
+        max_size=4,
+    ),
+    close=st.booleans(),
+)
+def test_any_bytes_a_host_sends_get_no_500_and_the_server_survives(
+    pieces: list[bytes], close: bool
+) -> None:
+    """Gateway choice (robustness A56): whatever bytes a host sends, in whatever pieces,
+    the engine answers with no 500, logs no failure of its own, and ends the
+    connection (at the latest at its timeouts, on virtual time)."""
+
+    async def host_sends() -> bytes:
+        async with connected(App()) as host:
+            for piece in pieces:
+                try:
+                    await host.send(piece)
+                except trio.BrokenResourceError:
+                    break
+                await trio.testing.wait_all_tasks_blocked()
+            if close:
+                await host.stream.send_eof()
+            with trio.fail_after(LIMITS.header_timeout + LIMITS.idle_timeout + 10):
+                raw = await host.rest()
+                await host.done.wait()
+            return raw
+
+    with capture_logs() as logs:
+        raw = trio.run(host_sends, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert b"HTTP/1.1 500 " not in raw, raw[:200]
+    assert [entry for entry in logs if entry["log_level"] in ("error", "critical")] == []
