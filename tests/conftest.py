@@ -15,6 +15,7 @@ from gateway.config import StoreConfig
 from gateway.store.api import Store
 from gateway.store.embedded import EmbeddedStore
 from gateway.store.redis_store import open_redis_store
+from gateway.telemetry import logs
 from tests import harness
 from tests.redis_server import RedisServer
 
@@ -44,6 +45,15 @@ def _reset_structlog() -> Iterator[None]:
     structlog.reset_defaults()
     yield
     structlog.reset_defaults()
+
+
+@pytest.fixture(name="debug_logs")
+def _debug_logs() -> Iterator[None]:
+    """The level gate at debug for the test: events a hot path builds only when they
+    would be written (``request.routed`` at debug) reach ``capture_logs``."""
+    logs.set_log_level("debug")
+    yield
+    logs.set_log_level("info")
 
 
 @pytest.fixture(params=harness.ENGINES)

@@ -68,3 +68,22 @@ def test_every_task_ending_is_exported_even_at_zero() -> None:
     assert get("mcp_gateway_tasks_running") == 1
     for status, count in (("completed", 2), ("failed", 0), ("cancelled", 0)):
         assert get("mcp_gateway_tasks_ended_total", {"status": status}) == count
+
+
+def test_a_routed_requests_count_and_duration_are_in_the_next_read_of_the_registry() -> None:
+    """Gateway choice: the request path's counter increments wait for the registry's
+    next read (telemetry/scrape.py ``Deferred``); every read sees all of them."""
+    metrics = Metrics(CollectorRegistry())
+    sample = metrics.registry.get_sample_value
+    metrics.observe_request("tools/call", "ok", 0.002, "b")
+    metrics.count_tool_call("b", "echo")
+    metrics.count_client_request("2025-11-25")
+    labels = {"backend": "b", "method": "tools/call"}
+    assert sample("mcp_gateway_requests_total", {**labels, "outcome": "ok"}) == 1
+    assert sample("mcp_gateway_request_duration_seconds_count", labels) == 1
+    assert sample("mcp_gateway_request_duration_seconds_bucket", {**labels, "le": "0.0025"}) == 1
+    assert sample("mcp_gateway_request_duration_seconds_bucket", {**labels, "le": "0.001"}) == 0
+    assert sample("mcp_gateway_tool_calls_total", {"backend": "b", "tool": "echo"}) == 1
+    metrics.observe_request("tools/call", "ok", 0.002, "b")
+    assert sample("mcp_gateway_requests_total", {**labels, "outcome": "ok"}) == 2
+    assert sample("mcp_gateway_request_duration_seconds_sum", labels) == 0.004

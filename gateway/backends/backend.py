@@ -155,6 +155,9 @@ class Backend:
     ) -> None:
         self.config = config
         self._authenticated = authenticated or (lambda: False)
+        # ``session_mode`` without auth and with it: the config never changes
+        # for a backend's life, and each call asks for it twice.
+        self._session_modes = (config.effective_session(False), config.effective_session(True))
         self.name = config.name
         self.prefix = config.public_prefix
         self._on_notification = on_notification
@@ -300,7 +303,7 @@ class Backend:
     @property
     def session_mode(self) -> str:
         """``shared``, ``per_principal`` or ``per_client``, with ``auto`` resolved."""
-        return self.config.effective_session(self._authenticated())
+        return self._session_modes[self._authenticated()]
 
     @property
     def per_client(self) -> bool:
@@ -527,7 +530,7 @@ class Backend:
         started = trio.current_time()
         handler = on_progress
         deadline = clock if clock is not None else CallClock(trio.current_time)
-        first = deadline.start(timeouts.request, started + timeouts.max_total)
+        first = deadline.start(timeouts.request, started + timeouts.max_total, started)
         with trio.CancelScope(deadline=first) as scope:
             deadline.attach(scope)
             if timeouts.reset_on_progress and on_progress is not None:

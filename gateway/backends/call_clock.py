@@ -50,21 +50,23 @@ class CallClock:
 
     def bind(self, scope: Deadline, request: float, hard_deadline: float) -> None:
         """The call started: ``scope`` ends it ``request`` seconds from now (rule 1)."""
-        scope.deadline = self.start(request, hard_deadline)
+        scope.deadline = self.start(request, hard_deadline, self._now())
         self._scope = scope
 
-    def start(self, request: float, hard_deadline: float) -> float:
-        """The call starts: the deadline its scope gets (rule 1); ``attach`` that scope.
+    def start(self, request: float, hard_deadline: float, now: float) -> float:
+        """The call starts at ``now``: the deadline its scope gets (rule 1); ``attach`` that scope.
 
         The caller opens its cancel scope with this deadline: a scope's
         deadline given at construction costs nothing, a later change is a
-        context manager in trio.
+        context manager in trio. ``now`` is the caller's own reading of the
+        clock (it has just read it for ``hard_deadline``): a second reading
+        is four calls through trio.
         """
         self._scope = None
         self._request = request
         self._hard = hard_deadline
         self._asking = 0
-        return min(self._now() + request, hard_deadline)
+        return min(now + request, hard_deadline)
 
     def attach(self, scope: Deadline) -> None:
         """The scope opened with ``start``'s deadline: the clock moves it from now on."""

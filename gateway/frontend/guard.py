@@ -69,13 +69,18 @@ class Guard:
         """A reload's allowed origins and hosts, for every request from now on."""
         self.origin = origin
 
-    async def admit(self, scope: h.Scope) -> Principal | None:
+    async def admit(self, scope: h.Scope, headers: h.McpHeaders | None = None) -> Principal | None:
         """The request's principal (None when auth is off).
+
+        ``headers`` are the request's, when the caller has already read them
+        (``h.mcp_headers``); read here otherwise.
 
         Raises:
             Rejection: the request may not come in (403, 400, 401 or 429).
         """
-        refused = self.origin.check(scope)
+        if headers is None:
+            headers = h.mcp_headers(scope)
+        refused = self.origin.check(headers.host, headers.origin)
         if refused is not None:
             logger.info("request.rejected", reason="origin", detail=refused)
             raise Rejection(403, f"Forbidden: {refused}")
@@ -87,7 +92,7 @@ class Guard:
             return None
         auth = self._auth.current
         try:
-            principal = await auth.authenticate(h.header(scope, b"authorization"))
+            principal = await auth.authenticate(headers.authorization)
         except Unauthenticated as exc:
             logger.info("auth.refused", reason=str(exc), token_sent=exc.token_sent)
             if self._metrics is not None:

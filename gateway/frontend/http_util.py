@@ -15,7 +15,12 @@ import msgspec
 import trio
 
 from gateway.errors import GatewayError
-from gateway.protocol.headers import JSON_MEDIA_TYPE_RAW, SSE_MEDIA_TYPE_RAW
+from gateway.protocol.headers import (
+    JSON_MEDIA_TYPE_RAW,
+    MCP_PROTOCOL_VERSION_HEADER_RAW,
+    MCP_SESSION_ID_HEADER_RAW,
+    SSE_MEDIA_TYPE_RAW,
+)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -42,21 +47,27 @@ class Activity:
 
     def __init__(self) -> None:
         self.active = 0
-        self._idle = trio.Event()
-        self._idle.set()
+        # Set when ``active`` drops to 0; made only while ``wait_idle`` waits,
+        # so a request does not create and set an Event each time (one
+        # caller's every request took ``active`` from 0 to 1 and back).
+        self._idle: trio.Event | None = None
 
     def __enter__(self) -> None:
         self.active += 1
-        if self.active == 1:
-            self._idle = trio.Event()
 
     def __exit__(self, *exc_info: object) -> None:
         self.active -= 1
-        if self.active == 0:
+        if self.active == 0 and self._idle is not None:
             self._idle.set()
+            self._idle = None
 
     async def wait_idle(self) -> None:
         """Return once nothing is being handled."""
+        if self.active == 0:
+            await trio.lowlevel.checkpoint()
+            return
+        if self._idle is None:
+            self._idle = trio.Event()
         await self._idle.wait()
 
 
@@ -70,6 +81,48 @@ def header(scope: Scope, name: bytes) -> bytes | None:
         if key == name:
             return bytes(value)
     return None
+
+
+class McpHeaders(msgspec.Struct, frozen=True, gc=False):
+    """The headers an MCP endpoint reads, each its first value or None (``mcp_headers``).
+
+    Positional, not ``kw_only``: ``mcp_headers`` fills it in field order.
+    """
+
+    host: bytes | None
+    origin: bytes | None
+    authorization: bytes | None
+    content_type: bytes | None
+    accept: bytes | None
+    content_length: bytes | None
+    session_id: bytes | None
+    protocol_version: bytes | None
+
+
+# The header names of McpHeaders' fields, in its field order.
+_MCP_HEADER_NAMES: Final = (
+    b"host",
+    b"origin",
+    b"authorization",
+    b"content-type",
+    b"accept",
+    b"content-length",
+    MCP_SESSION_ID_HEADER_RAW,
+    MCP_PROTOCOL_VERSION_HEADER_RAW,
+)
+
+
+def mcp_headers(scope: Scope) -> McpHeaders:
+    """The headers the front door and the MCP endpoint read, found in one pass.
+
+    A request to ``/mcp`` read them one ``header`` scan at a time, nine scans
+    a call (Origin and Host, the media types, the length, the session and
+    version headers twice). The table keeps each name's first value, as
+    ``header`` does (``reversed``: the first occurrence is written last),
+    and is read in C (``map``), not by a Python call per name.
+    """
+    table = dict(reversed(scope["headers"]))
+    return McpHeaders(*map(table.get, _MCP_HEADER_NAMES))
 
 
 def media_types(value: bytes | None) -> frozenset[str]:

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
-from gateway.frontend import http_util as h
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+# Distinct (Host, Origin) pairs whose decision an OriginPolicy keeps.
+ORIGIN_DECISIONS: Final = 256
 
 
 @functools.lru_cache(maxsize=256)
@@ -47,10 +52,17 @@ class OriginPolicy:
         self._loopback_bind = is_loopback_host(bind_host)
         self._origins = {o.rstrip("/").lower() for o in allowed_origins}
         self._hosts = {x.lower() for x in allowed_hosts}
+        # ``check``: None when the Host and Origin values (raw, None when
+        # absent) are allowed, else the reason for a 403. A host sends the same
+        # pair on every request, so the decision is kept for the last
+        # ``ORIGIN_DECISIONS`` pairs seen (a policy never changes: a reload
+        # makes a new one).
+        self.check: Callable[[bytes | None, bytes | None], str | None] = functools.lru_cache(
+            maxsize=ORIGIN_DECISIONS
+        )(self._decide)
 
-    def check(self, scope: h.Scope) -> str | None:
-        """None when allowed, else the reason for a 403."""
-        host = (h.header(scope, b"host") or b"").decode("latin-1").lower()
+    def _decide(self, host_raw: bytes | None, origin_raw: bytes | None) -> str | None:
+        host = (host_raw or b"").decode("latin-1").lower()
         if host and host not in self._hosts:
             bare = _host_without_port(host)
             if bare not in self._hosts:
@@ -58,7 +70,6 @@ class OriginPolicy:
                     return f"Host {host[:100]!r} is not allowed"
                 if not self._loopback_bind and self._hosts:
                     return f"Host {host[:100]!r} is not allowed"
-        origin_raw = h.header(scope, b"origin")
         if origin_raw is None:
             return None
         origin = origin_raw.decode("latin-1").rstrip("/").lower()

@@ -35,6 +35,7 @@ table from the invariants it enforces would put rule 1 in two places.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -78,7 +79,7 @@ from gateway.router.stateless.held_calls import HeldCalls, holdable, sealer_for
 from gateway.router.stateless.native_tasks import NativeTasks
 from gateway.router.subscriptions import SubscriptionRelay
 from gateway.router.to_clients import ToClients
-from gateway.telemetry import tracing
+from gateway.telemetry import logs, tracing
 
 if TYPE_CHECKING:
     import msgspec
@@ -171,6 +172,7 @@ class Router:
         self._metrics = metrics
         self.observer = observer
         self._log_request = logger.info if log_requests else logger.debug
+        self._log_level = logging.INFO if log_requests else logging.DEBUG
         # Follow-up work, run in ``run``'s nursery (queued until it runs).
         self._follow_ups, self._follow_up_queue = trio.open_memory_channel[
             Callable[[], Awaitable[None]]
@@ -594,14 +596,18 @@ class Router:
             method = request.method if handler is not None else "other"
             self._metrics.observe_request(method, outcome, elapsed, call.backend)
             self._metrics.count_client_request(client.protocol_version)
-            self._log_request(
-                "request.routed",
-                client_session=client.session_id[:8],
-                method=request.method[:64],
-                backend=call.backend or None,
-                outcome=outcome,
-                duration_ms=round(elapsed * 1000, 3),
-            )
+            if self._log_level >= logs.threshold["level"]:
+                # Built only when the level gate would write it: logged at debug
+                # (the default) under an info threshold, it would be dropped
+                # after costing about ten calls (docs/performance.md).
+                self._log_request(
+                    "request.routed",
+                    client_session=client.session_id[:8],
+                    method=request.method[:64],
+                    backend=call.backend or None,
+                    outcome=outcome,
+                    duration_ms=round(elapsed * 1000, 3),
+                )
             code = None if err is None else err.code
             self.access.audit(client, request.method, params, named, (base, effective), code)
             if self.observer is not None:

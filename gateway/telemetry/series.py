@@ -19,7 +19,7 @@ from prometheus_client import Counter, Gauge
 
 from gateway.protocol.stateless.envelope import MODERN_VERSIONS
 from gateway.protocol.versions import SUPPORTED_VERSIONS
-from gateway.telemetry.scrape import PREFIX
+from gateway.telemetry.scrape import PREFIX, Deferred
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -45,6 +45,10 @@ class FeatureSeries:
 
     def __init__(self, registry: CollectorRegistry) -> None:
         r = registry
+        # The request path's increments, applied when the registry is read:
+        # registered first, so it is collected before every family.
+        self.deferred = Deferred()
+        r.register(self.deferred)
         self.client_requests_by_era = Counter(
             PREFIX + "client_requests_by_era",
             "Host requests routed, by the era and revision the host spoke.",
@@ -138,7 +142,7 @@ class FeatureSeries:
             key = _revision(version)
             child = self._child(self.client_requests_by_era, (era_of(key), key))
             self._by_version[key] = child
-        child.inc()
+        self.deferred.counts[child] += 1
 
     def session_opened(self, version: str, profile: str) -> None:
         """A client session opened (handshake) on ``profile``'s endpoint."""

@@ -52,6 +52,37 @@ async def write_all(fd: int, data: bytes) -> None:
         raise _failure(exc) from exc
     if sent == total:
         return
+    await write_rest(fd, data, sent)
+
+
+def write_now(fd: int, data: bytes) -> int:
+    """Write what the kernel takes at once, without waiting or checkpointing; the bytes written.
+
+    For a writer that needs a turn only when the kernel is full (the stdio
+    channel): nothing yields between its check and this write. The caller
+    honours cancellation first (``checkpoint_if_cancelled``), as
+    ``write_all`` does, and hands a short write to ``write_rest``.
+
+    Raises:
+        trio.ClosedResourceError: the descriptor is closed.
+        trio.BrokenResourceError: the peer is gone (EPIPE, ECONNRESET, ...).
+    """
+    try:
+        return os.write(fd, data)
+    except BlockingIOError:
+        return 0
+    except OSError as exc:
+        raise _failure(exc) from exc
+
+
+async def write_rest(fd: int, data: bytes, sent: int) -> None:
+    """Write ``data`` from byte ``sent`` on, waiting (through trio) while the kernel is full.
+
+    Raises:
+        trio.ClosedResourceError: the descriptor is closed.
+        trio.BrokenResourceError: the peer is gone (EPIPE, ECONNRESET, ...).
+    """
+    total = len(data)
     with memoryview(data) as view:
         while sent < total:
             await trio.lowlevel.wait_writable(fd)

@@ -130,8 +130,11 @@ class StdioChannel:
         self._closed = False
         # A real child's pipes: ask the kernel first (fd_io); a stand-in's
         # streams (tests) are used as they are.
-        self._direct = isinstance(self._stdin, trio.lowlevel.FdStream) and isinstance(
-            self._stdout, trio.lowlevel.FdStream
+        stdin, stdout = self._stdin, self._stdout
+        self._direct: tuple[FdStream, FdStream] | None = (
+            (stdin, stdout)
+            if isinstance(stdin, FdStream) and isinstance(stdout, FdStream)
+            else None
         )
 
     @property
@@ -140,21 +143,43 @@ class StdioChannel:
         return self._process.pid
 
     async def send(self, message: bytes) -> None:
-        """Write one message and its newline; concurrent senders take turns."""
+        """Write one message and its newline; concurrent senders take turns.
+
+        A sender takes its turn (the lock) only when it needs one: on a
+        child's pipe with no other sender mid-line, a line the kernel takes
+        at once is written without it (nothing yields between the check and
+        the write), and one it takes in part holds the turn for the rest.
+        """
         if self._closed:
             raise TransportClosed("stdio channel closed")
+        data = message + b"\n"
         lock = self._send_lock
-        try:
-            lock.acquire_nowait()  # the usual case: no other sender, no scheduler pass
-        except trio.WouldBlock:
-            await lock.acquire()
+        direct = self._direct
         try:
             try:
-                if self._direct:
+                if direct is not None and not lock.locked():
+                    await trio.lowlevel.checkpoint_if_cancelled()
                     # fileno() at the moment of use: -1 once closed, never a reused number.
-                    await fd_io.write_all(_fileno(self._stdin), message + b"\n")
-                else:
-                    await self._stdin.send_all(message + b"\n")
+                    fd = direct[0].fileno()
+                    sent = fd_io.write_now(fd, data)
+                    if sent < len(data):
+                        lock.acquire_nowait()  # free: nothing yielded since it was checked
+                        try:
+                            await fd_io.write_rest(fd, data, sent)
+                        finally:
+                            lock.release()
+                    return
+                try:
+                    lock.acquire_nowait()  # a stand-in's stream (tests) has no fast path
+                except trio.WouldBlock:
+                    await lock.acquire()
+                try:
+                    if direct is not None:
+                        await fd_io.write_all(direct[0].fileno(), data)
+                    else:
+                        await self._stdin.send_all(data)
+                finally:
+                    lock.release()
             except Exception as exc:
                 error = mapped(exc, _SEND_ERRORS)
                 if error is exc:
@@ -165,8 +190,6 @@ class StdioChannel:
                 raise
             # A child that died before reading (EPIPE): say how it ended.
             raise TransportBroken(await self._exit_description() or str(exc)) from exc
-        finally:
-            lock.release()
 
     async def receive(self) -> bytes:
         """The next non-blank line from the child's stdout."""
@@ -174,8 +197,9 @@ class StdioChannel:
             if self._closed:
                 raise TransportClosed("stdio channel closed")
             try:
-                if self._direct:
-                    chunk = await fd_io.read_some(_fileno(self._stdout), self._sizer.read_bytes)
+                direct = self._direct
+                if direct is not None:
+                    chunk = await fd_io.read_some(direct[1].fileno(), self._sizer.read_bytes)
                 else:
                     chunk = bytes(await self._stdout.receive_some(self._sizer.read_bytes))
             except Exception as exc:
@@ -212,11 +236,6 @@ class StdioChannel:
     async def aclose(self) -> None:
         """Mark closed; the owning ``open_stdio`` ends the process."""
         self._closed = True
-
-
-def _fileno(stream: object) -> int:
-    assert isinstance(stream, trio.lowlevel.FdStream)
-    return stream.fileno()
 
 
 def _signal_group(pid: int, signum: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import MutableMapping
 from typing import Any
 
+import pytest
 import trio
 from structlog.testing import capture_logs
 
@@ -28,6 +29,7 @@ def _routed(logs: list[MutableMapping[str, Any]]) -> list[MutableMapping[str, An
     return [entry for entry in logs if entry["event"] == "request.routed"]
 
 
+@pytest.mark.usefixtures("debug_logs")
 async def test_an_unknown_method_is_method_not_found_and_reaches_no_backend(
     nursery: trio.Nursery,
 ) -> None:
@@ -46,6 +48,7 @@ async def test_an_unknown_method_is_method_not_found_and_reaches_no_backend(
     assert line["outcome"] == "error"
 
 
+@pytest.mark.usefixtures("debug_logs")
 async def test_a_known_tool_is_forwarded_under_its_original_name(nursery: trio.Nursery) -> None:
     """Gateway rule: the public name is swapped for the backend's; the result passes through."""
     pool = FakePool()

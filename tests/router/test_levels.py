@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 from structlog.testing import capture_logs
@@ -120,6 +121,7 @@ async def test_one_hung_backend_delays_set_level_by_one_timeout_not_one_per_back
     assert _levels_sent(fine) == [("info", None)]
 
 
+@pytest.mark.usefixtures("debug_logs")
 async def test_a_cancelled_set_level_is_logged_and_counted_as_cancelled(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
