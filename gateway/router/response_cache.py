@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import msgspec
 import trio
 
-from gateway.cache.responses import ResponseCache, request_digest
+from gateway.cache.responses import ResponseCache, request_key
 from gateway.protocol import mcp
 from gateway.protocol.stateless import backend_leg
 from gateway.protocol.stateless.cache_hints import (
@@ -71,9 +71,6 @@ __all__ = ["READ", "TOOL_CALL", "RouterCache", "cache_for"]
 
 READ: Final = "resources/read"
 TOOL_CALL: Final = "tools/call"
-#: The key's extra member naming the host's revision (rule 6); no MCP param
-#: can be called this.
-_HOST_KEY: Final = "\x00host"
 #: Memo bounds: decisions per (profile, tool) and per tool description.
 _MEMO_LIMIT: Final = 4096
 
@@ -205,8 +202,8 @@ class RouterCache:
         if is_retry(params):
             return self._for_host(await fetch(), backend, call, modern_host)[0]
         principal = client.principal or ""
-        digest = request_digest(READ, {**params, _HOST_KEY: client.protocol_version})
-        found = self.responses.find(backend.name, digest, principal, self._clock())
+        key = request_key(READ, params, client.protocol_version)
+        found = self.responses.find(backend.name, key, principal, self._clock())
         if found is not None:
             call.backend = backend.name
             value, deadline = found
@@ -217,7 +214,7 @@ class RouterCache:
             uri = params.get("uri")
             self.responses.keep(
                 backend.name,
-                digest,
+                key,
                 READ,
                 principal=principal,
                 ttl=ttl,
@@ -295,8 +292,8 @@ class RouterCache:
             return await fetch()
         client = call.client
         principal = client.principal or ""
-        digest = request_digest(TOOL_CALL, {**params, _HOST_KEY: client.protocol_version})
-        found = self.responses.find(backend.name, digest, principal, self._clock())
+        key = request_key(TOOL_CALL, params, client.protocol_version)
+        found = self.responses.find(backend.name, key, principal, self._clock())
         if found is not None:
             call.backend = backend.name
             return msgspec.Raw(found[0])
@@ -311,7 +308,7 @@ class RouterCache:
         ttl = rule.ttl if rule.ttl is not None else self.config.default_ttl
         self.responses.keep(
             backend.name,
-            digest,
+            key,
             TOOL_CALL,
             principal=principal,
             ttl=ttl,
