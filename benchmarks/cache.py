@@ -32,13 +32,29 @@ runs the gateway under cProfile (as ``benchmarks.task_steps --profile``
 does) and counts the function calls a hit, a miss and an uncached call
 make: a figure the machine's load does not bend; ``--listing`` writes the
 calls per call of each function, most first.
+
+    .venv/bin/python -m benchmarks.cache --in-process [--baseline REV] [--rounds 5]
+
+``--in-process`` leaves the HTTP front out: one ``tools/call`` at a time
+through the router, the backend's call path and a session over an
+in-memory channel to the fake MCP server of tests/fakes (as
+``benchmarks.guardrails_cost`` does), with no cache, every call a miss, and
+every call a hit; µs a call, median over rounds that alternate the cases
+(and, with ``--baseline``, the builds, each in its own interpreter).
+With ``--instructions`` the same calls run under valgrind (cachegrind),
+which counts the instructions a call executes: the figure no other work
+on the machine moves (``perf stat`` cannot count instructions in this
+virtual machine), at about 50 times the run time.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -182,6 +198,176 @@ def _profiled(case: _Case, seconds: float, tree: Path | None, listing: Path | No
     return sum(per_function.values())
 
 
+#: The in-process cases: (label, the profile's ``cache.ttl``; None: no ``cache:``).
+IN_PROCESS: tuple[tuple[str, float | None], ...] = (
+    ("no cache", None),
+    ("miss", 1e-6),
+    ("hit", 60.0),
+)
+#: ``--instructions``: the calls a child makes before the counted ones.
+WARM = 200
+VALGRIND = ("valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null")
+#: The fake's answer: the size of the SDK server's (content and structuredContent).
+_TEXT = "value of k" * 8
+
+
+async def _in_process(calls: int, rounds: int, only: str | None = None) -> dict[str, list[float]]:
+    """Seconds a ``tools/call`` takes in process for each case (or ``only`` one), a round each."""
+    import msgspec
+    import trio
+
+    from benchmarks.guardrails_cost import _run
+    from gateway.catalog.cursor import CursorCodec
+    from gateway.catalog.naming import NamingRules
+    from gateway.config import parse
+    from gateway.protocol.jsonrpc import Request
+    from gateway.router import Router
+    from gateway.router.response_cache import cache_for
+    from tests.fakes.fake_server import Answer, FakeConnector, FakeMcpServer
+    from tests.router.fakes import FakeClient
+
+    params = msgspec.Raw(msgspec.json.encode({"name": "fake__echo", "arguments": {"key": "k"}}))
+    cases = [(label, ttl) for label, ttl in IN_PROCESS if only in (None, label)]
+    samples: dict[str, list[float]] = {label: [] for label, _ in cases}
+    async with trio.open_nursery() as nursery:
+        routers = {}
+        for label, ttl in cases:
+            document: dict[str, Any] = {
+                "backends": [{"name": "fake", "transport": "stdio", "command": "unused"}]
+            }
+            if ttl is not None:
+                opt_in = {"tools": ["fake__echo"], "ttl": ttl, "allow_unannotated": True}
+                document["cache"] = {}
+                document["profiles"] = [{"name": "default", "cache": opt_in}]
+            config = parse(json.dumps(document), env={})
+            server = FakeMcpServer("fake", tools={"echo": Answer(_TEXT)})
+            pool = await nursery.start(
+                _run, config, NamingRules("__", 64), FakeConnector({"fake": server})
+            )
+            router = Router(pool, CursorCodec("bench", clock=trio.current_time), 0)
+            router.set_cache(cache_for(config.cache, config.backends, config.profiles))
+            assert (router.cache is None) == (ttl is None)
+            await nursery.start(router.run)
+            client = FakeClient("bench-client", protocol_version=lean.PROTOCOL_VERSION)
+            router.client_opened(client)
+            reply = await router.handle_request(client, Request(0, "tools/call", params))
+            assert b'"result"' in reply and b'isError":true' not in reply, reply
+            routers[label] = (router, client)
+        for round_ in range(rounds):
+            shift = round_ % len(cases)
+            for label, _ in cases[shift:] + cases[:shift]:
+                router, client = routers[label]
+                started = time.process_time()
+                for ident in range(calls):
+                    await router.handle_request(client, Request(ident, "tools/call", params))
+                samples[label].append((time.process_time() - started) / calls)
+        nursery.cancel_scope.cancel()
+    return samples
+
+
+def in_process(args: argparse.Namespace) -> None:
+    """``--in-process``: µs a call in the router, per case (and build, alternated)."""
+    if args.json:  # one build's samples, for the parent that alternates builds
+        import trio
+
+        from gateway.cli import collector
+        from gateway.telemetry.logs import configure_logging
+
+        collector.tune()  # the collector's policy of ``serve``
+        with open(os.devnull, "w") as devnull:
+            configure_logging("warning", "json", devnull)
+            samples = trio.run(_in_process, args.calls, args.rounds, args.case)
+        print(json.dumps(samples))
+        return
+    if args.instructions:
+        instructions(args)
+        return
+    figures: dict[tuple[str, str], list[float]] = {}
+    with contextlib.ExitStack() as stack:
+        builds = _builds(stack, args.baseline)
+        for _ in range(args.rounds):
+            for name, tree in builds:
+                argv = ["--in-process", "--json", "--rounds", "1", "--calls", str(args.calls)]
+                out = subprocess.run(
+                    [sys.executable, "-m", "benchmarks.cache", *argv],
+                    cwd=tree or ROOT,
+                    env=_child_env(tree),
+                    capture_output=True,
+                    check=True,
+                    text=True,
+                ).stdout
+                for label, values in json.loads(out).items():
+                    figures.setdefault((name, label), []).extend(v * 1e6 for v in values)
+                shown = "  ".join(
+                    f"{label} {figures[(name, label)][-1]:.1f}" for label, _ in IN_PROCESS
+                )
+                print(f"   .. {name}: µs a call: {shown}", flush=True)
+    # The minimum as well as the median: on a shared machine the other work
+    # only ever adds to a sample, so the least of many is the least disturbed.
+    for stat, pick in (("median", statistics.median), ("least", min)):
+        print(f"\nµs a tools/call in process, {stat} of {args.rounds} rounds:")
+        for name, _ in _names(args.baseline):
+            got = {label: pick(figures[(name, label)]) for label, _ in IN_PROCESS}
+            cells = "  ".join(f"{label} {v:.2f}" for label, v in got.items())
+            print(f"{name:>12}: {cells}  a miss's extra {got['miss'] - got['no cache']:.2f} µs")
+
+
+def _child_env(tree: Path | None) -> dict[str, str]:
+    """The environment of a child running ``tree``'s gateway (this tree's when None).
+
+    The child runs in ``tree`` (``-m`` puts its folder first on the path, so
+    its ``gateway`` wins) and finds the benchmarks and the fakes here.
+    """
+    search = [str(tree)] if tree is not None else []
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([*search, str(ROOT)])}
+
+
+def _instructions_of(tree: Path | None, case: str, calls: int) -> float:
+    """Instructions one call of ``case`` executes, counted by valgrind (cachegrind).
+
+    The child runs twice, with ``WARM`` calls and with ``WARM + calls``; the
+    difference over ``calls`` leaves out the interpreter's start, the imports
+    and the set-up. String hashing is seeded (``PYTHONHASHSEED``) so that a
+    build counts the same on every run.
+    """
+    counts = []
+    for n in (WARM, WARM + calls):
+        argv = ["--in-process", "--json", "--rounds", "1", "--calls", str(n), "--case", case]
+        done = subprocess.run(
+            [*VALGRIND, sys.executable, "-m", "benchmarks.cache", *argv],
+            cwd=tree or ROOT,
+            env={**_child_env(tree), "PYTHONHASHSEED": "0"},
+            capture_output=True,
+            check=True,
+            text=True,
+        )
+        refs = [
+            line for line in done.stderr.splitlines() if "I   refs:" in line or "I refs:" in line
+        ]
+        counts.append(int(refs[-1].rsplit(":", 1)[1].replace(",", "")))
+    return (counts[1] - counts[0]) / calls
+
+
+def instructions(args: argparse.Namespace) -> None:
+    """``--in-process --instructions``: instructions a call, per case and build (valgrind)."""
+    figures: dict[tuple[str, str], float] = {}
+    with contextlib.ExitStack() as stack:
+        for name, tree in _builds(stack, args.baseline):
+            for label, _ in IN_PROCESS:
+                figures[(name, label)] = _instructions_of(tree, label, args.calls)
+                print(f"   .. {name}, {label}: {figures[(name, label)]:,.0f}", flush=True)
+    print("\ninstructions a tools/call in process (valgrind):")
+    for name, _ in _names(args.baseline):
+        got = {label: figures[(name, label)] for label, _ in IN_PROCESS}
+        cells = "  ".join(f"{label} {v:,.0f}" for label, v in got.items())
+        ratio = got["miss"] / got["no cache"]
+        print(f"{name:>12}: {cells}  miss ÷ no cache {ratio:.3f}")
+
+
+def _names(baseline: str | None) -> list[tuple[str, None]]:
+    return [("this tree", None), *([(baseline, None)] if baseline else [])]
+
+
 def _builds(stack: contextlib.ExitStack, baseline: str | None) -> list[tuple[str, Path | None]]:
     builds: list[tuple[str, Path | None]] = [("this tree", None)]
     if baseline:
@@ -260,9 +446,23 @@ def main(argv: list[str] | None = None) -> None:
         "--profile", action="store_true", help="count function calls a call under cProfile"
     )
     parser.add_argument("--listing", type=Path, help="with --profile: a folder for the counts")
+    parser.add_argument(
+        "--in-process", action="store_true", help="the router's µs a call, without the HTTP front"
+    )
+    parser.add_argument("--calls", type=int, default=5000, help="with --in-process: calls a round")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="with --in-process: count instructions a call under valgrind instead of time",
+    )
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--case", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
         args.duration, args.warmup = 2.0, 0.5
+    if args.in_process:
+        in_process(args)
+        return
     if args.profile:
         profile(args)
         return
