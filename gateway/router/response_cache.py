@@ -81,9 +81,14 @@ def cache_for(
     config: CacheConfig | None,
     backends: Iterable[BackendConfig],
     profiles: Iterable[ProfileConfig],
-    clock: Callable[[], float] = trio.current_time,
+    clock: Callable[[], float] | None = None,
 ) -> RouterCache | None:
-    """The router's cache for this configuration; None when it is off (rule 1)."""
+    """The router's cache for this configuration; None when it is off (rule 1).
+
+    ``clock``: freshness is measured on it; by default the clock of the trio
+    run the cache is made in (``RouterCache``).
+    """
+
     if config is None or not config.enabled:
         return None
     return RouterCache(config, backends, profiles, clock)
@@ -109,6 +114,18 @@ def _scope(choice: CacheScopeChoice, backend: BackendView, principal: str) -> Sc
     return "private" if per_principal else "public"
 
 
+def _run_clock() -> Callable[[], float]:
+    """The current trio run's clock, read without ``trio.current_time``'s two calls.
+
+    Outside a run (a cache made by a test that passes no clock and never
+    reads one) ``trio.current_time``, which says why it cannot answer.
+    """
+    try:
+        return trio.lowlevel.current_clock().current_time
+    except RuntimeError:
+        return trio.current_time
+
+
 def _read_only(encoded: bytes) -> bool:
     """Whether a tool's listed description says ``readOnlyHint: true``."""
     try:
@@ -126,7 +143,8 @@ class RouterCache:
         config: the ``cache:`` section (on).
         backends: the backends' configs, for their ``cache`` opt-ins.
         profiles: the profiles' configs, for their ``cache.tools``.
-        clock: trio's clock (freshness is measured on it).
+        clock: freshness is measured on it; None: the clock of the trio run
+            the cache is made in (trio's, or a test's ``MockClock``).
     """
 
     def __init__(
@@ -134,11 +152,11 @@ class RouterCache:
         config: CacheConfig,
         backends: Iterable[BackendConfig],
         profiles: Iterable[ProfileConfig],
-        clock: Callable[[], float] = trio.current_time,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.config = config
         self.responses = ResponseCache(config.max_bytes)
-        self._clock = clock
+        self._clock = clock if clock is not None else _run_clock()
         self._reads: dict[str, BackendCache] = {
             b.name: b.cache for b in backends if b.cache is not None
         }
