@@ -46,6 +46,7 @@ import msgspec
 import trio
 
 from gateway.cache.responses import ResponseCache, request_key
+from gateway.catalog.snapshot import Kind
 from gateway.protocol import mcp
 from gateway.protocol.stateless import backend_leg
 from gateway.protocol.stateless.cache_hints import (
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable
 
     from gateway.backends.state import BackendView
+    from gateway.catalog.snapshot import Snapshot
     from gateway.config.schema_backends import BackendConfig
     from gateway.config.schema_cache import BackendCache, CacheConfig, CacheScopeChoice, ToolCache
     from gateway.config.schema_profiles import ProfileConfig
@@ -168,13 +170,15 @@ class RouterCache:
 
     # -- rules ---------------------------------------------------------------
 
-    def tool_rule(self, profile: str, public: str, encoded: bytes | None) -> ToolCache | None:
+    def tool_rule(self, profile: str, public: str, snapshot: Snapshot) -> ToolCache | None:
         """The profile's opt-in covering the tool ``public`` (rule 3), or None.
 
         Args:
             profile: the caller's profile.
             public: the tool's public name as the caller called it.
-            encoded: the tool's description as listed (for its annotations).
+            snapshot: the request's catalog, where the tool's description
+                as listed (for its annotations) is looked up, only when an
+                opt-in covers the tool and asks for the annotation.
         """
         key = (profile, public)
         try:
@@ -188,8 +192,10 @@ class RouterCache:
             rule = self._tool_rules[key] = chosen
         if rule is None or rule.allow_unannotated:
             return rule
-        if encoded is None:
+        entry = snapshot.resolve(Kind.TOOLS, public)
+        if entry is None:
             return None
+        encoded = entry.encoded
         read_only = self._read_only.get(encoded)
         if read_only is None:
             if len(self._read_only) >= _MEMO_LIMIT:
