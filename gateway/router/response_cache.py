@@ -116,6 +116,37 @@ def _scope(choice: CacheScopeChoice, backend: BackendView, principal: str) -> Sc
     return "private" if per_principal else "public"
 
 
+class _Outcome(msgspec.Struct):
+    """The two members of a tool's result that decide whether it is kept (rules 3-4).
+
+    Read through a Struct that names only them, so the result's content is
+    skipped rather than built into dicts and strings; the result itself is
+    never re-encoded from it (STYLE rule 5 is about rewriting).
+    """
+
+    is_error: Any = msgspec.field(default=None, name="isError")
+    result_type: Any = msgspec.field(default=COMPLETE, name="resultType")
+
+
+_outcome_decoder: Final = msgspec.json.Decoder(_Outcome)
+
+
+def _keepable(result: msgspec.Raw) -> bool:
+    """Whether a tool's result may be kept: an object, complete, no error (rules 3-4)."""
+    try:
+        outcome = _outcome_decoder.decode(result)
+    except msgspec.ValidationError:  # not an object
+        return False
+    except msgspec.DecodeError:  # what only the lenient reader reads (``mcp.decode_object``)
+        body = mcp.decode_object(result)
+        if body is None:
+            return False
+        outcome = _Outcome(
+            is_error=body.get("isError"), result_type=body.get("resultType", COMPLETE)
+        )
+    return outcome.is_error is not True and outcome.result_type == COMPLETE
+
+
 def _run_clock() -> Callable[[], float]:
     """The current trio run's clock, read without ``trio.current_time``'s two calls.
 
@@ -322,12 +353,7 @@ class RouterCache:
             call.backend = backend.name
             return msgspec.Raw(found[0])
         result = await fetch()
-        body = mcp.decode_object(result)
-        if (
-            body is None
-            or body.get("isError") is True
-            or body.get("resultType", COMPLETE) != COMPLETE
-        ):
+        if not _keepable(result):
             return result
         ttl = rule.ttl if rule.ttl is not None else self.config.default_ttl
         self.responses.keep(
