@@ -3,12 +3,16 @@
 Rules:
 
 1. **Keyed as the spec says**: the backend, the method and the params that
-   affect the result (``_meta`` and MRTR fields left out), digested as JSON
+   affect the result (``_meta`` and MRTR fields left out), encoded as JSON
    with every object's keys sorted, so key order never splits an entry.
    Not RFC 8785: its pure-Python canonicalisation cost ~75 µs a request
    where msgspec's sorted encoding costs ~6 µs; the one difference that
    matters here (a number written two ways, ``1`` and ``1.0``) makes two
-   entries, which costs a miss, never a wrong answer.
+   entries, which costs a miss, never a wrong answer. A canonical form of
+   at most ``VERBATIM_KEY_MAX`` bytes (a usual request's) is the key
+   itself: compared byte for byte, it cannot collide, and no hash is made
+   on a request that is looked up once a call; a longer one is keyed by its
+   SHA-256, so a large argument is not held twice.
 2. **Scope.** A ``public`` answer is shared by every caller; a ``private``
    one is kept per principal and only ever served to that principal.
    Without a principal (no auth) a ``private`` answer is not cached at all:
@@ -27,34 +31,64 @@ Rules:
    entry).
 6. **Counted**: hits, misses, evictions and bytes in total and per backend,
    read by the metrics and the console.
+
+Theory of operation: the request path pays for a lookup and, on a miss
+that is kept, a store; everything else is paid by invalidation. So an
+entry carries what its drop needs (its index tags, its backend's counters),
+made once when it is stored, and the index's backend and method tags, of
+which there are a few per backend, keep their (possibly empty) sets rather
+than building them again for the next answer.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
-__all__ = ["CacheStats", "ResponseCache", "request_digest"]
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = ["VERBATIM_KEY_MAX", "CacheStats", "ResponseCache", "request_key"]
 
 #: Params that never affect a result (rule 1).
 _IGNORED_PARAMS: Final = frozenset({"_meta", "inputResponses", "requestState"})
 #: Rule 1: every object's keys sorted, at any depth.
 _sorted: Final = msgspec.json.Encoder(order="sorted")
+#: Rule 1: a canonical form up to this many bytes is its own key. A tool call
+#: with a few short arguments is 60-100 bytes; a key costs its bytes (held
+#: once, by reference from the index) beside the answer it keys.
+VERBATIM_KEY_MAX: Final = 128
+#: Rule 1: begins a hashed key; a canonical form begins with ``[``, so no
+#: verbatim key equals a hashed one.
+_HASHED: Final = b"#"
 #: Rule 5: an entry may take at most this share of the bound.
 _LARGEST_SHARE: Final = 8
 
 
-def request_digest(method: str, params: dict[str, Any] | None) -> str:
-    """Rule 1: the digest of a request's method and result-affecting params."""
-    relevant = {k: v for k, v in (params or {}).items() if k not in _IGNORED_PARAMS}
+def request_key(method: str, params: Mapping[str, Any] | None, variant: str = "") -> bytes:
+    """Rule 1: the key of a request's method, its result-affecting params and ``variant``.
+
+    Args:
+        method: the request's method.
+        params: its params; the ones rule 1 leaves out are filtered only
+            when present, so the usual request is encoded as it is.
+        variant: what else shapes the answer (the router's: the host's
+            protocol version), a member of the key beside the params.
+    """
+    if params is None:
+        params = {}
+    elif not _IGNORED_PARAMS.isdisjoint(params):
+        params = {k: v for k, v in params.items() if k not in _IGNORED_PARAMS}
     try:
-        canonical = _sorted.encode((method, relevant))
+        canonical = _sorted.encode((method, variant, params))
     except (TypeError, ValueError, OverflowError):
-        canonical = _sorted.encode((method, repr(relevant)))
-    return hashlib.sha256(canonical).hexdigest()
+        canonical = _sorted.encode((method, variant, repr(params)))
+    if len(canonical) <= VERBATIM_KEY_MAX:
+        return canonical
+    return _HASHED + hashlib.sha256(canonical).digest()
 
 
 class CacheStats(msgspec.Struct, kw_only=True):
@@ -73,15 +107,22 @@ class CacheStats(msgspec.Struct, kw_only=True):
         return self.hits / lookups if lookups else 0.0
 
 
-class _Entry(msgspec.Struct, kw_only=True):
-    backend: str
-    method: str
-    uri: str | None
-    deadline: float
+_Key = tuple[str, bytes, str]  # backend, request key, principal ("" when public)
+_Tag = tuple[str, ...]  # ("b", backend), ("m", backend, method), ("u", backend, uri)
+
+
+class _Entry(msgspec.Struct, gc=False):
+    """One kept answer, with what dropping it needs (the theory of operation).
+
+    Untracked by the cyclic collector (``gc=False``): it holds bytes, a
+    float, tuples of strings and its backend's counters, none of which can
+    lead back to it.
+    """
+
     value: bytes
-
-
-_Key = tuple[str, str, str]  # backend, request digest, principal ("" when public)
+    deadline: float
+    tags: tuple[_Tag, ...]
+    stats: CacheStats
 
 
 class ResponseCache:
@@ -96,8 +137,9 @@ class ResponseCache:
         self._entries: OrderedDict[_Key, _Entry] = OrderedDict()
         # Rule 4 without a scan: the keys by backend, by (backend, method)
         # and by (backend, URI), kept in step with ``_entries``.
-        self._index: dict[tuple[str, ...], set[_Key]] = {}
-        self._bytes = 0
+        self._index: dict[_Tag, set[_Key]] = {}
+        # The backend and method tags of each (backend, method), made once.
+        self._tag_pairs: dict[tuple[str, str], tuple[_Tag, _Tag]] = {}
         self.total = CacheStats()
         self._per_backend: dict[str, CacheStats] = {}
 
@@ -135,29 +177,29 @@ class ResponseCache:
         Returns:
             The stored answer's bytes, or None on a miss.
         """
-        found = self.find(backend, request_digest(method, params), principal, now)
+        found = self.find(backend, request_key(method, params), principal, now)
         return None if found is None else found[0]
 
     def find(
-        self, backend: str, digest: str, principal: str, now: float
+        self, backend: str, key: bytes, principal: str, now: float
     ) -> tuple[bytes, float] | None:
-        """:meth:`lookup` by a digest the caller made (``request_digest``) once.
+        """:meth:`lookup` by a key the caller made (``request_key``) once.
 
         Returns:
             The answer's bytes and its deadline on trio's clock, or None.
         """
-        public: _Key = (backend, digest, "")
-        keys = (public, (backend, digest, principal)) if principal else (public,)
-        for key in keys:
-            entry = self._entries.get(key)
+        entries = self._entries
+        public: _Key = (backend, key, "")
+        for full in (public, (backend, key, principal)) if principal else (public,):
+            entry = entries.get(full)
             if entry is None:
                 continue
             if now >= entry.deadline:
-                self._drop(key, evicted=False)
+                self._drop(full, evicted=False)
                 continue
-            self._entries.move_to_end(key)
+            entries.move_to_end(full)
             self.total.hits += 1
-            self._stats(backend).hits += 1
+            entry.stats.hits += 1
             return entry.value, entry.deadline
         self.total.misses += 1
         self._stats(backend).misses += 1
@@ -195,7 +237,7 @@ class ResponseCache:
         """
         return self.keep(
             backend,
-            request_digest(method, params),
+            request_key(method, params),
             method,
             principal=principal,
             ttl=ttl,
@@ -208,7 +250,7 @@ class ResponseCache:
     def keep(
         self,
         backend: str,
-        digest: str,
+        key: bytes,
         method: str,
         *,
         principal: str,
@@ -218,45 +260,62 @@ class ResponseCache:
         now: float,
         uri: str | None = None,
     ) -> bool:
-        """:meth:`store` by a digest the caller made (``request_digest``) once."""
-        if ttl <= 0 or len(value) * _LARGEST_SHARE > self.max_bytes:
+        """:meth:`store` by a key the caller made (``request_key``) once."""
+        size = len(value)
+        if ttl <= 0 or size * _LARGEST_SHARE > self.max_bytes:
             return False
-        if scope == "private" and not principal:
-            return False
-        key: _Key = (backend, digest, principal if scope == "private" else "")
-        if key in self._entries:
-            self._drop(key, evicted=False)
-        entry = _Entry(backend=backend, method=method, uri=uri, deadline=now + ttl, value=value)
-        self._entries[key] = entry
-        for tag in _tags(entry):
-            self._index.setdefault(tag, set()).add(key)
-        self._account(backend, len(value), 1)
-        while self._bytes > self.max_bytes:
-            oldest = next(iter(self._entries))
-            self._drop(oldest, evicted=True)
-        return True
-
-    def _account(self, backend: str, size: int, count: int) -> None:
-        self._bytes += size
-        self.total.bytes += size
-        self.total.entries += count
+        if scope == "private":
+            if not principal:
+                return False
+            full: _Key = (backend, key, principal)
+        else:
+            full = (backend, key, "")
+        entries = self._entries
+        if full in entries:
+            self._drop(full, evicted=False)
+        pair = self._tag_pairs.get((backend, method))
+        if pair is None:
+            pair = self._tag_pairs[(backend, method)] = (("b", backend), ("m", backend, method))
+        tags: tuple[_Tag, ...] = pair if uri is None else (*pair, ("u", backend, uri))
         stats = self._stats(backend)
+        entries[full] = _Entry(value, now + ttl, tags, stats)
+        index = self._index
+        for tag in tags:
+            keys = index.get(tag)
+            if keys is None:
+                index[tag] = {full}
+            else:
+                keys.add(full)
+        total = self.total
+        total.bytes += size
+        total.entries += 1
         stats.bytes += size
-        stats.entries += count
+        stats.entries += 1
+        while total.bytes > self.max_bytes:
+            self._drop(next(iter(entries)), evicted=True)
+        return True
 
     def _drop(self, key: _Key, *, evicted: bool) -> None:
         entry = self._entries.pop(key)
-        for tag in _tags(entry):
-            keys = self._index[tag]
+        index = self._index
+        for tag in entry.tags:
+            keys = index[tag]
             keys.discard(key)
-            if not keys:
-                del self._index[tag]
-        self._account(entry.backend, -len(entry.value), -1)
+            # A URI's set goes with its last entry (URIs are unbounded); a
+            # backend's and a method's stay for the next answer.
+            if not keys and tag[0] == "u":
+                del index[tag]
+        size = len(entry.value)
+        total, stats = self.total, entry.stats
+        total.bytes -= size
+        total.entries -= 1
+        stats.bytes -= size
+        stats.entries -= 1
         if evicted:
-            self.total.evictions += 1
-            self._stats(entry.backend).evictions += 1
+            total.evictions += 1
+            stats.evictions += 1
 
-    def _drop_tagged(self, tag: tuple[str, ...]) -> int:
+    def _drop_tagged(self, tag: _Tag) -> int:
         doomed = list(self._index.get(tag, ()))
         for key in doomed:
             self._drop(key, evicted=False)
@@ -278,11 +337,3 @@ class ResponseCache:
         """Drop everything (a reload that changed the cache's config)."""
         for key in list(self._entries):
             self._drop(key, evicted=False)
-
-
-def _tags(entry: _Entry) -> tuple[tuple[str, ...], ...]:
-    """The index tags of an entry (rule 4): its backend, its method, its URI if any."""
-    backend = entry.backend
-    if entry.uri is None:
-        return (("b", backend), ("m", backend, entry.method))
-    return (("b", backend), ("m", backend, entry.method), ("u", backend, entry.uri))

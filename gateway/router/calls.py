@@ -579,10 +579,7 @@ class Calls:
         cache = self.cache
         rule = None
         if cache is not None:
-            entry = call.snapshot.resolve(Kind.TOOLS, name)
-            rule = cache.tool_rule(
-                call.client.profile, name, None if entry is None else entry.encoded
-            )
+            rule = cache.tool_rule(call.client.profile, name, call.snapshot)
         if cache is not None and rule is not None:
             fetch = partial(self._call_tool, call, target, name, params)
             result = await cache.call_tool(call, target.backend, params, rule, fetch)

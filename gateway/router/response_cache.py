@@ -45,7 +45,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import msgspec
 import trio
 
-from gateway.cache.responses import ResponseCache, request_digest
+from gateway.cache.responses import ResponseCache, request_key
+from gateway.catalog.snapshot import Kind
 from gateway.protocol import mcp
 from gateway.protocol.stateless import backend_leg
 from gateway.protocol.stateless.cache_hints import (
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable
 
     from gateway.backends.state import BackendView
+    from gateway.catalog.snapshot import Snapshot
     from gateway.config.schema_backends import BackendConfig
     from gateway.config.schema_cache import BackendCache, CacheConfig, CacheScopeChoice, ToolCache
     from gateway.config.schema_profiles import ProfileConfig
@@ -71,9 +73,6 @@ __all__ = ["READ", "TOOL_CALL", "RouterCache", "cache_for"]
 
 READ: Final = "resources/read"
 TOOL_CALL: Final = "tools/call"
-#: The key's extra member naming the host's revision (rule 6); no MCP param
-#: can be called this.
-_HOST_KEY: Final = "\x00host"
 #: Memo bounds: decisions per (profile, tool) and per tool description.
 _MEMO_LIMIT: Final = 4096
 
@@ -84,9 +83,14 @@ def cache_for(
     config: CacheConfig | None,
     backends: Iterable[BackendConfig],
     profiles: Iterable[ProfileConfig],
-    clock: Callable[[], float] = trio.current_time,
+    clock: Callable[[], float] | None = None,
 ) -> RouterCache | None:
-    """The router's cache for this configuration; None when it is off (rule 1)."""
+    """The router's cache for this configuration; None when it is off (rule 1).
+
+    ``clock``: freshness is measured on it; by default the clock of the trio
+    run the cache is made in (``RouterCache``).
+    """
+
     if config is None or not config.enabled:
         return None
     return RouterCache(config, backends, profiles, clock)
@@ -112,6 +116,49 @@ def _scope(choice: CacheScopeChoice, backend: BackendView, principal: str) -> Sc
     return "private" if per_principal else "public"
 
 
+class _Outcome(msgspec.Struct):
+    """The two members of a tool's result that decide whether it is kept (rules 3-4).
+
+    Read through a Struct that names only them, so the result's content is
+    skipped rather than built into dicts and strings; the result itself is
+    never re-encoded from it (STYLE rule 5 is about rewriting).
+    """
+
+    is_error: Any = msgspec.field(default=None, name="isError")
+    result_type: Any = msgspec.field(default=COMPLETE, name="resultType")
+
+
+_outcome_decoder: Final = msgspec.json.Decoder(_Outcome)
+
+
+def _keepable(result: msgspec.Raw) -> bool:
+    """Whether a tool's result may be kept: an object, complete, no error (rules 3-4)."""
+    try:
+        outcome = _outcome_decoder.decode(result)
+    except msgspec.ValidationError:  # not an object
+        return False
+    except msgspec.DecodeError:  # what only the lenient reader reads (``mcp.decode_object``)
+        body = mcp.decode_object(result)
+        if body is None:
+            return False
+        outcome = _Outcome(
+            is_error=body.get("isError"), result_type=body.get("resultType", COMPLETE)
+        )
+    return outcome.is_error is not True and outcome.result_type == COMPLETE
+
+
+def _run_clock() -> Callable[[], float]:
+    """The current trio run's clock, read without ``trio.current_time``'s two calls.
+
+    Outside a run (a cache made by a test that passes no clock and never
+    reads one) ``trio.current_time``, which says why it cannot answer.
+    """
+    try:
+        return trio.lowlevel.current_clock().current_time
+    except RuntimeError:
+        return trio.current_time
+
+
 def _read_only(encoded: bytes) -> bool:
     """Whether a tool's listed description says ``readOnlyHint: true``."""
     try:
@@ -129,7 +176,8 @@ class RouterCache:
         config: the ``cache:`` section (on).
         backends: the backends' configs, for their ``cache`` opt-ins.
         profiles: the profiles' configs, for their ``cache.tools``.
-        clock: trio's clock (freshness is measured on it).
+        clock: freshness is measured on it; None: the clock of the trio run
+            the cache is made in (trio's, or a test's ``MockClock``).
     """
 
     def __init__(
@@ -137,11 +185,11 @@ class RouterCache:
         config: CacheConfig,
         backends: Iterable[BackendConfig],
         profiles: Iterable[ProfileConfig],
-        clock: Callable[[], float] = trio.current_time,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.config = config
         self.responses = ResponseCache(config.max_bytes)
-        self._clock = clock
+        self._clock = clock if clock is not None else _run_clock()
         self._reads: dict[str, BackendCache] = {
             b.name: b.cache for b in backends if b.cache is not None
         }
@@ -153,13 +201,15 @@ class RouterCache:
 
     # -- rules ---------------------------------------------------------------
 
-    def tool_rule(self, profile: str, public: str, encoded: bytes | None) -> ToolCache | None:
+    def tool_rule(self, profile: str, public: str, snapshot: Snapshot) -> ToolCache | None:
         """The profile's opt-in covering the tool ``public`` (rule 3), or None.
 
         Args:
             profile: the caller's profile.
             public: the tool's public name as the caller called it.
-            encoded: the tool's description as listed (for its annotations).
+            snapshot: the request's catalog, where the tool's description
+                as listed (for its annotations) is looked up, only when an
+                opt-in covers the tool and asks for the annotation.
         """
         key = (profile, public)
         try:
@@ -173,8 +223,10 @@ class RouterCache:
             rule = self._tool_rules[key] = chosen
         if rule is None or rule.allow_unannotated:
             return rule
-        if encoded is None:
+        entry = snapshot.resolve(Kind.TOOLS, public)
+        if entry is None:
             return None
+        encoded = entry.encoded
         read_only = self._read_only.get(encoded)
         if read_only is None:
             if len(self._read_only) >= _MEMO_LIMIT:
@@ -205,8 +257,8 @@ class RouterCache:
         if is_retry(params):
             return self._for_host(await fetch(), backend, call, modern_host)[0]
         principal = client.principal or ""
-        digest = request_digest(READ, {**params, _HOST_KEY: client.protocol_version})
-        found = self.responses.find(backend.name, digest, principal, self._clock())
+        key = request_key(READ, params, client.protocol_version)
+        found = self.responses.find(backend.name, key, principal, self._clock())
         if found is not None:
             call.backend = backend.name
             value, deadline = found
@@ -217,7 +269,7 @@ class RouterCache:
             uri = params.get("uri")
             self.responses.keep(
                 backend.name,
-                digest,
+                key,
                 READ,
                 principal=principal,
                 ttl=ttl,
@@ -295,23 +347,18 @@ class RouterCache:
             return await fetch()
         client = call.client
         principal = client.principal or ""
-        digest = request_digest(TOOL_CALL, {**params, _HOST_KEY: client.protocol_version})
-        found = self.responses.find(backend.name, digest, principal, self._clock())
+        key = request_key(TOOL_CALL, params, client.protocol_version)
+        found = self.responses.find(backend.name, key, principal, self._clock())
         if found is not None:
             call.backend = backend.name
             return msgspec.Raw(found[0])
         result = await fetch()
-        body = mcp.decode_object(result)
-        if (
-            body is None
-            or body.get("isError") is True
-            or body.get("resultType", COMPLETE) != COMPLETE
-        ):
+        if not _keepable(result):
             return result
         ttl = rule.ttl if rule.ttl is not None else self.config.default_ttl
         self.responses.keep(
             backend.name,
-            digest,
+            key,
             TOOL_CALL,
             principal=principal,
             ttl=ttl,

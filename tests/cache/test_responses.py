@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.cache.responses import ResponseCache, request_digest
+from gateway.cache.responses import VERBATIM_KEY_MAX, ResponseCache, request_key
 
 READ = {"uri": "file:///a"}
 
@@ -46,10 +46,19 @@ def test_key_order_and_meta_do_not_split_an_entry() -> None:
     """Rule 1: canonical params, _meta and MRTR fields left out."""
     a = {"name": "t", "arguments": {"x": 1, "y": [1, 2]}}
     b = {"arguments": {"y": [1, 2], "x": 1}, "name": "t", "_meta": {"progressToken": 7}}
-    assert request_digest("tools/call", a) == request_digest("tools/call", b)
-    assert request_digest("tools/call", a) != request_digest(
-        "tools/call", {**a, "arguments": {"x": 2}}
-    )
+    assert request_key("tools/call", a) == request_key("tools/call", b)
+    assert request_key("tools/call", a) != request_key("tools/call", {**a, "arguments": {"x": 2}})
+
+
+def test_a_short_request_is_its_own_key_and_a_long_one_is_hashed_yet_told_apart() -> None:
+    """Rule 1: keys up to VERBATIM_KEY_MAX bytes compared whole; longer ones by SHA-256."""
+    short = request_key("tools/call", {"name": "t"}, "2025-11-25")
+    assert short == b'["tools/call","2025-11-25",{"name":"t"}]'
+    long_a = request_key("tools/call", {"name": "t", "arguments": {"x": "a" * VERBATIM_KEY_MAX}})
+    long_b = request_key("tools/call", {"name": "t", "arguments": {"x": "b" * VERBATIM_KEY_MAX}})
+    assert len(long_a) == len(long_b) == 33 and long_a != long_b
+    assert long_a.startswith(b"#") and short.startswith(b"[")
+    assert short != request_key("tools/call", {"name": "t"}, "2025-06-18")
 
 
 def test_invalidation_by_uri_kind_and_backend() -> None:

@@ -19,7 +19,7 @@ from gateway.config.schema_backend_auth import BackendAuth
 from gateway.config.schema_backends import HttpBackend
 from gateway.config.schema_cache import BackendCache, CacheConfig, ToolCache
 from gateway.config.schema_profiles import ProfileConfig
-from gateway.protocol import mcp
+from gateway.protocol import jsonrpc, mcp
 from gateway.router import Router
 from gateway.router.response_cache import cache_for
 from tests.router.fakes import FakeBackend, FakeClient, FakePool, ask, make_router
@@ -423,6 +423,38 @@ async def test_a_backend_answering_as_each_person_never_shares_a_read_even_when_
     for principal in (ALICE, BOB, ALICE, BOB):
         await ask(router, FakeClient("c", principal=principal), "resources/read", uri="old+mem://a")
     assert reads_sent(backend) == 2
+
+
+@pytest.mark.parametrize(
+    ("result", "kept"),
+    [
+        (b'{"content":[],"isError":true}', False),
+        (b'{"content":[],"resultType":"input_required"}', False),
+        (b'{"content":[{"type":"text","text":"1e400"}],"isError":false}', True),
+        (b'{"content":[],"structuredContent":{"n":1e400},"isError":true}', False),
+        (b'{"content":[],"structuredContent":{"n":1e400}}', True),
+        (b"[]", False),
+    ],
+)
+async def test_a_tool_answer_is_kept_only_when_complete_and_not_an_error(
+    nursery: trio.Nursery, result: bytes, kept: bool
+) -> None:
+    """Gateway choice (rules 3-4): judged on isError and resultType alone, also in an
+    answer with a number only the lenient reader takes (``mcp.decode_object``)."""
+    pool = FakePool()
+    backend, tool = tool_backend({"readOnlyHint": True})
+
+    async def answer(params: dict[str, Any], client: str | None) -> msgspec.Raw:
+        return msgspec.Raw(result)
+
+    backend.answers["tools/call"] = answer
+    pool.add(backend, tools=(tool,))
+    profile = ProfileConfig(name="default", cache=ToolCache(tools=["*"]))
+    router = await cached_router(pool, nursery, profiles=(profile,))
+    request = jsonrpc.Request(id=1, method="tools/call", params=jsonrpc.to_raw({"name": "old__t"}))
+    for _ in range(2):  # not ``ask``: its strict decoding refuses 1e400
+        assert result in await router.handle_request(FakeClient("c"), request)
+    assert backend.methods().count("tools/call") == (1 if kept else 2)
 
 
 async def test_a_personal_backends_public_hint_is_kept_per_principal(
