@@ -62,7 +62,15 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import lean
-from benchmarks.common import ROOT, baseline_tree, progress, running_gateway, write_results
+from benchmarks.common import (
+    CACHEGRIND,
+    ROOT,
+    baseline_tree,
+    cachegrind_total,
+    progress,
+    running_gateway,
+    write_results,
+)
 from benchmarks.common import machine as describe_machine
 from benchmarks.lean import HttpConnection
 from benchmarks.run import _row, print_table
@@ -206,7 +214,7 @@ IN_PROCESS: tuple[tuple[str, float | None], ...] = (
 )
 #: ``--instructions``: the calls a child makes before the counted ones.
 WARM = 200
-VALGRIND = ("valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null")
+VALGRIND = (*CACHEGRIND, "--cachegrind-out-file=/dev/null")
 #: The fake's answer: the size of the SDK server's (content and structuredContent).
 _TEXT = "value of k" * 8
 
@@ -341,10 +349,7 @@ def _instructions_of(tree: Path | None, case: str, calls: int) -> float:
             check=True,
             text=True,
         )
-        refs = [
-            line for line in done.stderr.splitlines() if "I   refs:" in line or "I refs:" in line
-        ]
-        counts.append(int(refs[-1].rsplit(":", 1)[1].replace(",", "")))
+        counts.append(cachegrind_total(done.stderr))
     return (counts[1] - counts[0]) / calls
 
 
