@@ -45,6 +45,7 @@ import argparse
 import contextlib
 import os
 import pstats
+import shutil
 import signal
 import statistics
 import tempfile
@@ -243,6 +244,9 @@ def instructions_per_call(backend: str, tree: Path | None, calls: int) -> dict[s
 
 def instructions_main(args: argparse.Namespace) -> None:
     """``--instructions``: instructions a c=1 call per build and round, and the ratio."""
+    if shutil.which(CACHEGRIND[0]) is None:
+        print("valgrind is not installed: instructions a call not counted", flush=True)
+        return
     figures: dict[str, list[float]] = {}
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
