@@ -65,8 +65,8 @@ from benchmarks import lean
 from benchmarks.common import (
     CACHEGRIND,
     ROOT,
-    baseline_tree,
     cachegrind_total,
+    compared_builds,
     progress,
     running_gateway,
     write_results,
@@ -292,7 +292,7 @@ def in_process(args: argparse.Namespace) -> None:
         return
     figures: dict[tuple[str, str], list[float]] = {}
     with contextlib.ExitStack() as stack:
-        builds = _builds(stack, args.baseline)
+        builds = compared_builds(stack, args.baseline)
         for _ in range(args.rounds):
             for name, tree in builds:
                 argv = ["--in-process", "--json", "--rounds", "1", "--calls", str(args.calls)]
@@ -357,7 +357,7 @@ def instructions(args: argparse.Namespace) -> None:
     """``--in-process --instructions``: instructions a call, per case and build (valgrind)."""
     figures: dict[tuple[str, str], float] = {}
     with contextlib.ExitStack() as stack:
-        for name, tree in _builds(stack, args.baseline):
+        for name, tree in compared_builds(stack, args.baseline):
             for label, _ in IN_PROCESS:
                 figures[(name, label)] = _instructions_of(tree, label, args.calls)
                 print(f"   .. {name}, {label}: {figures[(name, label)]:,.0f}", flush=True)
@@ -373,18 +373,11 @@ def _names(baseline: str | None) -> list[tuple[str, None]]:
     return [("this tree", None), *([(baseline, None)] if baseline else [])]
 
 
-def _builds(stack: contextlib.ExitStack, baseline: str | None) -> list[tuple[str, Path | None]]:
-    builds: list[tuple[str, Path | None]] = [("this tree", None)]
-    if baseline:
-        builds.append((baseline, stack.enter_context(baseline_tree(baseline))))
-    return builds
-
-
 def profile(args: argparse.Namespace) -> None:
     """``--profile``: function calls a hit, a miss and an uncached call make, per build."""
     figures: dict[tuple[str, str], list[float]] = {}
     with contextlib.ExitStack() as stack:
-        builds = _builds(stack, args.baseline)
+        builds = compared_builds(stack, args.baseline)
         for _ in range(args.rounds):
             for name, tree in builds:
                 for case in CASES:
@@ -403,7 +396,7 @@ def alternate(args: argparse.Namespace) -> None:
     """``--baseline``: the gateway's CPU a call, this tree and the baseline alternated."""
     figures: dict[tuple[str, str], list[float]] = {}
     with contextlib.ExitStack() as stack:
-        builds = _builds(stack, args.baseline)
+        builds = compared_builds(stack, args.baseline)
         for _ in range(args.rounds):
             for name, tree in builds:
                 for case in CASES:

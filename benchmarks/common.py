@@ -12,7 +12,7 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from functools import partial
 from io import BytesIO
 from pathlib import Path
@@ -56,6 +56,14 @@ def bench_backend(name: str, tools: int = 1, **env: str) -> dict[str, Any]:
         "required": True,
         "stop_grace": 0.5,
     }
+
+
+def compared_builds(stack: ExitStack, baseline: str | None) -> list[tuple[str, Path | None]]:
+    """This tree's build, named "this tree", and ``baseline``'s (:func:`baseline_tree`) if any."""
+    builds: list[tuple[str, Path | None]] = [("this tree", None)]
+    if baseline:
+        builds.append((baseline, stack.enter_context(baseline_tree(baseline))))
+    return builds
 
 
 @contextmanager

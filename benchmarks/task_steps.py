@@ -57,9 +57,9 @@ from typing import Any
 from benchmarks.common import (
     CACHEGRIND,
     ROOT,
-    baseline_tree,
     bench_backend,
     cachegrind_total,
+    compared_builds,
     running_gateway,
 )
 from benchmarks.lean import HttpConnection, http_load
@@ -250,9 +250,7 @@ def instructions_main(args: argparse.Namespace) -> None:
     figures: dict[str, list[float]] = {}
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
-        builds: list[tuple[str, Path | None]] = [("this tree", None)]
-        if args.baseline:
-            builds.append((args.baseline, stack.enter_context(baseline_tree(args.baseline))))
+        builds = compared_builds(stack, args.baseline)
         for round_ in range(args.rounds):
             for name, tree in builds:
                 got = instructions_per_call(args.backend, tree, args.calls)
@@ -304,9 +302,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     levels = [int(c) for c in args.concurrency.split(",")]
     figures: dict[tuple[str, int], list[dict[str, float]]] = {}
     with contextlib.ExitStack() as stack:
-        builds: list[tuple[str, Path | None]] = [("this tree", None)]
-        if args.baseline:
-            builds.append((args.baseline, stack.enter_context(baseline_tree(args.baseline))))
+        builds = compared_builds(stack, args.baseline)
         for _ in range(args.rounds):
             for name, tree in builds:
                 for concurrency in levels:
