@@ -165,7 +165,7 @@ bench-peers: install-dev
 # The start-up rows with official SDK 2.x backends (idle, then pinned to one
 # core beside a CPU hog), the cache, the store's cost and the single caller's
 # work a call against the baseline commit (task steps and function calls,
-# then instructions retired under valgrind: 2 min 26-49 s for 2 rounds,
+# then instructions retired under valgrind: 2 min 26 s-3 min 21 s for 2 rounds,
 # 2026-12-04), each with pass/miss; the c=1 rate against the SDK backend is
 # in benchmarks.run's calls table.
 BASELINE ?= ce1d5b4
