@@ -164,9 +164,10 @@ bench-peers: install-dev
 # PYTHONDONTWRITEBYTECODE: without it every start compiles the gateway).
 # The start-up rows with official SDK 2.x backends (idle, then pinned to one
 # core beside a CPU hog), the cache, the store's cost and the single caller's
-# work a call against the baseline commit (task steps and function calls),
-# each with pass/miss; the c=1 rate against the SDK backend is in
-# benchmarks.run's calls table.
+# work a call against the baseline commit (task steps and function calls,
+# then instructions retired under valgrind: 2 min 26 s-3 min 21 s for 2 rounds,
+# 2026-12-04), each with pass/miss; the c=1 rate against the SDK backend is
+# in benchmarks.run's calls table.
 BASELINE ?= ce1d5b4
 bench: install-dev bench-peers sdk2-venv redis
 	$(BIN)/python -m compileall -q gateway
@@ -178,6 +179,7 @@ bench: install-dev bench-peers sdk2-venv redis
 	$(BIN)/python -m benchmarks.startup_sdk2 --backends 50 --repeats 1
 	$(BIN)/python -m benchmarks.startup_sdk2 --backends 10 --repeats 2 --loaded
 	$(BIN)/python -m benchmarks.task_steps --baseline $(BASELINE) --concurrency 1 --rounds 2 --profile
+	$(BIN)/python -m benchmarks.task_steps --baseline $(BASELINE) --instructions --rounds 2
 
 bench-quick: install-dev bench-peers sdk2-venv redis
 	$(BIN)/python -m compileall -q gateway
@@ -187,6 +189,7 @@ bench-quick: install-dev bench-peers sdk2-venv redis
 	$(BIN)/python -m benchmarks.store_cost --quick
 	$(BIN)/python -m benchmarks.startup_sdk2 --backends 10 --repeats 1 --loaded
 	$(BIN)/python -m benchmarks.task_steps --baseline $(BASELINE) --concurrency 1 --rounds 1 --seconds 1 --profile
+	$(BIN)/python -m benchmarks.task_steps --baseline $(BASELINE) --instructions --rounds 1 --calls 200
 
 clean:
 	rm -rf $(VENV) $(SDK2_VENV) benchmarks/.peers $(NODE_DIR)/node_modules $(CONFORMANCE_DIR)/node_modules \

@@ -62,7 +62,15 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import lean
-from benchmarks.common import ROOT, baseline_tree, progress, running_gateway, write_results
+from benchmarks.common import (
+    CACHEGRIND,
+    ROOT,
+    cachegrind_total,
+    compared_builds,
+    progress,
+    running_gateway,
+    write_results,
+)
 from benchmarks.common import machine as describe_machine
 from benchmarks.lean import HttpConnection
 from benchmarks.run import _row, print_table
@@ -206,7 +214,7 @@ IN_PROCESS: tuple[tuple[str, float | None], ...] = (
 )
 #: ``--instructions``: the calls a child makes before the counted ones.
 WARM = 200
-VALGRIND = ("valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null")
+VALGRIND = (*CACHEGRIND, "--cachegrind-out-file=/dev/null")
 #: The fake's answer: the size of the SDK server's (content and structuredContent).
 _TEXT = "value of k" * 8
 
@@ -284,7 +292,7 @@ def in_process(args: argparse.Namespace) -> None:
         return
     figures: dict[tuple[str, str], list[float]] = {}
     with contextlib.ExitStack() as stack:
-        builds = _builds(stack, args.baseline)
+        builds = compared_builds(stack, args.baseline)
         for _ in range(args.rounds):
             for name, tree in builds:
                 argv = ["--in-process", "--json", "--rounds", "1", "--calls", str(args.calls)]
@@ -341,10 +349,7 @@ def _instructions_of(tree: Path | None, case: str, calls: int) -> float:
             check=True,
             text=True,
         )
-        refs = [
-            line for line in done.stderr.splitlines() if "I   refs:" in line or "I refs:" in line
-        ]
-        counts.append(int(refs[-1].rsplit(":", 1)[1].replace(",", "")))
+        counts.append(cachegrind_total(done.stderr))
     return (counts[1] - counts[0]) / calls
 
 
@@ -352,7 +357,7 @@ def instructions(args: argparse.Namespace) -> None:
     """``--in-process --instructions``: instructions a call, per case and build (valgrind)."""
     figures: dict[tuple[str, str], float] = {}
     with contextlib.ExitStack() as stack:
-        for name, tree in _builds(stack, args.baseline):
+        for name, tree in compared_builds(stack, args.baseline):
             for label, _ in IN_PROCESS:
                 figures[(name, label)] = _instructions_of(tree, label, args.calls)
                 print(f"   .. {name}, {label}: {figures[(name, label)]:,.0f}", flush=True)
@@ -368,18 +373,11 @@ def _names(baseline: str | None) -> list[tuple[str, None]]:
     return [("this tree", None), *([(baseline, None)] if baseline else [])]
 
 
-def _builds(stack: contextlib.ExitStack, baseline: str | None) -> list[tuple[str, Path | None]]:
-    builds: list[tuple[str, Path | None]] = [("this tree", None)]
-    if baseline:
-        builds.append((baseline, stack.enter_context(baseline_tree(baseline))))
-    return builds
-
-
 def profile(args: argparse.Namespace) -> None:
     """``--profile``: function calls a hit, a miss and an uncached call make, per build."""
     figures: dict[tuple[str, str], list[float]] = {}
     with contextlib.ExitStack() as stack:
-        builds = _builds(stack, args.baseline)
+        builds = compared_builds(stack, args.baseline)
         for _ in range(args.rounds):
             for name, tree in builds:
                 for case in CASES:
@@ -398,7 +396,7 @@ def alternate(args: argparse.Namespace) -> None:
     """``--baseline``: the gateway's CPU a call, this tree and the baseline alternated."""
     figures: dict[tuple[str, str], list[float]] = {}
     with contextlib.ExitStack() as stack:
-        builds = _builds(stack, args.baseline)
+        builds = compared_builds(stack, args.baseline)
         for _ in range(args.rounds):
             for name, tree in builds:
                 for case in CASES:

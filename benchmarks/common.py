@@ -12,7 +12,7 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from functools import partial
 from io import BytesIO
 from pathlib import Path
@@ -23,7 +23,17 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 BENCH_SERVER = [sys.executable, str(ROOT / "benchmarks" / "bench_server.py")]
+#: valgrind counting instructions only (no cache simulation); the out file follows.
+CACHEGRIND = ("valgrind", "--tool=cachegrind", "--cache-sim=no")
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def cachegrind_total(text: str) -> int:
+    """The instructions cachegrind counted: its stderr's "I refs" or its out file's "summary"."""
+    for line in reversed(text.splitlines()):
+        if "I   refs:" in line or "I refs:" in line or line.startswith("summary:"):
+            return int(line.rsplit(":", 1)[1].replace(",", "").split()[0])
+    raise ValueError("no instruction count in cachegrind's output")
 
 
 def free_port() -> int:
@@ -46,6 +56,14 @@ def bench_backend(name: str, tools: int = 1, **env: str) -> dict[str, Any]:
         "required": True,
         "stop_grace": 0.5,
     }
+
+
+def compared_builds(stack: ExitStack, baseline: str | None) -> list[tuple[str, Path | None]]:
+    """This tree's build, named "this tree", and ``baseline``'s (:func:`baseline_tree`) if any."""
+    builds: list[tuple[str, Path | None]] = [("this tree", None)]
+    if baseline:
+        builds.append((baseline, stack.enter_context(baseline_tree(baseline))))
+    return builds
 
 
 @contextmanager
@@ -72,6 +90,9 @@ def running_gateway(
     *,
     cpus: set[int] | None = None,
     ready_poll: float = 0.005,
+    wrapper: Sequence[str] = (),
+    ready_timeout: float = 120.0,
+    stop_timeout: float = 20.0,
     **sections: Any,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes], float]]:
     """Run ``trio-mcp-gateway serve`` in a child; yields (url, process, seconds to ready).
@@ -82,7 +103,10 @@ def running_gateway(
     ``server_options`` more ``server`` keys (``max_sessions`` for a run
     past the default 10,000 sessions); ``cpus`` the cores the gateway (and
     so its backends, which inherit it) may run on; ``ready_poll`` the
-    seconds between two ``/readyz`` polls.
+    seconds between two ``/readyz`` polls; ``wrapper`` a command the
+    gateway runs under (valgrind: :data:`CACHEGRIND`), given
+    ``ready_timeout`` seconds to answer ``/readyz`` and ``stop_timeout`` to
+    exit after SIGTERM before it is killed.
     """
     port = free_port()
     server = {**(server_options or {}), "host": "127.0.0.1", "port": port, "engine": engine}
@@ -98,7 +122,7 @@ def running_gateway(
         search = os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))
         env = {**os.environ, "PYTHONPATH": search}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gateway", "serve", "-c", path],
+        [*wrapper, sys.executable, "-m", "gateway", "serve", "-c", path],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         cwd=tree or ROOT,
@@ -107,7 +131,7 @@ def running_gateway(
     )
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + ready_timeout
         with httpx.Client() as client:
             while True:
                 try:
@@ -123,7 +147,7 @@ def running_gateway(
     finally:
         proc.terminate()
         try:
-            proc.wait(timeout=20)
+            proc.wait(timeout=stop_timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
         os.unlink(path)

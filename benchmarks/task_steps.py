@@ -14,6 +14,8 @@ Usage::
 
     .venv/bin/python -m benchmarks.task_steps [--baseline REV] [--concurrency 1,8]
         [--backend bench|sdk] [--seconds 3] [--rounds 2] [--profile] [--listing DIR]
+    .venv/bin/python -m benchmarks.task_steps --instructions [--baseline REV]
+        [--backend bench|sdk] [--rounds 2] [--calls 1000]
 
 With ``--profile`` the gateway also runs under cProfile and the function
 calls (Python and builtin) a tool call makes are counted: the closest to
@@ -22,6 +24,19 @@ counter (``perf stat`` reports ``instructions`` as not supported in this
 virtual machine) can measure; the profiler's own timers are subtracted
 (counted over an idle window). With ``--baseline`` each figure is also
 printed as this tree ÷ the baseline, judged against issue 31's 0.7.
+
+With ``--instructions`` the figure is instead the instructions the gateway
+retires a c=1 ``tools/call``, counted by valgrind (cachegrind, no cache
+simulation; only the gateway runs under it, not its backend: valgrind
+follows no children). Each build's gateway is started twice under it and
+stopped with SIGTERM, having answered ``WARM`` calls in one run and
+``WARM + --calls`` in the other; the difference over ``--calls`` leaves out
+the start, the imports, the warm-up and the stop. The gateway's timers do
+work by the second, and a second under valgrind is long: the shorter run
+therefore idles, after its warm-up, for as long as the other's counted
+calls took, so both runs' timers ran equally long and cancel. String
+hashing is seeded (``PYTHONHASHSEED=0``), as ``benchmarks.cache`` does.
+Builds alternate by round; the ratio is judged against 0.7.
 """
 
 from __future__ import annotations
@@ -30,6 +45,7 @@ import argparse
 import contextlib
 import os
 import pstats
+import shutil
 import signal
 import statistics
 import tempfile
@@ -38,7 +54,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import ROOT, baseline_tree, bench_backend, running_gateway
+from benchmarks.common import (
+    CACHEGRIND,
+    ROOT,
+    bench_backend,
+    cachegrind_total,
+    compared_builds,
+    running_gateway,
+)
 from benchmarks.lean import HttpConnection, http_load
 from benchmarks.run import ECHO_ARGS, _sdk_backend
 
@@ -48,6 +71,8 @@ SITE = ROOT / "benchmarks" / "task_steps_site"
 TARGET = 0.7
 # Seconds of no load over which the gateway's own background calls are counted.
 IDLE_WINDOW = 2.0
+#: ``--instructions``: the calls a gateway answers before the counted ones.
+WARM = 200
 
 
 def _counts(path: Path) -> tuple[int, int]:
@@ -161,6 +186,95 @@ def measure(
     }
 
 
+def _instructions_run(
+    config: dict[str, Any], tree: Path | None, calls: int, idle: float
+) -> tuple[int, float]:
+    """One gateway's life under cachegrind: ``WARM + calls`` calls, ``idle`` seconds, SIGTERM.
+
+    Returns the instructions it retired from start to exit and the seconds
+    its last ``calls`` calls took.
+    """
+    params: dict[str, Any] = {"name": "b__echo", "arguments": ECHO_ARGS}
+    saved = os.environ.get("PYTHONHASHSEED")
+    os.environ["PYTHONHASHSEED"] = "0"
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            out = Path(folder) / "cachegrind.out"
+            wrapper = (*CACHEGRIND, f"--cachegrind-out-file={out}")
+            with running_gateway(
+                [config],
+                tree=tree,
+                wrapper=wrapper,
+                ready_poll=0.1,
+                ready_timeout=600.0,
+                stop_timeout=600.0,
+            ) as (url, proc, _):
+                conn = HttpConnection(url)
+                session = conn.open_session()
+                for _ in range(WARM):
+                    conn.call(session, "tools/call", params)
+                started = time.monotonic()
+                for _ in range(calls):
+                    conn.call(session, "tools/call", params)
+                took = time.monotonic() - started
+                time.sleep(idle)
+                conn.close()
+            if proc.returncode != 0:
+                raise RuntimeError(f"the gateway under valgrind exited with {proc.returncode}")
+            return cachegrind_total(out.read_text(encoding="utf-8")), took
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONHASHSEED", None)
+        else:
+            os.environ["PYTHONHASHSEED"] = saved
+
+
+def instructions_per_call(backend: str, tree: Path | None, calls: int) -> dict[str, float]:
+    """Instructions the gateway retires a c=1 ``tools/call`` (valgrind), and the runs' seconds."""
+    config = _sdk_backend("b") if backend == "sdk" else bench_backend("b")
+    started = time.monotonic()
+    more, took = _instructions_run(config, tree, calls, 0.0)
+    fewer, _ = _instructions_run(config, tree, 0, took)
+    return {
+        "instructions": (more - fewer) / calls,
+        "calls_seconds": took,
+        "wall_seconds": time.monotonic() - started,
+    }
+
+
+def instructions_main(args: argparse.Namespace) -> None:
+    """``--instructions``: instructions a c=1 call per build and round, and the ratio."""
+    if shutil.which(CACHEGRIND[0]) is None:
+        print("valgrind is not installed: instructions a call not counted", flush=True)
+        return
+    figures: dict[str, list[float]] = {}
+    started = time.monotonic()
+    with contextlib.ExitStack() as stack:
+        builds = compared_builds(stack, args.baseline)
+        for round_ in range(args.rounds):
+            for name, tree in builds:
+                got = instructions_per_call(args.backend, tree, args.calls)
+                figures.setdefault(name, []).append(got["instructions"])
+                print(
+                    f"   .. round {round_ + 1}, {name}: {got['instructions']:,.0f} instructions "
+                    f"a call ({args.calls} calls in {got['calls_seconds']:.1f} s under valgrind; "
+                    f"both runs {got['wall_seconds']:.0f} s)",
+                    flush=True,
+                )
+    print(
+        f"\ninstructions the gateway retires a c=1 tools/call (valgrind), {args.backend} "
+        f"backend, {args.calls} calls after {WARM}, median of {args.rounds} rounds "
+        f"({time.monotonic() - started:.0f} s in all):"
+    )
+    for name, runs in figures.items():
+        shown = ", ".join(f"{v:,.0f}" for v in runs)
+        print(f"{name:>12}: {statistics.median(runs):,.0f}  (rounds: {shown})")
+    if args.baseline:
+        ratio = statistics.median(figures["this tree"]) / statistics.median(figures[args.baseline])
+        verdict = "pass" if ratio <= TARGET else "miss"
+        print(f"\nthis tree ÷ {args.baseline}: {ratio:.3f} (target <= {TARGET:g})  {verdict}")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Print steps, batches and CPU per call for each build, concurrency and round."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -175,13 +289,20 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="also count function calls per call under cProfile (then CPU is the profiler's)",
     )
     p.add_argument("--listing", type=Path, help="with --profile: a folder for per-function counts")
+    p.add_argument(
+        "--instructions",
+        action="store_true",
+        help="instead count instructions a c=1 call under valgrind (cachegrind)",
+    )
+    p.add_argument("--calls", type=int, default=1000, help="with --instructions: counted calls")
     args = p.parse_args(argv)
+    if args.instructions:
+        instructions_main(args)
+        return
     levels = [int(c) for c in args.concurrency.split(",")]
     figures: dict[tuple[str, int], list[dict[str, float]]] = {}
     with contextlib.ExitStack() as stack:
-        builds: list[tuple[str, Path | None]] = [("this tree", None)]
-        if args.baseline:
-            builds.append((args.baseline, stack.enter_context(baseline_tree(args.baseline))))
+        builds = compared_builds(stack, args.baseline)
         for _ in range(args.rounds):
             for name, tree in builds:
                 for concurrency in levels:
