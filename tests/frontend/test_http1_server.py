@@ -27,6 +27,7 @@ from gateway.frontend.engine import http1_response
 from gateway.frontend.engine.http1_exchange import COALESCE_LIMIT, READ_SIZE
 from gateway.frontend.engine.http1_response import DATE, DateCache, UnsafeHeader
 from gateway.frontend.engine.http1_server import Http1Server, Limits
+from tests.frontend.http1_pieces import PIECES
 
 LIMITS = Limits(max_header_bytes=4096, header_timeout=8.0, idle_timeout=8.0, drain_timeout=5.0)
 
@@ -644,29 +645,7 @@ async def test_a_malformed_request_pipelined_behind_good_ones_is_refused_after_t
     assert app.calls == ["POST /echo", "GET /x"]
 
 
-FRAGMENTS = st.sampled_from(
-    [
-        b"GET /x HTTP/1.1\r\n",
-        b"POST /echo HTTP/1.1\r\n",
-        b"POST /refuse HTTP/1.1\r\n",
-        b"GET /x HTTP/1.0\r\n",
-        b"CONNECT a:1 HTTP/1.1\r\n",
-        b"Host: test\r\n",
-        b"Content-Length: 5\r\n",
-        b"Content-Length: 99999999999999999999999\r\n",
-        b"Transfer-Encoding: chunked\r\n",
-        b"Connection: upgrade\r\nUpgrade: h2c\r\n",
-        b"Connection: close\r\n",
-        b"Expect: 100-continue\r\n",
-        b" folded\r\n",
-        b"\r\n",
-        b"\n",
-        b"5\r\nhello\r\n",
-        b"ffffffffffffffffffff\r\n",
-        b"0\r\n\r\n",
-        b"hello",
-    ]
-)
+FRAGMENTS = st.sampled_from(PIECES)
 
 
 @given(

@@ -27,6 +27,7 @@ from gateway.frontend.engine.request_parser import (
     RequestParser,
     RequestRefused,
 )
+from tests.frontend.http1_pieces import PIECES
 
 LIMIT = 4096
 HEAD = b"POST /mcp HTTP/1.1\r\nHost: a\r\n"
@@ -268,28 +269,7 @@ def test_a_connect_is_answered_and_nothing_after_it_is_read_as_http() -> None:
     assert not request.keep_alive
 
 
-FRAGMENTS = st.sampled_from(
-    [
-        b"GET / HTTP/1.1\r\n",
-        b"POST /echo HTTP/1.1\r\n",
-        b"GET / HTTP/1.0\r\n",
-        b"CONNECT a:1 HTTP/1.1\r\n",
-        b"Host: a\r\n",
-        b"Content-Length: 5\r\n",
-        b"Content-Length: 99999999999999999999999\r\n",
-        b"Transfer-Encoding: chunked\r\n",
-        b"Connection: upgrade\r\nUpgrade: h2c\r\n",
-        b"Connection: close\r\n",
-        b"Expect: 100-continue\r\n",
-        b" folded\r\n",
-        b"\r\n",
-        b"\n",
-        b"5\r\nhello\r\n",
-        b"ffffffffffffffffffff\r\n",
-        b"0\r\n\r\n",
-        b"hello",
-    ]
-)
+FRAGMENTS = st.sampled_from(PIECES)
 REQUEST_BYTES = st.lists(st.one_of(FRAGMENTS, st.binary(max_size=24)), max_size=24).map(b"".join)
 
 
