@@ -58,6 +58,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -373,43 +374,51 @@ def _names(baseline: str | None) -> list[tuple[str, None]]:
     return [("this tree", None), *([(baseline, None)] if baseline else [])]
 
 
-def profile(args: argparse.Namespace) -> None:
-    """``--profile``: function calls a hit, a miss and an uncached call make, per build."""
+def _alternated(
+    args: argparse.Namespace, measure: Callable[[str, Path | None, _Case], float]
+) -> dict[tuple[str, str], list[float]]:
+    """``measure(name, tree, case)`` for every case of every build, builds alternated by round."""
     figures: dict[tuple[str, str], list[float]] = {}
     with contextlib.ExitStack() as stack:
         builds = compared_builds(stack, args.baseline)
         for _ in range(args.rounds):
             for name, tree in builds:
                 for case in CASES:
-                    listing = None
-                    if args.listing is not None:
-                        args.listing.mkdir(parents=True, exist_ok=True)
-                        slug = case[0].replace(": ", "-").replace("/", "_").replace(" ", "_")
-                        listing = args.listing / f"{'tree' if tree is None else name}-{slug}.txt"
-                    calls = _profiled(case, args.duration, tree, listing)
-                    figures.setdefault((name, case[0]), []).append(calls)
-                    print(f"   .. {name}, {case[0]}: {calls:,.0f} function calls", flush=True)
-    _report(figures, "function calls a call", "{:,.0f}", args.baseline)
+                    figures.setdefault((name, case[0]), []).append(measure(name, tree, case))
+    return figures
+
+
+def profile(args: argparse.Namespace) -> None:
+    """``--profile``: function calls a hit, a miss and an uncached call make, per build."""
+
+    def calls_of(name: str, tree: Path | None, case: _Case) -> float:
+        listing = None
+        if args.listing is not None:
+            args.listing.mkdir(parents=True, exist_ok=True)
+            slug = case[0].replace(": ", "-").replace("/", "_").replace(" ", "_")
+            listing = args.listing / f"{'tree' if tree is None else name}-{slug}.txt"
+        calls = _profiled(case, args.duration, tree, listing)
+        print(f"   .. {name}, {case[0]}: {calls:,.0f} function calls", flush=True)
+        return calls
+
+    _report(_alternated(args, calls_of), "function calls a call", "{:,.0f}", args.baseline)
 
 
 def alternate(args: argparse.Namespace) -> None:
     """``--baseline``: the gateway's CPU a call, this tree and the baseline alternated."""
-    figures: dict[tuple[str, str], list[float]] = {}
-    with contextlib.ExitStack() as stack:
-        builds = compared_builds(stack, args.baseline)
-        for _ in range(args.rounds):
-            for name, tree in builds:
-                for case in CASES:
-                    load = _case_load(case, args, tree)
-                    cpu = _cpu_per_call_us(load)
-                    figures.setdefault((name, case[0]), []).append(cpu)
-                    print(
-                        f"   .. {name}, {case[0]}: {cpu:,.0f} µs CPU a call, "
-                        f"{load.calls_per_second:,.0f} calls/s "
-                        f"(other load {load.other_cores:.2f} cores)",
-                        flush=True,
-                    )
-    _report(figures, "gateway CPU a call (µs)", "{:,.0f}", args.baseline)
+
+    def cpu_of(name: str, tree: Path | None, case: _Case) -> float:
+        load = _case_load(case, args, tree)
+        cpu = _cpu_per_call_us(load)
+        print(
+            f"   .. {name}, {case[0]}: {cpu:,.0f} µs CPU a call, "
+            f"{load.calls_per_second:,.0f} calls/s "
+            f"(other load {load.other_cores:.2f} cores)",
+            flush=True,
+        )
+        return cpu
+
+    _report(_alternated(args, cpu_of), "gateway CPU a call (µs)", "{:,.0f}", args.baseline)
 
 
 def _report(
