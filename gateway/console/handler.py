@@ -15,6 +15,11 @@ Rules:
    Both are 403 with a message that says which.
 3. No response carries a secret or a full session id (``views``).
 4. Static files need no credential: they are the same for everyone.
+
+One module past 450 lines because it is one idea: the console's route
+table, each route with the credential and CSRF check that guards it, so
+that no route can be read apart from its guard. Pages' data, forms and
+live updates are modules of their own.
 """
 
 from __future__ import annotations

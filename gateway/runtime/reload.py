@@ -15,6 +15,11 @@ applies. ``config.reload.applied`` lists the sections that changed. A
 stored consents (``consent.registration`` rule 3). A reload of ``auth`` or
 the policy revokes and deletes the consents of principals it took a backend
 from (``identity.consent_standing``).
+
+One module past 450 lines because it is one idea: a reload is one
+transaction over every section (load, compare, refuse what needs a
+restart, apply the rest in one order, report once), and splitting it by
+section would scatter that order across files that each see part of it.
 """
 
 from __future__ import annotations

@@ -14,6 +14,10 @@ With a shared store, a session another replica opened is served from its
 record (``session_records.py``); what only the replica holding the host's
 GET stream can do is refused with its own answer: the GET itself (409) and
 ``resources/subscribe``/``unsubscribe`` (-32601, "not available here").
+
+One module past 450 lines because it is one idea: the endpoint's checks in
+their order and the three methods they guard; the responses and the GET
+stream already live in modules of their own.
 """
 
 from __future__ import annotations
