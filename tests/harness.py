@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry
 
 from gateway.backends.state import BackendState
 from gateway.config import GatewayConfig, parse
+from gateway.frontend.list_changed import ListChangedCoalescer
 from gateway.runtime.app import Gateway, serve
 from tests.servers.paths import EVERYTHING_INSTALL_HINT, everything_command, python_server_command
 
@@ -112,6 +113,21 @@ async def start_gateway(
     names = [b.name for b in config.backends] if wait_up is None else list(wait_up)
     await wait_for_states(gateway, dict.fromkeys(names, BackendState.UP))
     return Running(gateway, binds[0])
+
+
+async def start_up_told(gateway: Gateway) -> None:
+    """Wait until the list_changed that the backends coming up caused have been sent.
+
+    ``start_gateway`` returns when the backends are up, but their catalogs'
+    list_changed may still wait for the coalescer's window to reopen; a test
+    that counts notices from here on waits for those first.
+    """
+    live = gateway.live
+    assert live is not None
+    coalescer = live.coalescer
+    assert isinstance(coalescer, ListChangedCoalescer)
+    with trio.fail_after(READY_TIMEOUT):
+        await coalescer.drained()
 
 
 @asynccontextmanager

@@ -51,6 +51,8 @@ class ListChangedCoalescer:
         # of the profile.
         self._pending: set[tuple[str, str, str, str]] = set()
         self._wake = trio.Event()
+        # Set after each pass has sent what was pending, then replaced.
+        self._sent = trio.Event()
 
     def add(
         self,
@@ -76,6 +78,17 @@ class ListChangedCoalescer:
             return None
         return lambda peer: tag_of(peer) == tag
 
+    async def drained(self) -> None:
+        """Wait until every change noted so far has been sent.
+
+        Whoever must tell a later change from an earlier one (a client that
+        arrives after start-up and must not hear of the backends coming up)
+        waits here first: sending happens in one pass, so nothing noted
+        before this returns can reach a client that registers after.
+        """
+        while self._pending:
+            await self._sent.wait()
+
     def apply(self, window: float) -> None:
         """A reload's ``notifications.debounce``: the window from the next one on."""
         self.window = window
@@ -92,4 +105,6 @@ class ListChangedCoalescer:
                     jsonrpc.encode_notification(method), profile, self._accept(tag, session)
                 )
                 self._metrics.notifications_sent.labels(kind=method).inc(sent)
+            self._sent.set()
+            self._sent = trio.Event()
             await trio.sleep(self.window)

@@ -560,6 +560,28 @@ async def test_the_coalescer_sends_at_most_one_list_changed_per_window(
     assert fanned_out == 3 * len(times)
 
 
+async def test_drained_returns_once_what_was_noted_in_a_closed_window_is_sent(
+    autojump_clock: MockClock,
+) -> None:
+    """A change noted while the window is closed is sent when it reopens; drained waits for it."""
+    clients = FakeClients()
+    coalescer = ListChangedCoalescer(clients, Metrics(CollectorRegistry()), 0.2)  # type: ignore[arg-type]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(coalescer.run)
+        await coalescer.drained()  # nothing noted: returns at once
+        coalescer.add(frozenset({Kind.TOOLS}))
+        await trio.sleep(0.05)  # the first pass sent it; the window is now closed
+        coalescer.add(frozenset({Kind.PROMPTS}))
+        noted_at = trio.current_time()
+        await coalescer.drained()
+        assert trio.current_time() - noted_at == pytest.approx(0.15)
+        assert [m for _, m in clients.sent] == [
+            "notifications/tools/list_changed",
+            "notifications/prompts/list_changed",
+        ]
+        nursery.cancel_scope.cancel()
+
+
 async def test_the_coalescer_sends_one_notice_per_kind_changed_in_a_window(
     autojump_clock: MockClock,
 ) -> None:

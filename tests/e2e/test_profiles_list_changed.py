@@ -21,7 +21,7 @@ import trio
 
 from gateway.config import GatewayConfig, parse
 from tests.frontend.test_modern_http import modern, modern_headers
-from tests.harness import open_client, sdk_backend, start_gateway
+from tests.harness import open_client, sdk_backend, start_gateway, start_up_told
 from tests.servers.paths import python_server_command
 
 if TYPE_CHECKING:
@@ -83,6 +83,8 @@ async def test_list_changed_reaches_only_the_profile_whose_view_changed(
 ) -> None:
     """Issue 15: list_changed reaches a profile's clients only when that profile's view changed."""
     running = await start_gateway(nursery, _config())
+    # The backends coming up changed both views; a's listener must not count that.
+    await start_up_told(running.gateway)
     heard: dict[str, list[str]] = {"w": [], "a": []}
     w_heard = trio.Event()
     w_listened = trio.Event()

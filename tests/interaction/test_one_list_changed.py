@@ -16,7 +16,7 @@ from tests.e2e.test_modern_backend import SDK2_PYTHON, SERVER, text_of
 from tests.e2e.test_modern_backend import pytestmark as pytestmark  # skip without .venv-sdk2
 from tests.frontend.test_listen_http import listen
 from tests.frontend.test_streamable_http import http_client
-from tests.harness import gateway_config, open_client, start_gateway
+from tests.harness import gateway_config, open_client, start_gateway, start_up_told
 from tests.interaction.era_cells import modern_call
 from tests.subprocess_servers import free_port, run_server
 
@@ -34,6 +34,7 @@ async def test_one_change_of_a_modern_http_backend_is_one_list_changed(
     with run_server([str(SDK2_PYTHON), str(SERVER), "http", str(port)], port) as server:
         backend = {"name": "b", "transport": "http", "url": server.url("/mcp")}
         running = await start_gateway(nursery, gateway_config([backend]))
+        await start_up_told(running.gateway)
         heard: list[dict[str, Any]] = []
         async with (
             http_client(running) as client,
@@ -58,6 +59,7 @@ async def test_one_change_of_a_modern_http_backend_is_one_list_changed_on_a_sess
     with run_server([str(SDK2_PYTHON), str(SERVER), "http", str(port)], port) as server:
         backend = {"name": "b", "transport": "http", "url": server.url("/mcp")}
         running = await start_gateway(nursery, gateway_config([backend]))
+        await start_up_told(running.gateway)
         heard: list[float] = []
 
         async def on_message(message: Any) -> None:
