@@ -167,13 +167,16 @@ bench-peers: install-dev
 # work a call against the baseline commit (task steps and function calls,
 # then instructions retired under valgrind: 2 min 26 s-3 min 21 s for 2 rounds,
 # 2026-12-04), each with pass/miss; the c=1 rate against the SDK backend is
-# in benchmarks.run's calls table.
+# in benchmarks.run's calls table (direct over stdio) and in
+# benchmarks.single_caller's (the SDK 2.x server over Streamable HTTP, issue 31's
+# baseline, beside the same server over stdio).
 BASELINE ?= ce1d5b4
 bench: install-dev bench-peers sdk2-venv redis
 	$(BIN)/python -m compileall -q gateway
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.scale $(SCALE_ARGS)
 	$(BIN)/python -m benchmarks.cache
+	$(BIN)/python -m benchmarks.single_caller --rounds 3
 	$(BIN)/python -m benchmarks.store_cost
 	$(BIN)/python -m benchmarks.startup_sdk2 --backends 10 --repeats 2
 	$(BIN)/python -m benchmarks.startup_sdk2 --backends 50 --repeats 1
@@ -186,6 +189,7 @@ bench-quick: install-dev bench-peers sdk2-venv redis
 	$(BIN)/python -m benchmarks.run --quick $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.scale --quick $(SCALE_ARGS)
 	$(BIN)/python -m benchmarks.cache --quick
+	$(BIN)/python -m benchmarks.single_caller --quick
 	$(BIN)/python -m benchmarks.store_cost --quick
 	$(BIN)/python -m benchmarks.startup_sdk2 --backends 10 --repeats 1 --loaded
 	$(BIN)/python -m benchmarks.task_steps --baseline $(BASELINE) --concurrency 1 --rounds 1 --seconds 1 --profile

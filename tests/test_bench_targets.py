@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from benchmarks import lean
 from benchmarks.run import DEFAULT_ENGINE, _call_rows, call_targets
+from benchmarks.single_caller import DIRECTS, GATEWAY, rows_of
 
 
 def test_the_default_engine_is_the_one_the_gateway_ships_with() -> None:
@@ -54,3 +55,26 @@ def test_rows_outside_the_targets_carry_no_verdict_but_keep_their_figures() -> N
     assert verdicts["calls/s"].startswith("MISS")
     assert verdicts["p50"] == verdicts["p99"] == verdicts["CPU/call"] == "-"
     assert all(r["gateway"] is not None for r in rows)
+
+
+def _window(calls_per_s: float) -> dict[str, object]:
+    return {"calls_per_s": calls_per_s, "target_cpu_us_per_call": 400.0}
+
+
+def test_the_single_caller_is_judged_against_the_issues_baseline_at_c1_only() -> None:
+    """Issue 31 names the SDK server over Streamable HTTP; the other baselines are printed."""
+    windows = {
+        GATEWAY: [_window(400), _window(300), _window(500)],
+        "http-sse": [_window(500), _window(200), _window(400)],
+        "http-json": [_window(800)] * 3,
+        "stdio": [_window(1_000)] * 3,
+    }
+    rows = rows_of(1, windows)
+    by_baseline = dict(zip(DIRECTS, rows, strict=False))
+    # The median of the rounds' own ratios (0.8, 1.5, 1.25), not the medians' ratio (1.0).
+    assert by_baseline["http-sse"]["ratio"] == 1.25
+    assert by_baseline["http-sse"]["verdict"].startswith("PASS")
+    assert by_baseline["http-json"]["verdict"] == by_baseline["stdio"]["verdict"] == "-"
+    assert all(row["verdict"] == "-" for row in rows_of(8, windows))
+    windows["http-sse"] = [_window(600)] * 3
+    assert rows_of(1, windows)[0]["verdict"].startswith("MISS")
