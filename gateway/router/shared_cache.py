@@ -149,6 +149,11 @@ class SharedCache:
         #: Set once the first subscription is open (tests wait for it).
         self.listening = trio.Event()
 
+    @property
+    def pending(self) -> bool:
+        """Whether a drop's bump is not in the store yet (rule 4)."""
+        return bool(self._pending or self._bumping)
+
     def attach(self, drop: Callable[[str], object]) -> None:
         """The local tier in force: ``drop(backend)`` empties its entries of a backend."""
         self._drop = drop

@@ -53,6 +53,7 @@ async def replica(
     wall: Callable[[], float] | None = None,
     store_timeout: float = 1.0,
     failures: list[int] | None = None,
+    poll: float = 5.0,
 ) -> tuple[Router, Any, SharedCache]:
     """One gateway replica over ``store``: a router, its own backend, its shared tier."""
     pool = FakePool()
@@ -61,6 +62,7 @@ async def replica(
     shared = SharedCache(
         store,
         timeout=store_timeout,
+        poll=poll,
         on_failure=None if failures is None else (lambda: failures.append(1)),
         **({} if wall is None else {"wall": wall}),
     )
@@ -130,7 +132,8 @@ async def test_resources_updated_on_one_replica_stops_every_replica_serving_the_
 ) -> None:
     """Gateway choice: a drop bumps the backend's generation and is published."""
     a, backend_a, _ = await replica(store, nursery, public_modern)
-    b, backend_b, shared_b = await replica(store, nursery, public_modern)
+    # B hears of it by the message alone: its poll is far off.
+    b, backend_b, shared_b = await replica(store, nursery, public_modern, poll=3600)
     await read(a, URI)
     await written(store)
     await read(b, URI)  # B holds it locally now
