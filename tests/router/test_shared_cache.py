@@ -402,3 +402,42 @@ def test_no_shared_answer_crosses_principals_or_outlives_its_ttl(ops: list[Any])
             nursery.cancel_scope.cancel()
 
     _run(main)
+
+
+class _ReadOnly(EmbeddedStore):
+    """A store that answers reads and refuses writes (a replica of a read-only redis)."""
+
+    async def put(self, key: str, value: bytes, *, ttl: float | None = None) -> None:
+        """Refused."""
+        raise StoreUnavailable("put", "READONLY")
+
+
+async def test_a_write_the_store_refuses_is_dropped_and_counted(nursery: trio.Nursery) -> None:
+    """Gateway choice: a refused write costs the call nothing; the local tier keeps it."""
+    failures: list[int] = []
+    a, backend_a, _ = await replica(_ReadOnly(), nursery, public_modern, failures=failures)
+    await read(a, URI)
+    await trio.testing.wait_all_tasks_blocked()
+    assert failures == [1]
+    await read(a, URI)
+    assert reads_sent(backend_a) == 1
+
+
+async def test_a_reload_on_one_replica_drops_the_shared_answers_of_its_backends(
+    store: Store, nursery: trio.Nursery
+) -> None:
+    """Gateway choice: a reload may change opt-ins and scopes; no replica serves what the
+    old rules kept (the new cache is ``renewed``)."""
+    a, _, shared_a = await replica(store, nursery, public_modern)
+    b, backend_b, shared_b = await replica(store, nursery, public_modern)
+    await read(a, URI)
+    await written(store)
+    await read(b, URI)
+    seen = shared_b.generations["m"]
+    renewed = cache_for(SHARED, [POOLS[id(a)].backends["m"].config], (), shared=shared_a)
+    assert renewed is not None
+    renewed.renewed(["m"])
+    a.set_cache(renewed)
+    await heard(shared_b, "m", seen)
+    await read(b, URI)
+    assert reads_sent(backend_b) == 1
