@@ -41,12 +41,16 @@ class CacheConfig(Base, frozen=True, kw_only=True):
         default_ttl: seconds an opt-in answer (``backends[].cache``,
             ``profiles[].cache``) stays fresh when the opt-in names no
             ``ttl`` of its own.
+        shared: also keep answers in the state store, where every replica
+            sharing it finds them (``gateway.router.shared_cache``); needs
+            ``store.url`` (the embedded store serves one gateway only).
     """
 
     max_bytes: Annotated[int, Meta(ge=0, extra={"problem": "must be 0 (off) or more"})] = (
         DEFAULT_MAX_BYTES
     )
     default_ttl: Positive = 30.0
+    shared: bool = False
 
     @property
     def enabled(self) -> bool:

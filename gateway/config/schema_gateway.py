@@ -210,6 +210,14 @@ class GatewayConfig(Base, frozen=True, kw_only=True):
             self.admin, self.server.host, self.auth.admin_tokens, self.server.path, admin_role
         )
         problems += self.consent_problems()
+        if self.cache is not None and self.cache.shared and not self.store.url:
+            problems.append(
+                (
+                    "cache.shared",
+                    "needs store.url: the embedded store serves this gateway only, "
+                    "so there is no replica to share answers with",
+                )
+            )
         if problems:
             raise Invalid(*problems)
 

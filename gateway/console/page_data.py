@@ -120,12 +120,11 @@ def cache_rows(cache: RouterCache | None) -> list[CacheRow] | None:
         return None
     rows = []
     for sample in cache.samples():
-        lookups = sample.hits + sample.misses
-        ratio = sample.hits / lookups if lookups else None
+        hits = sample.hits + (sample.shared_hits or 0)  # the store's hits spared the backend too
+        lookups = hits + sample.misses
+        ratio = hits / lookups if lookups else None
         rows.append(
-            CacheRow(
-                sample.backend, ratio, sample.hits, sample.misses, sample.evictions, sample.bytes
-            )
+            CacheRow(sample.backend, ratio, hits, sample.misses, sample.evictions, sample.bytes)
         )
     return rows
 

@@ -34,6 +34,11 @@ Rules:
 8. **Invalidation** (``Router``): ``resources/updated`` drops the URI's
    reads, a ``list_changed`` the backend's entries of that kind, a backend
    going down or coming up all of its entries, a reload everything.
+9. **Shared tier** (``cache.shared``, ``router.shared_cache``): a local
+   miss asks the store before the backend and a store hit fills the local
+   tier; what the local tier keeps is also written to the store; each drop
+   of rule 8 also drops the backend's shared answers on every replica.
+   Without it a local miss pays one ``is None`` and the hit path nothing.
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ if TYPE_CHECKING:
     from gateway.config.schema_cache import BackendCache, CacheConfig, CacheScopeChoice, ToolCache
     from gateway.config.schema_profiles import ProfileConfig
     from gateway.router.context import Call
+    from gateway.router.shared_cache import SharedCache, SharedHit
 
 __all__ = ["READ", "TOOL_CALL", "RouterCache", "cache_for"]
 
@@ -77,6 +83,14 @@ TOOL_CALL: Final = "tools/call"
 _MEMO_LIMIT: Final = 4096
 
 Scope = Literal["public", "private"]
+#: Backend notifications that drop some of its answers (rule 8).
+_STALING: Final = frozenset(
+    {
+        "notifications/resources/updated",
+        "notifications/resources/list_changed",
+        "notifications/tools/list_changed",
+    }
+)
 
 
 def cache_for(
@@ -84,16 +98,18 @@ def cache_for(
     backends: Iterable[BackendConfig],
     profiles: Iterable[ProfileConfig],
     clock: Callable[[], float] | None = None,
+    shared: SharedCache | None = None,
 ) -> RouterCache | None:
     """The router's cache for this configuration; None when it is off (rule 1).
 
     ``clock``: freshness is measured on it; by default the clock of the trio
-    run the cache is made in (``RouterCache``).
+    run the cache is made in (``RouterCache``). ``shared``: the gateway's
+    shared tier, used when ``cache.shared`` is on (rule 9).
     """
 
     if config is None or not config.enabled:
         return None
-    return RouterCache(config, backends, profiles, clock)
+    return RouterCache(config, backends, profiles, clock, shared=shared if config.shared else None)
 
 
 #: Backend credentials that are each caller's own (rule 5).
@@ -178,6 +194,7 @@ class RouterCache:
         profiles: the profiles' configs, for their ``cache.tools``.
         clock: freshness is measured on it; None: the clock of the trio run
             the cache is made in (trio's, or a test's ``MockClock``).
+        shared: the store tier (rule 9); None keeps answers in this process only.
     """
 
     def __init__(
@@ -186,9 +203,16 @@ class RouterCache:
         backends: Iterable[BackendConfig],
         profiles: Iterable[ProfileConfig],
         clock: Callable[[], float] | None = None,
+        *,
+        shared: SharedCache | None = None,
     ) -> None:
         self.config = config
         self.responses = ResponseCache(config.max_bytes)
+        self.shared = shared
+        #: Local misses answered by the shared tier, per backend (rule 9).
+        self.shared_hits: dict[str, int] = {}
+        if shared is not None:
+            shared.attach(self.responses.invalidate_backend)
         self._clock = clock if clock is not None else _run_clock()
         self._reads: dict[str, BackendCache] = {
             b.name: b.cache for b in backends if b.cache is not None
@@ -263,22 +287,55 @@ class RouterCache:
             call.backend = backend.name
             value, deadline = found
             return self._served_read(value, deadline) if modern_host else msgspec.Raw(value)
+        shared = self.shared
+        generation = None
+        if shared is not None:
+            hit, generation = await shared.find(backend.name, key, principal)
+            if hit is not None:
+                call.backend = backend.name
+                uri = params.get("uri")
+                deadline = self._filled(backend.name, key, READ, principal, hit, uri)
+                if modern_host:
+                    return self._served_read(hit.value, deadline)
+                return msgspec.Raw(hit.value)
         result = await fetch()
         shaped, ttl, scope = self._for_host(result, backend, call, modern_host)
         if ttl > 0:
             uri = params.get("uri")
-            self.responses.keep(
+            value = bytes(shaped)
+            kept = self.responses.keep(
                 backend.name,
                 key,
                 READ,
                 principal=principal,
                 ttl=ttl,
                 scope=scope,
-                value=bytes(shaped),
+                value=value,
                 now=self._clock(),
                 uri=uri if isinstance(uri, str) else None,
             )
+            if kept and shared is not None and generation is not None:
+                shared.keep(backend.name, key, principal, scope, value, ttl, generation)
         return shaped
+
+    def _filled(
+        self, backend: str, key: bytes, method: str, principal: str, hit: SharedHit, uri: Any
+    ) -> float:
+        """A shared hit kept in the local tier for its time left; its local deadline."""
+        self.shared_hits[backend] = self.shared_hits.get(backend, 0) + 1
+        now = self._clock()
+        self.responses.keep(
+            backend,
+            key,
+            method,
+            principal=principal,
+            ttl=hit.left,
+            scope=hit.scope,
+            value=hit.value,
+            now=now,
+            uri=uri if isinstance(uri, str) else None,
+        )
+        return now + hit.left
 
     def _for_host(
         self, result: msgspec.Raw, backend: BackendView, call: Call, modern_host: bool
@@ -352,26 +409,41 @@ class RouterCache:
         if found is not None:
             call.backend = backend.name
             return msgspec.Raw(found[0])
+        shared = self.shared
+        generation = None
+        if shared is not None:
+            hit, generation = await shared.find(backend.name, key, principal)
+            if hit is not None:
+                call.backend = backend.name
+                self._filled(backend.name, key, TOOL_CALL, principal, hit, None)
+                return msgspec.Raw(hit.value)
         result = await fetch()
         if not _keepable(result):
             return result
         ttl = rule.ttl if rule.ttl is not None else self.config.default_ttl
-        self.responses.keep(
+        scope = _scope(rule.scope, backend, principal)
+        value = bytes(result)
+        kept = self.responses.keep(
             backend.name,
             key,
             TOOL_CALL,
             principal=principal,
             ttl=ttl,
-            scope=_scope(rule.scope, backend, principal),
-            value=bytes(result),
+            scope=scope,
+            value=value,
             now=self._clock(),
         )
+        if kept and shared is not None and generation is not None:
+            shared.keep(backend.name, key, principal, scope, value, ttl, generation)
         return result
 
     # -- invalidation (rule 8) ---------------------------------------------
 
     def backend_notified(self, backend: str, method: str, params: msgspec.Raw | None) -> None:
-        """A backend's notification: drop what it makes stale."""
+        """A backend's notification: drop what it makes stale (here, and shared: rule 9)."""
+        shared = self.shared
+        if shared is not None and method in _STALING:
+            shared.invalidate(backend)
         if method == "notifications/resources/updated":
             body = None if params is None else mcp.decode_object(params)
             uri = None if body is None else body.get("uri")
@@ -387,11 +459,29 @@ class RouterCache:
     def samples(self) -> list[CacheSample]:
         """Each backend's counters, for the metrics (read at scrape time)."""
         out = []
+        if self.shared is None:
+            for name in self.responses.backends():
+                stats = self.responses.stats(name)
+                out.append(
+                    CacheSample(name, stats.hits, stats.misses, stats.evictions, stats.bytes)
+                )
+            return out
         for name in self.responses.backends():
             stats = self.responses.stats(name)
-            out.append(CacheSample(name, stats.hits, stats.misses, stats.evictions, stats.bytes))
+            shared = self.shared_hits.get(name, 0)
+            # A local miss the store answered is a shared hit, not a miss.
+            misses = stats.misses - shared
+            out.append(CacheSample(name, stats.hits, misses, stats.evictions, stats.bytes, shared))
         return out
 
     def backend_restarted(self, backend: str) -> None:
         """A backend went down or came (back) up: nothing it said still holds."""
         self.responses.invalidate_backend(backend)
+        if self.shared is not None:
+            self.shared.invalidate(backend)
+
+    def renewed(self, backends: Iterable[str]) -> None:
+        """A reload made this cache: the backends' shared answers go too (rule 9)."""
+        if self.shared is not None:
+            for backend in backends:
+                self.shared.invalidate(backend)

@@ -51,6 +51,7 @@ from gateway.router import Router
 from gateway.router.access import AccessControl
 from gateway.router.profile_setup import profile_views, record_catalog
 from gateway.router.response_cache import cache_for
+from gateway.router.shared_cache import SharedCache
 from gateway.router.stateless.held_calls import DEFAULT_LIFETIME, HeldCalls
 from gateway.router.stateless.task_records import TaskRecords
 from gateway.runtime import readiness as status
@@ -241,7 +242,18 @@ async def open_gateway(
             guardrails=guardrails_of(config, metrics, activity),
             consent=consent,
         )
-        router.set_cache(cache_for(config.cache, config.backends, config.profiles))
+        # The response cache's shared tier, for ``cache.shared`` (now or after a reload).
+        shared_cache = None
+        if config.store.url:
+            shared_cache = SharedCache(
+                store,
+                timeout=config.store.timeout,
+                on_failure=metrics.store_fallbacks.labels(tenant="cache").inc,
+            )
+            await services.start(shared_cache.run)
+        router.set_cache(
+            cache_for(config.cache, config.backends, config.profiles, shared=shared_cache)
+        )
         task_records = TaskRecords(store, config.store.task_owner_timeout)
         router.tasks.attach(task_records)
         await services.start(task_records.run)
@@ -316,6 +328,7 @@ async def open_gateway(
             pool=pool,
             clients=clients,
             guardrails_of=lambda changed: guardrails_of(changed, metrics, activity),
+            shared_cache=shared_cache,
         )
         gateway = Gateway(
             config, pool, router, clients, app, metrics, endpoint, live, config_path, store, pins

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from gateway.guardrails.chains import Guardrails
     from gateway.identity.service import IdentityService
     from gateway.router import Router
+    from gateway.router.shared_cache import SharedCache
     from gateway.router.stateless.held_calls import HeldCalls
     from gateway.telemetry.metrics import Metrics
 
@@ -137,6 +138,7 @@ class Live:
         clients: open sessions (closed when their static token is removed).
         guardrails_of: builds the filter chains of a config (None when it
             configures no filter), counted and shown like the first ones.
+        shared_cache: the response cache's shared tier (with ``store.url``).
         last: what the last reload did (None before one).
     """
 
@@ -151,6 +153,7 @@ class Live:
     pool: Pool
     clients: ClientRegistry
     guardrails_of: Callable[[GatewayConfig], Guardrails | None] | None = None
+    shared_cache: SharedCache | None = None
     last: ReloadOutcome | None = None
 
 
@@ -394,7 +397,13 @@ async def apply(live: Live, plan: ConfigPlan) -> list[str]:
     # Every reload starts the response cache afresh, before the backends'
     # drains: its opt-ins may have changed, so may the policy its answers
     # were shaped under; a backend restarted by the reload drops its own.
-    live.router.set_cache(cache_for(plan.new.cache, plan.new.backends, plan.new.profiles))
+    # Shared answers go on every replica too (``router.shared_cache`` rule 4).
+    cache = cache_for(
+        plan.new.cache, plan.new.backends, plan.new.profiles, shared=live.shared_cache
+    )
+    if cache is not None:
+        cache.renewed(backend.name for backend in plan.new.backends)
+    live.router.set_cache(cache)
     consents = consent_settings(backend.config for backend in live.pool.backends.values())
     await live.pool.reload(plan.new.backends, plan.new.shutdown.drain_timeout)
     await _purge_consents(live.pool, purge_targets(consents, consent_settings(plan.new.backends)))

@@ -217,7 +217,8 @@ class Metrics(FeatureSeries):
         self.store_fallbacks = Counter(
             PREFIX + "store_fallbacks_total",
             "Decisions a replica took alone because the shared store did not answer, by "
-            "tenant (rate_limits: the local bucket admitted or refused).",
+            "tenant (rate_limits: the local bucket admitted or refused; cache: a shared "
+            "response-cache lookup was a miss, or a write or a drop waited).",
             ["tenant"],
             registry=r,
         )

@@ -171,6 +171,8 @@ class CacheSample:
         misses: lookups that went to the backend.
         evictions: entries dropped to stay within ``cache.max_bytes``.
         bytes: the bytes of its entries kept now.
+        shared_hits: lookups answered from the state store (``cache.shared``);
+            None when answers are not shared.
     """
 
     backend: str
@@ -178,6 +180,7 @@ class CacheSample:
     misses: int
     evictions: int
     bytes: int
+    shared_hits: int | None = None
 
 
 class CacheCollector(Collector):
@@ -190,8 +193,9 @@ class CacheCollector(Collector):
         """Requests by result and evictions as counters, bytes as a gauge."""
         requests = CounterMetricFamily(
             PREFIX + "cache_requests",
-            "Lookups in the response cache, by backend and result (hit or miss); "
-            "they start again from 0 when a reload renews the cache.",
+            "Lookups in the response cache, by backend and result (hit, hit_shared "
+            "with cache.shared: answered from the state store, or miss: asked the "
+            "backend); they start again from 0 when a reload renews the cache.",
             labels=["backend", "result"],
         )
         evictions = CounterMetricFamily(
@@ -207,6 +211,8 @@ class CacheCollector(Collector):
         for sample in self._sample():
             requests.add_metric([sample.backend, "hit"], sample.hits)
             requests.add_metric([sample.backend, "miss"], sample.misses)
+            if sample.shared_hits is not None:
+                requests.add_metric([sample.backend, "hit_shared"], sample.shared_hits)
             evictions.add_metric([sample.backend], sample.evictions)
             size.add_metric([sample.backend], sample.bytes)
         yield from (requests, evictions, size)

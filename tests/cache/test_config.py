@@ -76,3 +76,14 @@ def test_a_bad_cache_setting_is_refused_at_its_place(text: str, place: str) -> N
     with pytest.raises(ConfigError) as info:
         parse(BACKENDS + text, env={})
     assert any(place in problem for problem in info.value.problems), info.value.problems
+
+
+def test_shared_without_a_store_url_is_refused_and_with_one_accepted() -> None:
+    """Gateway choice: the embedded store serves one gateway; there is nothing to share."""
+    with pytest.raises(ConfigError) as info:
+        parse(BACKENDS + "cache: {shared: true}\n", env={})
+    assert any("cache.shared" in p and "store.url" in p for p in info.value.problems)
+    text = BACKENDS + "cache: {shared: true}\nstore: {url: 'redis://127.0.0.1:1/0'}\n"
+    config = parse(text, env={})
+    assert config.cache is not None and config.cache.shared
+    assert not parse(BACKENDS + "cache: {}\n", env={}).cache.shared  # type: ignore[union-attr]
