@@ -31,7 +31,14 @@ from structlog.testing import capture_logs
 from gateway.config import parse
 from gateway.runtime.app import reload_config
 from tests.frontend.test_modern_http import envelope, modern_headers
-from tests.harness import ENGINE, Running, initialize_message, sdk_backend, start_gateway
+from tests.harness import (
+    ENGINE,
+    Running,
+    initialize_message,
+    sdk_backend,
+    start_gateway,
+    start_up_told,
+)
 
 SECRET: Final = "jwt-shared-secret-0123456789abcdef0123"
 AUDIENCE: Final = "http://gw.test/mcp"
@@ -94,7 +101,10 @@ DEV: Final = token("bob", ["dev"])
 
 @pytest.fixture(name="running")
 async def _running(nursery: trio.Nursery) -> Running:
-    return await start_gateway(nursery, parse(json.dumps(document()), env={}))
+    running = await start_gateway(nursery, parse(json.dumps(document()), env={}))
+    # A session that must hear nothing must not hear of the backends coming up.
+    await start_up_told(running.gateway)
+    return running
 
 
 def _headers(bearer: str, **extra: str) -> dict[str, str]:
