@@ -145,12 +145,18 @@ def running_gateway(
         ready = time.perf_counter() - started
         yield base + "/mcp", proc, ready
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=stop_timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_child(proc, stop_timeout)
         os.unlink(path)
+
+
+def stop_child(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """SIGTERM, ``timeout`` seconds to exit, then SIGKILL; reaped either way."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 class LeanClient:

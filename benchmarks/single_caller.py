@@ -42,7 +42,15 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
 from benchmarks import lean
-from benchmarks.common import ROOT, free_port, machine, progress, running_gateway, write_results
+from benchmarks.common import (
+    ROOT,
+    free_port,
+    machine,
+    progress,
+    running_gateway,
+    stop_child,
+    write_results,
+)
 from benchmarks.lean import HttpConnection
 from benchmarks.run import _row, print_table
 
@@ -94,12 +102,7 @@ def direct_http(json_response: bool) -> Iterator[tuple[str, subprocess.Popen[byt
                 time.sleep(0.05)
         yield f"http://127.0.0.1:{port}/mcp", proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_child(proc, 10)
 
 
 def _sessions(url: str, tool: str, count: int) -> list[str]:

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.common import ROOT, free_port
+from benchmarks.common import ROOT, free_port, stop_child
 from benchmarks.lean import HttpConnection
 
 PEERS_DIR = ROOT / "benchmarks" / ".peers"
@@ -139,9 +139,4 @@ def running_peer(name: str, backends: Sequence[tuple[str, Sequence[str]]]) -> It
         _wait_ready(proc, endpoints)
         yield PeerRun(name, proc, endpoints)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=20)
+        stop_child(proc, 20)
