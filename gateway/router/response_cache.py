@@ -39,6 +39,13 @@ Rules:
    tier; what the local tier keeps is also written to the store; each drop
    of rule 8 also drops the backend's shared answers on every replica.
    Without it a local miss pays one ``is None`` and the hit path nothing.
+
+One module past 450 lines because it is one idea: the decision, for each
+answer on the request path, of whether it is served from, kept in or
+dropped from the cache. The rules above are read together (a scope chosen
+by rule 5 is the one rule 9 writes, the key of rule 6 the one rule 8
+drops); the sans-IO store is ``cache.responses`` and the shared tier's
+store traffic ``router.shared_cache``.
 """
 
 from __future__ import annotations
@@ -302,21 +309,50 @@ class RouterCache:
         shaped, ttl, scope = self._for_host(result, backend, call, modern_host)
         if ttl > 0:
             uri = params.get("uri")
-            value = bytes(shaped)
-            kept = self.responses.keep(
+            self._keep(
                 backend.name,
                 key,
                 READ,
-                principal=principal,
-                ttl=ttl,
-                scope=scope,
-                value=value,
-                now=self._clock(),
-                uri=uri if isinstance(uri, str) else None,
+                principal,
+                ttl,
+                scope,
+                bytes(shaped),
+                generation,
+                uri if isinstance(uri, str) else None,
             )
-            if kept and shared is not None and generation is not None:
-                shared.keep(backend.name, key, principal, scope, value, ttl, generation)
         return shaped
+
+    def _keep(
+        self,
+        backend: str,
+        key: bytes,
+        method: str,
+        principal: str,
+        ttl: float,
+        scope: Scope,
+        value: bytes,
+        generation: int | None,
+        uri: str | None = None,
+    ) -> None:
+        """Keep an answer here and, when the local tier kept it, in the store (rule 9).
+
+        ``generation`` is the backend's shared generation the lookup saw;
+        None (no shared tier, or a drop not yet in the store) writes nothing.
+        """
+        kept = self.responses.keep(
+            backend,
+            key,
+            method,
+            principal=principal,
+            ttl=ttl,
+            scope=scope,
+            value=value,
+            now=self._clock(),
+            uri=uri,
+        )
+        shared = self.shared
+        if kept and shared is not None and generation is not None:
+            shared.keep(backend, key, principal, scope, value, ttl, generation)
 
     def _filled(
         self, backend: str, key: bytes, method: str, principal: str, hit: SharedHit, uri: Any
@@ -422,19 +458,7 @@ class RouterCache:
             return result
         ttl = rule.ttl if rule.ttl is not None else self.config.default_ttl
         scope = _scope(rule.scope, backend, principal)
-        value = bytes(result)
-        kept = self.responses.keep(
-            backend.name,
-            key,
-            TOOL_CALL,
-            principal=principal,
-            ttl=ttl,
-            scope=scope,
-            value=value,
-            now=self._clock(),
-        )
-        if kept and shared is not None and generation is not None:
-            shared.keep(backend.name, key, principal, scope, value, ttl, generation)
+        self._keep(backend.name, key, TOOL_CALL, principal, ttl, scope, bytes(result), generation)
         return result
 
     # -- invalidation (rule 8) ---------------------------------------------
@@ -458,20 +482,22 @@ class RouterCache:
 
     def samples(self) -> list[CacheSample]:
         """Each backend's counters, for the metrics (read at scrape time)."""
+        sharing = self.shared is not None
         out = []
-        if self.shared is None:
-            for name in self.responses.backends():
-                stats = self.responses.stats(name)
-                out.append(
-                    CacheSample(name, stats.hits, stats.misses, stats.evictions, stats.bytes)
-                )
-            return out
         for name in self.responses.backends():
             stats = self.responses.stats(name)
             shared = self.shared_hits.get(name, 0)
             # A local miss the store answered is a shared hit, not a miss.
-            misses = stats.misses - shared
-            out.append(CacheSample(name, stats.hits, misses, stats.evictions, stats.bytes, shared))
+            out.append(
+                CacheSample(
+                    name,
+                    stats.hits,
+                    stats.misses - shared,
+                    stats.evictions,
+                    stats.bytes,
+                    shared if sharing else None,
+                )
+            )
         return out
 
     def backend_restarted(self, backend: str) -> None:
