@@ -144,6 +144,8 @@ class SharedCache:
         self._pending: set[str] = set()
         self._bumping: set[str] = set()
         self._wake = trio.Event()
+        # (store key, record, wall-clock expiry): the expiry is the record's
+        # own, carried beside it so the writer need not decode it again.
         self._writes, self._queued = trio.open_memory_channel[tuple[str, bytes, float]](QUEUE)
         self._drop: Callable[[str], object] = lambda backend: None
         #: Set once the first subscription is open (tests wait for it).
@@ -232,9 +234,10 @@ class SharedCache:
         who = principal if scope == "private" else ""
         if scope == "private" and not principal:
             return
-        record = _encode(_Record(self._wall() + ttl, value))
+        expires = self._wall() + ttl
+        record = _encode(_Record(expires, value))
         try:
-            self._writes.send_nowait((entry_key(backend, generation, key, who), record, ttl))
+            self._writes.send_nowait((entry_key(backend, generation, key, who), record, expires))
         except trio.WouldBlock:
             self._failed("keep", "queue full")
 
@@ -254,10 +257,9 @@ class SharedCache:
             task_status.started()
 
     async def _write_loop(self) -> None:
-        async for key, record, ttl in self._queued:
+        async for key, record, expires in self._queued:
             try:
-                expires = _record_decoder.decode(record).expires
-                left = min(ttl, expires - self._wall())
+                left = expires - self._wall()
                 if left > 0:
                     await self._store.put(key, record, ttl=left)
             except StoreUnavailable as exc:
@@ -289,11 +291,15 @@ class SharedCache:
             try:
                 async with self._store.subscribe(CHANNEL) as messages:
                     self.listening.set()
+                    # The re-read is due every poll interval whatever else is
+                    # heard: other backends' news must not put it off (rule 5).
+                    due = trio.current_time() + self._poll
                     while True:
-                        with trio.move_on_after(self._poll) as waited:
+                        with trio.move_on_at(due) as waited:
                             message = await messages.receive()
                         if waited.cancelled_caught:
                             await self._reread()
+                            due = trio.current_time() + self._poll
                         else:
                             self._heard(message)
             except (StoreUnavailable, trio.EndOfChannel, trio.BrokenResourceError) as exc:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 import trio.testing
@@ -211,6 +212,34 @@ async def test_a_lost_message_leaves_a_local_answer_served_at_most_the_poll_inte
     await trio.sleep(5.01)
     await read(b, URI)
     assert reads_sent(backend_b) == 1  # within the bound, far inside the minute's ttl
+
+
+async def test_news_of_other_backends_does_not_put_off_the_poll(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Gateway choice: a lost bump is re-read within the poll interval however busy the channel."""
+    store = EmbeddedStore(clock=trio.current_time)
+    dropped: list[tuple[float, str]] = []
+    shared = SharedCache(store, timeout=1.0, poll=5.0, wall=trio.current_time)
+    shared.attach(lambda backend: dropped.append((trio.current_time(), backend)))
+    await nursery.start(shared.run)
+    with trio.fail_after(5):
+        await shared.listening.wait()
+    shared.generations["m"] = 0  # seen once, as a lookup would
+    await store.add("cache:g:m")  # another replica's bump, its message lost
+    bumped = trio.current_time()
+
+    async def chatter() -> None:
+        """Another replica bumping backend ``x`` every second, its messages heard."""
+        for generation in range(1, 20):
+            news = msgspec.msgpack.encode(("other", "x", generation))
+            await store.publish("cache", news)
+            await trio.sleep(1.0)
+
+    nursery.start_soon(chatter)
+    await trio.sleep(10)
+    drops_of_m = [at for at, backend in dropped if backend == "m"]
+    assert drops_of_m and drops_of_m[0] - bumped <= 5.0
 
 
 async def test_a_shared_hit_carries_the_time_left_and_nothing_is_served_past_it(
